@@ -1,0 +1,133 @@
+//! [`PooledBuf`], the buffer handle that goes back to its pool when dropped.
+
+use std::borrow::{Borrow, BorrowMut};
+use std::fmt;
+use std::io;
+use std::mem::{self, ManuallyDrop};
+use std::ops::{Deref, DerefMut};
+
+use crate::pool::give_back;
+use crate::registry::PoolId;
+
+/// A `Vec<u8>` on loan from a [`BufferPool`](crate::BufferPool); dropping it returns the buffer.
+///
+/// It dereferences to `Vec<u8>`, so everything a `Vec` can do works: push, extend, resize, even
+/// grow beyond the capacity it came with (on return it is filed by its capacity then). It is
+/// `Send` and `'static`: move it into a spawned task or another thread, and it still returns to
+/// its pool, into the cache of whichever thread drops it. It holds no reference to the pool, only
+/// the pool's id, so it may outlive every pool handle; it is then simply freed.
+///
+/// Its length starts at 0, so safe code can never read what a previous user wrote.
+///
+/// ```
+/// use std::io::Write;
+///
+/// let pool = tierpool::BufferPool::new();
+/// let mut buf = pool.get(64);
+/// write!(buf, "status {}", 200)?;
+/// assert_eq!(&buf[..], b"status 200");
+/// let owned: Vec<u8> = buf.into_vec(); // detached: will not come back
+/// assert_eq!(owned, b"status 200");
+/// # Ok::<(), std::io::Error>(())
+/// ```
+pub struct PooledBuf {
+    buf: Vec<u8>,
+    pool: PoolId,
+}
+
+impl PooledBuf {
+    #[inline(always)]
+    pub(crate) fn new(buf: Vec<u8>, pool: PoolId) -> Self {
+        PooledBuf { buf, pool }
+    }
+
+    /// Detaches the buffer from its pool: the returned `Vec` is an ordinary one and will not be
+    /// given back (unless you hand it to [`BufferPool::put`](crate::BufferPool::put)).
+    #[inline]
+    pub fn into_vec(self) -> Vec<u8> {
+        let mut this = ManuallyDrop::new(self);
+        mem::take(&mut this.buf)
+    }
+}
+
+impl Drop for PooledBuf {
+    #[inline]
+    fn drop(&mut self) {
+        give_back(self.pool, mem::take(&mut self.buf));
+    }
+}
+
+impl Deref for PooledBuf {
+    type Target = Vec<u8>;
+    #[inline(always)]
+    fn deref(&self) -> &Vec<u8> {
+        &self.buf
+    }
+}
+
+impl DerefMut for PooledBuf {
+    #[inline(always)]
+    fn deref_mut(&mut self) -> &mut Vec<u8> {
+        &mut self.buf
+    }
+}
+
+impl AsRef<[u8]> for PooledBuf {
+    #[inline]
+    fn as_ref(&self) -> &[u8] {
+        &self.buf
+    }
+}
+
+impl AsMut<[u8]> for PooledBuf {
+    #[inline]
+    fn as_mut(&mut self) -> &mut [u8] {
+        &mut self.buf
+    }
+}
+
+impl Borrow<[u8]> for PooledBuf {
+    fn borrow(&self) -> &[u8] {
+        &self.buf
+    }
+}
+
+impl BorrowMut<[u8]> for PooledBuf {
+    fn borrow_mut(&mut self) -> &mut [u8] {
+        &mut self.buf
+    }
+}
+
+impl io::Write for PooledBuf {
+    #[inline]
+    fn write(&mut self, data: &[u8]) -> io::Result<usize> {
+        self.buf.extend_from_slice(data);
+        Ok(data.len())
+    }
+
+    #[inline]
+    fn write_all(&mut self, data: &[u8]) -> io::Result<()> {
+        self.buf.extend_from_slice(data);
+        Ok(())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+impl fmt::Debug for PooledBuf {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PooledBuf")
+            .field("len", &self.buf.len())
+            .field("capacity", &self.buf.capacity())
+            .field("pool", &self.pool.idx)
+            .finish()
+    }
+}
+
+impl PartialEq<[u8]> for PooledBuf {
+    fn eq(&self, other: &[u8]) -> bool {
+        self.buf[..] == *other
+    }
+}

@@ -1,0 +1,329 @@
+//! Size classes ("tiers") and their constant-time lookup.
+//!
+//! # The lookup
+//!
+//! A size `n` is first mapped to a *bucket* in constant time, with one `leading_zeros` and two
+//! shifts: the buckets cut every power-of-two range into [`SUB_BUCKETS`] equal parts (sizes up to
+//! 32 get a bucket each). This is the float-like encoding that jemalloc and mimalloc use for their
+//! size classes, and the integer-log trick of gRPC-Go's `BinaryTieredBufferPool` (seed 000) with
+//! four more bits of resolution.
+//!
+//! At build time every bucket records the first tier that could serve the *smallest* size in it.
+//! At lookup time that tier is compared with `n`; when `n` is bigger, the next tier is taken,
+//! and so on. A tier size `s` ends a bucket exactly when `s` has at most five significant bits
+//! (for example 1024, 1280, 1536, 1792: the power-of-two and geometric tiers the builder makes with
+//! up to 16 steps per doubling), so for those tiers the first candidate is always right and the
+//! lookup is one table load and one comparison, whatever the number of tiers. Arbitrary tier
+//! sizes (such as Vitess's 15000) may need a few more comparisons: at most one more per tier that
+//! lies strictly inside a single bucket, a bound computed at build time and reported by
+//! [`Classes::max_probes`].
+//!
+//! Lookup for *return* ("the largest tier not above the buffer's capacity") reuses the lookup for
+//! get: the smallest tier `>= cap` is the answer if it equals `cap`, otherwise the one before it.
+
+/// log2 of the number of buckets per power-of-two range.
+const SUB_BITS: u32 = 4;
+/// Buckets per power-of-two range.
+pub(crate) const SUB_BUCKETS: usize = 1 << SUB_BITS;
+
+/// The most tiers a pool may have; tier indices are stored as `u16` in the bucket table.
+pub const MAX_TIERS: usize = 4096;
+
+/// Maps `n` to its bucket. Buckets are ordered: `a <= b` implies `bucket(a) <= bucket(b)`.
+#[inline(always)]
+pub(crate) fn bucket(n: usize) -> usize {
+    // Work on n - 1 so that a size with five significant bits (a tier boundary) is the *last*
+    // size of its bucket, not the first of the next one.
+    let x = n.saturating_sub(1);
+    if x < 2 * SUB_BUCKETS {
+        x
+    } else {
+        let h = usize::BITS - 1 - x.leading_zeros(); // floor(log2 x), >= SUB_BITS + 1
+        let shift = h - SUB_BITS;
+        (((h - SUB_BITS + 1) as usize) << SUB_BITS) + ((x >> shift) & (SUB_BUCKETS - 1))
+    }
+}
+
+/// The smallest size that maps to bucket `b` (inverse of [`bucket`] on bucket starts).
+fn bucket_start(b: usize) -> usize {
+    if b < 2 * SUB_BUCKETS {
+        b + 1
+    } else {
+        let h = (b >> SUB_BITS) as u32 + SUB_BITS - 1;
+        let m = b & (SUB_BUCKETS - 1);
+        ((SUB_BUCKETS + m) << (h - SUB_BITS)) + 1
+    }
+}
+
+/// An immutable, validated set of tier sizes with its lookup table.
+///
+/// Shared read-only by every thread cache of a pool; never written after construction.
+#[derive(Debug, Clone)]
+pub(crate) struct Classes {
+    sizes: Box<[usize]>,
+    /// `table[bucket(n)]` = index of the first tier whose size is >= the bucket's start.
+    table: Box<[u16]>,
+    max: usize,
+    max_probes: usize,
+}
+
+impl Classes {
+    /// Builds the classes from sorted, deduplicated, non-zero sizes (the builder validates).
+    pub(crate) fn new(sizes: Vec<usize>) -> Self {
+        debug_assert!(!sizes.is_empty() && sizes.len() <= MAX_TIERS);
+        debug_assert!(sizes.windows(2).all(|w| w[0] < w[1]) && sizes[0] > 0);
+        let max = *sizes.last().expect("at least one tier");
+        let buckets = bucket(max) + 1;
+        let mut table = Vec::with_capacity(buckets);
+        let mut max_probes = 1;
+        for b in 0..buckets {
+            let start = bucket_start(b);
+            let first = sizes.partition_point(|&s| s < start);
+            // The largest size in this bucket is the next bucket's start minus one (capped at
+            // max); the tier serving it bounds how far a lookup in this bucket may walk.
+            let end = bucket_start(b + 1).saturating_sub(1).min(max);
+            let last = sizes.partition_point(|&s| s < end);
+            max_probes = max_probes.max(last - first + 1);
+            table.push(first as u16);
+        }
+        Classes {
+            sizes: sizes.into_boxed_slice(),
+            table: table.into_boxed_slice(),
+            max,
+            max_probes,
+        }
+    }
+
+    /// Tier sizes, ascending.
+    #[inline]
+    pub(crate) fn sizes(&self) -> &[usize] {
+        &self.sizes
+    }
+
+    /// Number of tiers.
+    #[inline]
+    pub(crate) fn len(&self) -> usize {
+        self.sizes.len()
+    }
+
+    /// The largest tier size.
+    #[inline]
+    pub(crate) fn max(&self) -> usize {
+        self.max
+    }
+
+    /// The most size comparisons any lookup makes (1 for power-of-two and geometric tiers).
+    pub(crate) fn max_probes(&self) -> usize {
+        self.max_probes
+    }
+
+    /// Size of tier `t`.
+    #[inline(always)]
+    pub(crate) fn size(&self, t: usize) -> usize {
+        self.sizes[t]
+    }
+
+    /// The smallest tier whose size is `>= n`, or `None` if `n` is above the largest tier.
+    #[inline(always)]
+    pub(crate) fn for_get(&self, n: usize) -> Option<usize> {
+        if n > self.max {
+            return None;
+        }
+        Some(self.for_get_in_range(n))
+    }
+
+    /// [`Self::for_get`] for an `n` known to be `<= self.max`.
+    #[inline(always)]
+    fn for_get_in_range(&self, n: usize) -> usize {
+        let b = bucket(n);
+        // `bucket` is monotonic and `n <= max`, so `b <= bucket(max) < table.len()`; the
+        // table entry is the first tier that can serve the bucket's start, and tier `len - 1`
+        // (size `max >= n`) stops the walk, so it never leaves `sizes`.
+        let mut t = self.table[b] as usize;
+        while self.sizes[t] < n {
+            t += 1;
+        }
+        t
+    }
+
+    /// The largest tier whose size is `<= cap`: where a returned buffer of capacity `cap` is
+    /// filed. `None` if `cap` is below the smallest tier or above the largest (such buffers are
+    /// released, never kept).
+    #[inline(always)]
+    pub(crate) fn for_put(&self, cap: usize) -> Option<usize> {
+        if cap > self.max {
+            return None;
+        }
+        let t = self.for_get_in_range(cap);
+        if self.sizes[t] == cap {
+            Some(t)
+        } else {
+            t.checked_sub(1)
+        }
+    }
+}
+
+#[cfg(test)]
+/// Power-of-two tiers from `min` to `max`: every power of two in `[min, max]`, plus `min` and
+/// `max` themselves when they are not powers of two.
+pub(crate) fn power_of_two(min: usize, max: usize) -> Vec<usize> {
+    geometric(min, max, 1)
+}
+
+/// Geometric tiers with `steps` classes per doubling: every `p + j * p / steps` (`p` a power of
+/// two, `0 <= j < steps`) in `[min, max]`, plus `min` and `max` themselves. `steps` must be a power
+/// of two (checked by the builder) so that every class is a bucket boundary.
+pub(crate) fn geometric(min: usize, max: usize, steps: usize) -> Vec<usize> {
+    let mut out = vec![min];
+    let mut p: usize = 1;
+    loop {
+        let step = (p / steps).max(1);
+        let mut s = p;
+        while s < p.saturating_mul(2) {
+            if s > min && s < max {
+                out.push(s);
+            }
+            match s.checked_add(step) {
+                Some(next) => s = next,
+                None => break,
+            }
+        }
+        match p.checked_mul(2) {
+            Some(next) if next < max => p = next,
+            _ => break,
+        }
+    }
+    out.push(max);
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reference_get(sizes: &[usize], n: usize) -> Option<usize> {
+        sizes.iter().position(|&s| s >= n)
+    }
+
+    fn reference_put(sizes: &[usize], cap: usize) -> Option<usize> {
+        if cap > *sizes.last().unwrap() {
+            return None;
+        }
+        sizes.iter().rposition(|&s| s <= cap)
+    }
+
+    #[test]
+    fn buckets_are_monotonic_and_start_where_they_say() {
+        let mut prev = 0;
+        for n in 1..(1 << 16) {
+            let b = bucket(n);
+            assert!(b == prev || b == prev + 1, "n={n} b={b} prev={prev}");
+            if b != prev || n == 1 {
+                assert_eq!(bucket_start(b), n, "bucket {b}");
+            }
+            prev = b;
+        }
+        for shift in 0..usize::BITS {
+            let n = 1usize << shift;
+            assert_eq!(bucket_start(bucket(n)) <= n, true);
+            assert!(bucket(usize::MAX) >= bucket(n));
+        }
+    }
+
+    #[test]
+    fn bucket_ends_on_five_significant_bits() {
+        // Every size with at most 5 significant bits is the last size of its bucket.
+        for h in 5..40 {
+            for m in 0..16usize {
+                let s = (16 + m) << (h - 4);
+                assert_ne!(bucket(s), bucket(s + 1), "s={s}");
+            }
+        }
+    }
+
+    fn check_exhaustive(sizes: Vec<usize>, limit: usize) -> Classes {
+        let c = Classes::new(sizes.clone());
+        for n in 0..=limit {
+            assert_eq!(
+                c.for_get(n),
+                reference_get(&sizes, n.max(1)),
+                "get {n} in {sizes:?}"
+            );
+            assert_eq!(
+                c.for_put(n),
+                reference_put(&sizes, n),
+                "put {n} in {sizes:?}"
+            );
+        }
+        c
+    }
+
+    #[test]
+    fn power_of_two_lookup_is_exact_with_one_probe() {
+        let sizes = power_of_two(256, 1 << 20);
+        assert_eq!(sizes.len(), 13);
+        let c = check_exhaustive(sizes, (1 << 20) + 10);
+        assert_eq!(c.max_probes(), 1);
+    }
+
+    #[test]
+    fn geometric_lookup_is_exact_with_one_probe() {
+        for steps in [1, 2, 4, 8, 16] {
+            let sizes = geometric(64, 1 << 18, steps);
+            let c = check_exhaustive(sizes, (1 << 18) + 3);
+            assert_eq!(c.max_probes(), 1, "steps {steps}");
+        }
+        let g = geometric(1 << 20, 1 << 21, 4);
+        assert_eq!(
+            g,
+            vec![1 << 20, 1_310_720, 1_572_864, 1_835_008, 1 << 21],
+            "1 MiB, 1.25, 1.5, 1.75, 2 MiB"
+        );
+    }
+
+    #[test]
+    fn arbitrary_tiers_are_exact_and_probes_bounded() {
+        // Vitess's example and gRPC-Go's defaults, plus dense awkward sizes.
+        for sizes in [
+            vec![1024, 2048, 4096, 8192, 15000],
+            vec![256, 4096, 16384, 32768, 1 << 20],
+            vec![1, 2, 3, 5, 7, 11, 13, 100, 1000, 1001, 1002, 1003, 65535],
+            vec![17],
+            vec![1],
+        ] {
+            let limit = sizes.last().unwrap() + 5;
+            let c = check_exhaustive(sizes.clone(), limit);
+            assert!(c.max_probes() <= sizes.len());
+        }
+        let c = Classes::new(vec![1000, 1001, 1002, 1003]);
+        assert!(
+            c.max_probes() >= 4,
+            "dense tiers inside one bucket need several probes"
+        );
+    }
+
+    #[test]
+    fn huge_sizes_and_edges() {
+        let big = isize::MAX as usize;
+        let c = Classes::new(vec![1, 1 << 40, big]);
+        assert_eq!(c.for_get(0), Some(0));
+        assert_eq!(c.for_get(2), Some(1));
+        assert_eq!(c.for_get(big), Some(2));
+        assert_eq!(c.for_get(big + 1), None);
+        assert_eq!(c.for_get(usize::MAX), None);
+        assert_eq!(c.for_put(usize::MAX), None);
+        assert_eq!(c.for_put(big), Some(2));
+        assert_eq!(c.for_put(big - 1), Some(1));
+        assert_eq!(c.for_put(0), None);
+    }
+
+    #[test]
+    fn generators_include_bounds() {
+        assert_eq!(power_of_two(100, 1000), vec![100, 128, 256, 512, 1000]);
+        assert_eq!(power_of_two(1, 4), vec![1, 2, 4]);
+        assert_eq!(geometric(1, 8, 4), vec![1, 2, 3, 4, 5, 6, 7, 8]);
+        assert_eq!(geometric(7, 7, 2), vec![7]);
+    }
+}

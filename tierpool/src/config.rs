@@ -1,0 +1,359 @@
+//! Pool configuration: the [`Builder`] and its validated result.
+
+use std::time::Duration;
+
+use crate::class::{self, Classes, MAX_TIERS};
+use crate::error::ConfigError;
+use crate::BufferPool;
+
+/// Smallest tier of the default configuration.
+pub const DEFAULT_MIN_TIER: usize = 256;
+/// Largest tier of the default configuration (16 MiB).
+pub const DEFAULT_MAX_TIER: usize = 16 << 20;
+/// Classes per doubling in the default configuration (256, 320, 384, 448, 512, 640, ...).
+pub const DEFAULT_STEPS_PER_DOUBLING: usize = 4;
+/// Default cap on bytes retained in the shared depot (64 MiB).
+pub const DEFAULT_MAX_RETAINED_BYTES: usize = 64 << 20;
+/// Default budget of each thread's cache, per pool (2 MiB), when the cap allows it.
+pub const DEFAULT_THREAD_CACHE_BYTES: usize = 2 << 20;
+/// Default decay interval: a buffer idle this long becomes eligible for release.
+pub const DEFAULT_DECAY_INTERVAL: Duration = Duration::from_secs(1);
+
+#[derive(Debug, Clone)]
+enum TierSpec {
+    Explicit(Vec<usize>),
+    Geometric {
+        min: usize,
+        max: usize,
+        steps: usize,
+    },
+}
+
+/// Configures and builds a [`BufferPool`].
+///
+/// Every setting has a documented default; [`build`](Builder::build) validates the whole
+/// configuration and names the first offending value in a [`ConfigError`].
+///
+/// ```
+/// use std::time::Duration;
+/// use tierpool::BufferPool;
+///
+/// let pool = BufferPool::builder()
+///     .tiers([1024, 2048, 4096, 8192, 15000]) // any order; duplicates merged
+///     .max_retained_bytes(64 << 20)
+///     .thread_cache_bytes(1 << 20)
+///     .decay_interval(Duration::from_millis(500))
+///     .build()?;
+/// assert_eq!(pool.tier_sizes(), &[1024, 2048, 4096, 8192, 15000]);
+/// # Ok::<(), tierpool::ConfigError>(())
+/// ```
+#[derive(Debug, Clone)]
+#[must_use = "a builder does nothing until build() is called"]
+pub struct Builder {
+    tiers: TierSpec,
+    max_retained_bytes: usize,
+    thread_cache_bytes: Option<usize>,
+    decay_interval: Duration,
+    background_trim: bool,
+    zero_on_return: bool,
+}
+
+impl Default for Builder {
+    fn default() -> Self {
+        Builder {
+            tiers: TierSpec::Geometric {
+                min: DEFAULT_MIN_TIER,
+                max: DEFAULT_MAX_TIER,
+                steps: DEFAULT_STEPS_PER_DOUBLING,
+            },
+            max_retained_bytes: DEFAULT_MAX_RETAINED_BYTES,
+            thread_cache_bytes: None,
+            decay_interval: DEFAULT_DECAY_INTERVAL,
+            background_trim: false,
+            zero_on_return: false,
+        }
+    }
+}
+
+impl Builder {
+    /// A builder with the default configuration (see [`BufferPool::new`]).
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Uses exactly these tier sizes, in any order; duplicates are merged.
+    ///
+    /// Lookup stays O(1) for any sizes; sizes with at most five significant bits (powers of two
+    /// and their quarter/eighth/sixteenth steps) need a single comparison.
+    pub fn tiers<I: IntoIterator<Item = usize>>(mut self, sizes: I) -> Self {
+        self.tiers = TierSpec::Explicit(sizes.into_iter().collect());
+        self
+    }
+
+    /// Power-of-two tiers: every power of two in `[min, max]`, plus `min` and `max`.
+    ///
+    /// ```
+    /// let pool = tierpool::BufferPool::builder().power_of_two_tiers(256, 4096).build()?;
+    /// assert_eq!(pool.tier_sizes(), &[256, 512, 1024, 2048, 4096]);
+    /// # Ok::<(), tierpool::ConfigError>(())
+    /// ```
+    pub fn power_of_two_tiers(self, min: usize, max: usize) -> Self {
+        self.geometric_tiers(min, max, 1)
+    }
+
+    /// Geometric tiers with `steps_per_doubling` classes between consecutive powers of two
+    /// (1, 2, 4, 8 or 16), plus `min` and `max`. Four steps bound the space a buffer can waste
+    /// to 20% of its capacity (jemalloc's spacing); one step is plain powers of two.
+    ///
+    /// ```
+    /// let pool = tierpool::BufferPool::builder()
+    ///     .geometric_tiers(1 << 20, 2 << 20, 4)
+    ///     .build()?;
+    /// assert_eq!(
+    ///     pool.tier_sizes(),
+    ///     &[1 << 20, 1_310_720, 1_572_864, 1_835_008, 2 << 20] // 1, 1.25, 1.5, 1.75, 2 MiB
+    /// );
+    /// # Ok::<(), tierpool::ConfigError>(())
+    /// ```
+    pub fn geometric_tiers(mut self, min: usize, max: usize, steps_per_doubling: usize) -> Self {
+        self.tiers = TierSpec::Geometric {
+            min,
+            max,
+            steps: steps_per_doubling,
+        };
+        self
+    }
+
+    /// Caps the bytes (sum of capacities) retained in the pool's shared depot. Each thread that
+    /// uses the pool may keep up to [`thread_cache_bytes`](Self::thread_cache_bytes) more in its
+    /// own cache, so the pool's total retained memory is at most
+    /// `max_retained_bytes + threads * thread_cache_bytes`. Default 64 MiB.
+    pub fn max_retained_bytes(mut self, bytes: usize) -> Self {
+        self.max_retained_bytes = bytes;
+        self
+    }
+
+    /// Budget of each thread's private cache for this pool, in bytes of capacity. Buffers of a
+    /// tier larger than this bypass the thread cache and go straight to the shared depot.
+    /// Default: 2 MiB, or a quarter of `max_retained_bytes` if that is smaller. Zero disables the
+    /// thread caches (every operation then takes the depot's lock).
+    pub fn thread_cache_bytes(mut self, bytes: usize) -> Self {
+        self.thread_cache_bytes = Some(bytes);
+        self
+    }
+
+    /// How long a retained buffer may stay unused before it becomes eligible for release.
+    /// Buffers idle for a whole interval are released at the next interval boundary, so after a
+    /// burst retained memory falls back within about two intervals. Default 1 s.
+    pub fn decay_interval(mut self, interval: Duration) -> Self {
+        self.decay_interval = interval;
+        self
+    }
+
+    /// Starts a background thread that applies the decay every interval even when no thread
+    /// uses the pool, so that a pool that has gone completely idle gives its depot back. The
+    /// thread holds only a weak reference and exits when the pool is dropped. Default off.
+    pub fn background_trim(mut self, enabled: bool) -> Self {
+        self.background_trim = enabled;
+        self
+    }
+
+    /// Overwrites every returned buffer's whole capacity with zeros before it is kept or
+    /// released, for pools that carry secrets. Default off.
+    pub fn zero_on_return(mut self, enabled: bool) -> Self {
+        self.zero_on_return = enabled;
+        self
+    }
+
+    /// Validates the configuration and builds the pool.
+    ///
+    /// # Errors
+    /// A [`ConfigError`] naming the first invalid value: no tiers, a zero tier, a tier above
+    /// `isize::MAX`, too many tiers, an invalid range or step count, a cap that cannot hold one
+    /// buffer of the smallest tier, a thread cache larger than the cap, or a zero interval.
+    pub fn build(self) -> Result<BufferPool, ConfigError> {
+        Ok(BufferPool::from_config(self.validate()?))
+    }
+
+    pub(crate) fn validate(self) -> Result<Config, ConfigError> {
+        let sizes = match self.tiers {
+            TierSpec::Explicit(mut sizes) => {
+                if sizes.is_empty() {
+                    return Err(ConfigError::NoTiers);
+                }
+                if sizes.contains(&0) {
+                    return Err(ConfigError::ZeroTierSize);
+                }
+                sizes.sort_unstable();
+                sizes.dedup();
+                sizes
+            }
+            TierSpec::Geometric { min, max, steps } => {
+                if !steps.is_power_of_two() || steps > 16 {
+                    return Err(ConfigError::InvalidSteps { steps });
+                }
+                if min == 0 || min > max {
+                    return Err(ConfigError::InvalidRange { min, max });
+                }
+                if max > isize::MAX as usize {
+                    return Err(ConfigError::TierTooLarge { size: max });
+                }
+                class::geometric(min, max, steps)
+            }
+        };
+        let largest = *sizes.last().expect("non-empty");
+        if largest > isize::MAX as usize {
+            return Err(ConfigError::TierTooLarge { size: largest });
+        }
+        if sizes.len() > MAX_TIERS {
+            return Err(ConfigError::TooManyTiers { count: sizes.len() });
+        }
+        if self.max_retained_bytes < sizes[0] {
+            return Err(ConfigError::CapTooSmall {
+                max_retained_bytes: self.max_retained_bytes,
+                smallest_tier: sizes[0],
+            });
+        }
+        let thread_cache_bytes = match self.thread_cache_bytes {
+            Some(b) if b > self.max_retained_bytes => {
+                return Err(ConfigError::ThreadCacheTooLarge {
+                    thread_cache_bytes: b,
+                    max_retained_bytes: self.max_retained_bytes,
+                })
+            }
+            Some(b) => b,
+            None => DEFAULT_THREAD_CACHE_BYTES.min(self.max_retained_bytes / 4),
+        };
+        if self.decay_interval.is_zero() {
+            return Err(ConfigError::ZeroInterval);
+        }
+        let interval_nanos = u64::try_from(self.decay_interval.as_nanos()).map_err(|_| {
+            ConfigError::IntervalTooLong {
+                interval: self.decay_interval,
+            }
+        })?;
+        Ok(Config {
+            classes: Classes::new(sizes),
+            max_retained_bytes: self.max_retained_bytes,
+            thread_cache_bytes,
+            decay_interval: self.decay_interval,
+            interval_nanos,
+            background_trim: self.background_trim,
+            zero_on_return: self.zero_on_return,
+        })
+    }
+}
+
+/// A validated configuration.
+#[derive(Debug, Clone)]
+pub(crate) struct Config {
+    pub(crate) classes: Classes,
+    pub(crate) max_retained_bytes: usize,
+    pub(crate) thread_cache_bytes: usize,
+    pub(crate) decay_interval: Duration,
+    pub(crate) interval_nanos: u64,
+    pub(crate) background_trim: bool,
+    pub(crate) zero_on_return: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_config_shape() {
+        let c = Builder::new().validate().unwrap();
+        let sizes = c.classes.sizes();
+        assert_eq!(sizes[0], 256);
+        assert_eq!(*sizes.last().unwrap(), 16 << 20);
+        assert_eq!(sizes.len(), 65);
+        // A 1 MiB message plus a small header must not jump to 2 MiB.
+        let t = c.classes.for_get((1 << 20) + 5).unwrap();
+        assert_eq!(sizes[t], 1_310_720);
+        // 32 KiB + 1 lands in 40 KiB, not 1 MiB.
+        assert_eq!(sizes[c.classes.for_get(32 * 1024 + 1).unwrap()], 40 * 1024);
+        assert_eq!(c.thread_cache_bytes, 2 << 20);
+        assert_eq!(c.classes.max_probes(), 1);
+    }
+
+    #[test]
+    fn every_invalid_value_is_named() {
+        let e = |b: Builder| b.validate().unwrap_err();
+        assert_eq!(e(Builder::new().tiers([])), ConfigError::NoTiers);
+        assert_eq!(e(Builder::new().tiers([1, 0])), ConfigError::ZeroTierSize);
+        let huge = isize::MAX as usize + 1;
+        assert_eq!(
+            e(Builder::new().tiers([1, huge])),
+            ConfigError::TierTooLarge { size: huge }
+        );
+        assert_eq!(
+            e(Builder::new().tiers(1..=(MAX_TIERS + 1))),
+            ConfigError::TooManyTiers {
+                count: MAX_TIERS + 1
+            }
+        );
+        assert_eq!(
+            e(Builder::new().geometric_tiers(10, 5, 2)),
+            ConfigError::InvalidRange { min: 10, max: 5 }
+        );
+        assert_eq!(
+            e(Builder::new().power_of_two_tiers(0, 5)),
+            ConfigError::InvalidRange { min: 0, max: 5 }
+        );
+        assert_eq!(
+            e(Builder::new().geometric_tiers(1, 5, 3)),
+            ConfigError::InvalidSteps { steps: 3 }
+        );
+        assert_eq!(
+            e(Builder::new().geometric_tiers(1, 5, 32)),
+            ConfigError::InvalidSteps { steps: 32 }
+        );
+        assert_eq!(
+            e(Builder::new().power_of_two_tiers(1, huge)),
+            ConfigError::TierTooLarge { size: huge }
+        );
+        assert_eq!(
+            e(Builder::new().tiers([4096]).max_retained_bytes(4095)),
+            ConfigError::CapTooSmall {
+                max_retained_bytes: 4095,
+                smallest_tier: 4096
+            }
+        );
+        assert_eq!(
+            e(Builder::new()
+                .max_retained_bytes(1 << 20)
+                .thread_cache_bytes(2 << 20)),
+            ConfigError::ThreadCacheTooLarge {
+                thread_cache_bytes: 2 << 20,
+                max_retained_bytes: 1 << 20
+            }
+        );
+        assert_eq!(
+            e(Builder::new().decay_interval(Duration::ZERO)),
+            ConfigError::ZeroInterval
+        );
+        assert!(matches!(
+            e(Builder::new().decay_interval(Duration::MAX)),
+            ConfigError::IntervalTooLong { .. }
+        ));
+        // Messages name the value.
+        assert!(e(Builder::new().geometric_tiers(1, 5, 3))
+            .to_string()
+            .contains('3'));
+    }
+
+    #[test]
+    fn small_cap_shrinks_default_thread_cache() {
+        let c = Builder::new()
+            .tiers([64])
+            .max_retained_bytes(1000)
+            .validate()
+            .unwrap();
+        assert_eq!(c.thread_cache_bytes, 250);
+        let c = Builder::new()
+            .max_retained_bytes(usize::MAX)
+            .validate()
+            .unwrap();
+        assert_eq!(c.thread_cache_bytes, DEFAULT_THREAD_CACHE_BYTES);
+    }
+}

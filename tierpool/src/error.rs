@@ -1,0 +1,166 @@
+//! The crate's error types: [`ConfigError`] from [`Builder::build`](crate::Builder::build) and
+//! [`AllocError`] from [`BufferPool::try_get`](crate::BufferPool::try_get).
+
+use std::fmt;
+use std::time::Duration;
+
+/// Why [`Builder::build`](crate::Builder::build) rejected a configuration.
+///
+/// Every variant names the offending value, so the message alone says what to fix.
+///
+/// ```
+/// use tierpool::{BufferPool, ConfigError};
+///
+/// let err = BufferPool::builder().tiers([4096, 0]).build().unwrap_err();
+/// assert_eq!(err, ConfigError::ZeroTierSize);
+/// assert_eq!(err.to_string(), "a tier size is zero: tier sizes must be at least 1 byte");
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// The tier list is empty.
+    NoTiers,
+    /// A tier size is zero.
+    ZeroTierSize,
+    /// A tier size is above `isize::MAX`, the most any `Vec<u8>` can hold.
+    TierTooLarge {
+        /// The offending size.
+        size: usize,
+    },
+    /// More tiers than [`MAX_TIERS`](crate::MAX_TIERS).
+    TooManyTiers {
+        /// How many distinct tiers were given.
+        count: usize,
+    },
+    /// A range of generated tiers has `min > max` or `min == 0`.
+    InvalidRange {
+        /// The smallest tier asked for.
+        min: usize,
+        /// The largest tier asked for.
+        max: usize,
+    },
+    /// Steps per doubling for geometric tiers must be a power of two from 1 to 16.
+    InvalidSteps {
+        /// The offending value.
+        steps: usize,
+    },
+    /// `max_retained_bytes` cannot hold even one buffer of the smallest tier.
+    CapTooSmall {
+        /// The configured cap.
+        max_retained_bytes: usize,
+        /// The smallest tier size.
+        smallest_tier: usize,
+    },
+    /// The per-thread cache budget is larger than the pool's whole cap.
+    ThreadCacheTooLarge {
+        /// The configured per-thread budget.
+        thread_cache_bytes: usize,
+        /// The configured cap.
+        max_retained_bytes: usize,
+    },
+    /// The decay interval is zero.
+    ZeroInterval,
+    /// The decay interval is too long to be represented (above about 584 years).
+    IntervalTooLong {
+        /// The offending interval.
+        interval: Duration,
+    },
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ConfigError::NoTiers => f.write_str("no tiers: a pool needs at least one tier size"),
+            ConfigError::ZeroTierSize => {
+                f.write_str("a tier size is zero: tier sizes must be at least 1 byte")
+            }
+            ConfigError::TierTooLarge { size } => write!(
+                f,
+                "tier size {size} is above isize::MAX ({}), the largest possible Vec<u8>",
+                isize::MAX
+            ),
+            ConfigError::TooManyTiers { count } => write!(
+                f,
+                "{count} tiers given; at most {} are supported",
+                crate::MAX_TIERS
+            ),
+            ConfigError::InvalidRange { min, max } => write!(
+                f,
+                "invalid tier range {min}..={max}: need 1 <= min <= max"
+            ),
+            ConfigError::InvalidSteps { steps } => write!(
+                f,
+                "{steps} steps per doubling: must be 1, 2, 4, 8 or 16"
+            ),
+            ConfigError::CapTooSmall {
+                max_retained_bytes,
+                smallest_tier,
+            } => write!(
+                f,
+                "max_retained_bytes {max_retained_bytes} cannot hold one buffer of the smallest tier ({smallest_tier} bytes)"
+            ),
+            ConfigError::ThreadCacheTooLarge {
+                thread_cache_bytes,
+                max_retained_bytes,
+            } => write!(
+                f,
+                "thread_cache_bytes {thread_cache_bytes} is larger than max_retained_bytes {max_retained_bytes}"
+            ),
+            ConfigError::ZeroInterval => {
+                f.write_str("decay interval is zero: it must be a positive duration")
+            }
+            ConfigError::IntervalTooLong { interval } => {
+                write!(f, "decay interval {interval:?} is too long to represent")
+            }
+        }
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+/// Why [`BufferPool::try_get`](crate::BufferPool::try_get) could not produce a buffer.
+///
+/// ```
+/// use tierpool::{AllocError, BufferPool};
+///
+/// let pool = BufferPool::new();
+/// let err = pool.try_get(usize::MAX).unwrap_err();
+/// assert_eq!(err, AllocError::CapacityOverflow { requested: usize::MAX });
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum AllocError {
+    /// The requested size is above `isize::MAX`: no `Vec<u8>` can be that large.
+    CapacityOverflow {
+        /// The size asked for.
+        requested: usize,
+    },
+    /// The allocator reported failure for this many bytes.
+    AllocFailed {
+        /// The size asked for.
+        requested: usize,
+        /// The capacity the pool tried to allocate (the tier size, or `requested` above the
+        /// largest tier).
+        capacity: usize,
+    },
+}
+
+impl fmt::Display for AllocError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            AllocError::CapacityOverflow { requested } => write!(
+                f,
+                "cannot allocate {requested} bytes: above isize::MAX, the largest possible Vec<u8>"
+            ),
+            AllocError::AllocFailed {
+                requested,
+                capacity,
+            } => write!(
+                f,
+                "the allocator failed to provide {capacity} bytes (for a request of {requested})"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for AllocError {}

@@ -1,0 +1,177 @@
+//! A fast, bounded, size-tiered pool of byte buffers for network and storage code.
+//!
+//! Services that read sockets or disk blocks take and release byte buffers millions of times a
+//! second. `tierpool` keeps released `Vec<u8>` buffers sorted into size tiers and hands them out
+//! again, so that the hot path neither calls the allocator nor takes a lock, while the memory it
+//! keeps stays capped and goes back to the system when it is no longer needed.
+//!
+//! # Quick start
+//!
+//! ```
+//! use std::io::Write;
+//! use tierpool::BufferPool;
+//!
+//! let pool = BufferPool::builder()
+//!     .tiers([1024, 2048, 4096, 8192, 15000]) // or the default: 256 B ..= 16 MiB, 4 per doubling
+//!     .max_retained_bytes(64 << 20)
+//!     .build()?;
+//!
+//! let mut buf = pool.get(5000);               // len 0, capacity >= 5000 (here 8192)
+//! buf.write_all(b"payload")?;                 // PooledBuf derefs to Vec<u8>
+//! std::thread::spawn(move || drop(buf))       // dropped anywhere: back to the pool
+//!     .join()
+//!     .unwrap();
+//!
+//! let again = pool.get(6000);                 // served from the retained buffer
+//! assert_eq!(again.capacity(), 8192);
+//! assert!(again.is_empty());                  // never stale bytes through safe code
+//! let stats = pool.stats();
+//! assert_eq!((stats.hits, stats.misses), (1, 1));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! # What it guarantees
+//!
+//! - **Tiers with O(1) lookup.** `get(n)` uses the smallest tier `>= n`; the tier is found with
+//!   one `leading_zeros`, two shifts and one table load, however many tiers there are
+//!   (see the `class` module). Besides explicit sizes, the [`Builder`] makes power-of-two tiers
+//!   and geometric tiers with 2, 4, 8 or 16 classes per doubling.
+//! - **No false hits.** A buffer handed out is never smaller than asked. A returned buffer
+//!   (ours or a foreign `Vec`) is filed under the largest tier not above its capacity; buffers
+//!   outside the tiers are freed. Requests above the largest tier are allocated exactly and not
+//!   kept.
+//! - **No hidden allocations, no locks** on the steady-state path: each thread has its own
+//!   cache per pool.
+//! - **Shared across threads.** A buffer taken on one thread and dropped on another is kept:
+//!   thread caches exchange batches with a shared depot.
+//! - **Bounded.** The depot holds at most `max_retained_bytes`; each thread's cache at most
+//!   `thread_cache_bytes` (default 2 MiB): total retained `<= max_retained_bytes + threads *
+//!   thread_cache_bytes`. At the cap, returned buffers are freed.
+//! - **Memory comes back.** Buffers unused for a whole decay interval are released at the next
+//!   boundary, so after a burst retained memory falls back within about two intervals;
+//!   [`BufferPool::trim`] releases on demand; [`Builder::background_trim`] also covers a pool
+//!   that has gone completely idle; dropping the last handle frees the depot.
+//! - **No panics on bad input**: [`Builder::build`] names invalid values in a
+//!   [`ConfigError`]; [`BufferPool::try_get`] reports impossible sizes and allocator failure as
+//!   an [`AllocError`]; panics and thread exits while buffers are out never wedge a pool.
+//!
+//! # How it works
+//!
+//! ```text
+//!   thread A                         thread B                    any thread
+//!  ┌────────────────────────┐       ┌────────────────────────┐
+//!  │ ThreadCache (pool P)   │       │ ThreadCache (pool P)   │   PooledBuf { Vec<u8>, PoolId }
+//!  │  tier 0: [b, b, b]     │       │  tier 0: [b]           │       │ drop: find this thread's
+//!  │  tier 1: [b]           │       │  tier 1: []            │       │ cache for PoolId, push
+//!  │  ...  <= 2 MiB total   │       │  ...                   │       ▼
+//!  │  counters (A writes)   │       │  counters (B writes)   │
+//!  └──────────┬─────────────┘       └───────────┬────────────┘
+//!   empty: take a batch │ full: give older half │
+//!             ▼                                 ▼
+//!  ┌───────────────────────────────────────────────────────────┐
+//!  │ Depot (pool P): per tier, Mutex<Vec<Vec<u8>>> on its own  │
+//!  │ cache line; one atomic byte count enforces the cap;       │
+//!  │ low-water marks drive the decay                           │
+//!  └───────────────────────────────────────────────────────────┘
+//! ```
+//!
+//! - **Size classes** (`class`): the size is mapped to one of 16 buckets per power of two; a
+//!   table gives the first candidate tier, and for tiers with at most five significant bits
+//!   (powers of two and their 2/4/8/16-step subdivisions) the candidate is always the answer.
+//! - **Thread cache** (`local`): per thread and pool, a bounded stack per tier. Reached through
+//!   a `const` thread-local (one `fs`-relative load) and indexed by the pool's slot. Its
+//!   counters are written only by its thread (plain stores, no locked instructions) and summed
+//!   by [`BufferPool::stats`].
+//! - **Depot** (`depot`): batches of half a thread stack move under one lock acquisition.
+//!   Tiers whose size exceeds the thread budget bypass the thread caches and go straight here.
+//! - **Buffer handle** (`buf`, `registry`): a [`PooledBuf`] carries its pool's *id* (a slot and
+//!   a generation), not a reference-counted pointer, so handing it out touches no shared
+//!   counter, yet it is `'static + Send` and may outlive the pool: a stale id resolves to
+//!   nothing and the buffer is simply freed.
+//! - **Decay** (`decay`): time is cut into intervals; each cache and the depot release at every
+//!   boundary the buffers that stayed below their low-water mark for the whole interval.
+//! - **Thread exit**: a thread-local destructor gives each cache's buffers back to its depot
+//!   (within the cap) and folds its counters into the pool's.
+//!
+//! # When not to use it
+//!
+//! - If buffers are allocated once per connection and kept, a pool adds nothing.
+//! - Under jemalloc or mimalloc, small buffers (256 B and below) are nearly as cheap to
+//!   allocate as to pool; the gain is in the sizes those allocators do not cache per thread
+//!   (jemalloc above 32 KiB, mimalloc's large pages) and in cross-thread hand-off.
+//! - A pool keeps memory that the allocator might have given to other parts of the program:
+//!   size `max_retained_bytes` for the working set, not for peaks.
+//! - Do not use tierpool from inside a global allocator: re-entrant calls are sound but bypass
+//!   the caches and may block on the pool registry.
+//!
+//! # Safety and correctness
+//!
+//! The crate has two `unsafe` blocks plus one in the thread-exit hook, all in `local.rs`: turning
+//! the thread-local table pointer into a reference, argued in that module's documentation and
+//! exercised under Miri. The depot and counters are model-checked with loom
+//! (`RUSTFLAGS="--cfg loom" cargo test -p tierpool --lib --release loom`); stress tests check
+//! that no buffer is ever out twice at once and that caps hold.
+//!
+//! # Performance
+//!
+//! See `BENCHMARKS.md` in the repository for measured figures and the commands that produce
+//! them (`cargo bench -p tierpool`).
+
+#![warn(missing_docs, missing_debug_implementations, rust_2018_idioms)]
+
+mod buf;
+mod class;
+mod config;
+mod decay;
+mod depot;
+mod error;
+mod global;
+mod local;
+mod pool;
+mod registry;
+mod stats;
+mod sync;
+
+#[cfg(all(test, loom))]
+mod loom_tests;
+
+pub use buf::PooledBuf;
+pub use class::MAX_TIERS;
+pub use config::{
+    Builder, DEFAULT_DECAY_INTERVAL, DEFAULT_MAX_RETAINED_BYTES, DEFAULT_MAX_TIER,
+    DEFAULT_MIN_TIER, DEFAULT_STEPS_PER_DOUBLING, DEFAULT_THREAD_CACHE_BYTES,
+};
+pub use error::{AllocError, ConfigError};
+pub use global::{default_pool, set_default_pool};
+pub use pool::BufferPool;
+pub use stats::{Stats, TierStats};
+
+#[doc(hidden)]
+pub mod __bench {
+    //! Internal hooks for the crate's own benchmarks; not part of the public API.
+
+    /// Tier lookup pair (get and return) through the same code the pool uses.
+    #[derive(Debug)]
+    pub struct Lookup(crate::class::Classes);
+
+    impl Lookup {
+        /// Builds the lookup for these sorted, distinct sizes.
+        pub fn new(sizes: &[usize]) -> Self {
+            Lookup(crate::class::Classes::new(sizes.to_vec()))
+        }
+        /// Tier for a get of `n`.
+        #[inline]
+        pub fn for_get(&self, n: usize) -> Option<usize> {
+            self.0.for_get(n)
+        }
+        /// Tier for a return of capacity `cap`.
+        #[inline]
+        pub fn for_put(&self, cap: usize) -> Option<usize> {
+            self.0.for_put(cap)
+        }
+        /// The most size comparisons one lookup makes.
+        pub fn max_probes(&self) -> usize {
+            self.0.max_probes()
+        }
+    }
+}
