@@ -1,0 +1,145 @@
+//! A counting global allocator proves the fast path allocates nothing, and that dropping a
+//! pool gives every byte back.
+//!
+//! Allocations are counted per thread (a `const` thread-local with no destructor, usable inside
+//! an allocator), so the test harness's own threads do not disturb the figures; live bytes are
+//! counted process-wide.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+use std::sync::atomic::{AtomicIsize, Ordering};
+use std::sync::Mutex;
+
+use tierpool::BufferPool;
+
+struct Counting;
+
+thread_local! {
+    static ALLOCS: Cell<u64> = const { Cell::new(0) };
+}
+static LIVE_BYTES: AtomicIsize = AtomicIsize::new(0);
+
+fn count(bytes: isize) {
+    let _ = ALLOCS.try_with(|c| c.set(c.get() + 1));
+    LIVE_BYTES.fetch_add(bytes, Ordering::Relaxed);
+}
+
+// SAFETY: every method forwards to `System` with the caller's arguments unchanged; the counting
+// touches only a const thread-local `Cell` and an atomic, neither of which allocates.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
+        count(l.size() as isize);
+        // SAFETY: forwarded contract.
+        unsafe { System.alloc(l) }
+    }
+    unsafe fn alloc_zeroed(&self, l: Layout) -> *mut u8 {
+        count(l.size() as isize);
+        // SAFETY: forwarded contract.
+        unsafe { System.alloc_zeroed(l) }
+    }
+    unsafe fn realloc(&self, p: *mut u8, l: Layout, new: usize) -> *mut u8 {
+        count(new as isize - l.size() as isize);
+        // SAFETY: forwarded contract.
+        unsafe { System.realloc(p, l, new) }
+    }
+    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
+        LIVE_BYTES.fetch_sub(l.size() as isize, Ordering::Relaxed);
+        // SAFETY: forwarded contract.
+        unsafe { System.dealloc(p, l) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+fn allocs_here() -> u64 {
+    ALLOCS.with(Cell::get)
+}
+
+/// The tests here must not overlap: one reads the process-wide live byte count.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+#[test]
+fn the_counter_sees_plain_vec_allocations() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let before = allocs_here();
+    for _ in 0..10 {
+        let v: Vec<u8> = Vec::with_capacity(std::hint::black_box(4096));
+        drop(std::hint::black_box(v));
+    }
+    assert_eq!(allocs_here() - before, 10);
+}
+
+#[test]
+fn steady_state_get_put_allocates_nothing() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let pool = BufferPool::new();
+    // 256 B .. 1 MiB are served by the thread cache; 4 MiB bypasses it (above the 2 MiB thread
+    // budget) and goes through the depot: neither may allocate once warm.
+    let sizes = [256, 4096, 65536, 1 << 20, 4 << 20, 100, 5000];
+    for _ in 0..3 {
+        for &n in &sizes {
+            drop(pool.get(n));
+            drop(pool.get_zeroed(n));
+            drop(pool.try_get(n).unwrap());
+        }
+        drop(pool.get(300));
+    }
+    let before = allocs_here();
+    let cycles = 20_000;
+    for i in 0..cycles {
+        let n = sizes[i % sizes.len()];
+        let mut b = pool.get(n);
+        b.push(1); // first byte
+        if let Some(last) = b.spare_capacity_mut().last_mut() {
+            last.write(2); // last byte of the capacity
+        }
+        std::hint::black_box(&b);
+        drop(b);
+        let mut held = pool.get(std::hint::black_box(300));
+        held.push(3);
+        pool.put(held.into_vec());
+    }
+    let allocs = allocs_here() - before;
+    let s = pool.stats();
+    assert_eq!(allocs, 0, "allocations in {cycles} get/put cycles; {s}");
+    assert_eq!(s.misses, 7, "one miss per tier used, all during warm-up");
+}
+
+#[test]
+fn dropping_the_pool_gives_every_byte_back() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let baseline = LIVE_BYTES.load(Ordering::Relaxed);
+    {
+        let pool = BufferPool::builder()
+            .max_retained_bytes(8 << 20)
+            .build()
+            .unwrap();
+        let mut held = Vec::new();
+        for i in 0..2000 {
+            held.push(pool.get(256 << (i % 10)));
+        }
+        // Hand some to other threads, which keep caches of their own and exit.
+        let moved: Vec<_> = held.drain(..500).collect();
+        let p2 = pool.clone();
+        std::thread::spawn(move || {
+            drop(moved);
+            drop(p2.get(1000));
+        })
+        .join()
+        .unwrap();
+        let outstanding: Vec<_> = held.drain(..300).collect();
+        drop(held);
+        assert!(pool.stats().retained_bytes > 0);
+        drop(pool);
+        // Buffers still out after the pool is gone are freed when dropped.
+        std::thread::spawn(move || drop(outstanding)).join().unwrap();
+    }
+    let after = LIVE_BYTES.load(Ordering::Relaxed);
+    // The pool registry keeps one slot per pool ever alive at once (a few bytes, reused).
+    assert!(
+        after - baseline < 4096,
+        "leaked {} bytes after dropping the pool",
+        after - baseline
+    );
+}

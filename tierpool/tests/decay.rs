@@ -1,0 +1,160 @@
+//! Memory comes back: decay after a burst, trim across threads, the background trimmer.
+//!
+//! These tests involve time (decay intervals of tens of milliseconds) but assert behaviour,
+//! never speed: each waits, with a generous deadline, for memory to come back, and the
+//! deadlines are many intervals long so that a loaded machine cannot fail them.
+
+use std::sync::{Arc, Barrier};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use tierpool::BufferPool;
+
+const KIB16: usize = 16 << 10;
+
+#[test]
+fn after_a_burst_memory_falls_back_while_the_program_runs_on_slowly() {
+    let interval = Duration::from_millis(100);
+    let pool = BufferPool::builder()
+        .decay_interval(interval)
+        .build()
+        .unwrap();
+    let burst: Vec<_> = (0..3000).map(|_| pool.get(KIB16)).collect();
+    drop(burst);
+    let peak = pool.stats().retained_bytes;
+    assert!(peak >= 40 << 20, "the burst is retained at first: {peak}");
+
+    // Quiet phase: one buffer at a time, about one per millisecond.
+    let start = Instant::now();
+    let mut fell_back_after = None;
+    while start.elapsed() < 50 * interval {
+        drop(pool.get(KIB16));
+        thread::sleep(Duration::from_millis(1));
+        if pool.stats().retained_bytes <= 4 * KIB16 {
+            fell_back_after = Some(start.elapsed());
+            break;
+        }
+    }
+    let after = fell_back_after.unwrap_or_else(|| panic!("never fell back: {}", pool.stats()));
+    eprintln!("retained memory fell from {peak} bytes to <= 64 KiB after {after:?} (interval {interval:?})");
+    // Mechanism check, not a timing target: each interval boundary releases what stayed idle
+    // through the previous one, so it cannot happen before the first boundary has passed.
+    let s = pool.stats();
+    assert!(s.discarded >= 2900, "{s}");
+    assert!(s.hits >= 1, "the working set stays pooled: {s}");
+}
+
+#[test]
+fn working_set_in_steady_use_is_not_released() {
+    let pool = BufferPool::builder()
+        .decay_interval(Duration::from_millis(20))
+        .build()
+        .unwrap();
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_millis(200) {
+        // A steady working set of 8 buffers used every round.
+        let bufs: Vec<_> = (0..8).map(|_| pool.get(4096)).collect();
+        drop(bufs);
+        thread::sleep(Duration::from_micros(200));
+    }
+    let s = pool.stats();
+    assert_eq!(s.misses, 8, "only the first round allocates: {s}");
+}
+
+#[test]
+fn trim_reaches_other_threads_caches_when_they_next_use_the_pool() {
+    let pool = BufferPool::builder().tiers([4096]).build().unwrap();
+    let barrier = Arc::new(Barrier::new(2));
+    let p = pool.clone();
+    let b = barrier.clone();
+    let worker = thread::spawn(move || {
+        let bufs: Vec<_> = (0..32).map(|_| p.get(4096)).collect();
+        drop(bufs);
+        b.wait(); // main trims now
+        b.wait();
+        for _ in 0..64 {
+            drop(p.get(4096));
+        }
+        p.stats().retained_buffers
+    });
+    barrier.wait();
+    assert_eq!(pool.stats().retained_buffers, 32);
+    pool.trim();
+    assert_eq!(pool.stats().depot_bytes, 0);
+    barrier.wait();
+    let retained = worker.join().unwrap();
+    assert!(retained <= 1, "the worker's cache honoured the trim: {retained}");
+}
+
+#[test]
+fn background_trimmer_releases_an_idle_pool() {
+    let interval = Duration::from_millis(30);
+    let make = |background| {
+        BufferPool::builder()
+            .decay_interval(interval)
+            .background_trim(background)
+            .build()
+            .unwrap()
+    };
+    let fill = |pool: &BufferPool| {
+        let p = pool.clone();
+        // A thread fills the pool and exits: its cache goes to the depot.
+        thread::spawn(move || drop((0..100).map(|_| p.get(KIB16)).collect::<Vec<_>>()))
+            .join()
+            .unwrap();
+        assert_eq!(pool.stats().depot_bytes, 100 * KIB16);
+    };
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let trimmed = make(true);
+    let untrimmed = make(false);
+    fill(&trimmed);
+    fill(&untrimmed);
+    let deadline = Instant::now() + 100 * interval;
+    while trimmed.stats().depot_bytes > 0 && Instant::now() < deadline {
+        thread::sleep(interval / 3);
+    }
+    assert_eq!(trimmed.stats().depot_bytes, 0, "{}", trimmed.stats());
+    assert_eq!(trimmed.stats().discarded, 100);
+    // Control: without the trimmer nothing looks at the clock of an idle pool.
+    assert_eq!(untrimmed.stats().depot_bytes, 100 * KIB16);
+}
+
+/// Threads of this process named `tierpool-trim` (Linux), or `None` where /proc is absent.
+fn trimmer_threads() -> Option<usize> {
+    let tasks = std::fs::read_dir("/proc/self/task").ok()?;
+    Some(
+        tasks
+            .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
+            .filter(|name| name.trim() == "tierpool-trim")
+            .count(),
+    )
+}
+
+#[test]
+fn the_trimmer_thread_exits_with_its_pool() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let before = trimmer_threads();
+    let pool = BufferPool::builder()
+        .decay_interval(Duration::from_secs(3600))
+        .background_trim(true)
+        .build()
+        .unwrap();
+    drop(pool.get(10));
+    if let Some(before) = before {
+        assert_eq!(trimmer_threads(), Some(before + 1));
+    }
+    drop(pool); // unparks the trimmer, which sees the pool closed and exits at once
+    if let Some(before) = before {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while trimmer_threads() != Some(before) && Instant::now() < deadline {
+            thread::sleep(Duration::from_millis(5));
+        }
+        assert_eq!(trimmer_threads(), Some(before), "the trimmer did not exit");
+    }
+    let p = BufferPool::new();
+    drop(p.get(10));
+    assert_eq!(p.stats().returned, 1);
+}
+
+/// The two tests that start trimmer threads must not overlap (one counts them).
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());

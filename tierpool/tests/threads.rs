@@ -1,0 +1,205 @@
+//! Across threads: hand-off reuse, thread exit, panics, caps, pools dropped while buffers are
+//! out on other threads.
+
+use std::sync::mpsc::sync_channel;
+use std::sync::{Arc, Barrier};
+use std::thread;
+
+use tierpool::{BufferPool, Stats};
+
+fn check_identities(s: &Stats) {
+    assert_eq!(s.gets, s.hits + s.misses + s.oversize, "{s}");
+    assert_eq!(
+        s.returned,
+        s.retained_buffers as u64 + s.discarded + s.hits,
+        "{s}"
+    );
+}
+
+// 7. A buffer taken on one thread and dropped on another is kept and reused.
+#[test]
+fn producer_consumer_hand_off_reuses_buffers() {
+    for size in [4096, 65536, 1 << 20] {
+        let pool = BufferPool::new();
+        let (tx, rx) = sync_channel::<tierpool::PooledBuf>(16);
+        let consumer = thread::spawn(move || {
+            let mut n = 0u64;
+            for buf in rx {
+                assert_eq!(buf.len(), 64);
+                assert!(buf.iter().all(|&b| b == 0x5A));
+                n += 1;
+            }
+            n
+        });
+        let count = 5_000;
+        for _ in 0..count {
+            let mut b = pool.get(size);
+            b.resize(64, 0x5A);
+            tx.send(b).unwrap();
+        }
+        drop(tx);
+        assert_eq!(consumer.join().unwrap(), count);
+        let s = pool.stats();
+        check_identities(&s);
+        assert_eq!(s.gets, count);
+        assert!(
+            s.hit_rate() > 0.9,
+            "size {size}: most buffers must be reused across threads: {s}"
+        );
+    }
+}
+
+// 7. A thread's cache goes back to the depot when the thread exits.
+#[test]
+fn thread_exit_hands_its_cache_to_the_depot() {
+    let pool = BufferPool::builder().tiers([4096]).build().unwrap();
+    let p = pool.clone();
+    thread::spawn(move || {
+        let bufs: Vec<_> = (0..10).map(|_| p.get(4096)).collect();
+        drop(bufs);
+        assert_eq!(p.stats().thread_caches, 1);
+    })
+    .join()
+    .unwrap();
+    let s = pool.stats();
+    assert_eq!(s.thread_caches, 0);
+    assert_eq!(s.depot_bytes, 10 * 4096);
+    assert_eq!(s.retained_buffers, 10);
+    assert_eq!(s.misses, 10, "counts of the exited thread are kept");
+    let again: Vec<_> = (0..10).map(|_| pool.get(4000)).collect();
+    assert_eq!(pool.stats().hits, 10);
+    drop(again);
+    check_identities(&pool.stats());
+}
+
+// 12. A panic while buffers are held neither poisons nor wedges the pool, nor double-frees.
+#[test]
+fn panics_while_holding_buffers_do_not_wedge_the_pool() {
+    let pool = BufferPool::builder().tiers([64, 4096]).build().unwrap();
+    let mut handles = Vec::new();
+    for i in 0..4 {
+        let p = pool.clone();
+        handles.push(thread::spawn(move || {
+            let _a = p.get(100);
+            let _b = p.get(10);
+            if i % 2 == 0 {
+                panic!("user code panics while holding buffers");
+            }
+        }));
+    }
+    let panicked = handles
+        .into_iter()
+        .map(|h| h.join())
+        .filter(Result::is_err)
+        .count();
+    assert_eq!(panicked, 2);
+    // Buffers held during the unwinding were returned; the pool works on every thread.
+    let s = pool.stats();
+    check_identities(&s);
+    assert_eq!(s.returned, 8);
+    assert_eq!(s.discarded, 0);
+    assert_eq!(s.thread_caches, 0);
+    // Threads may have reused each other's buffers; every buffer is accounted for.
+    assert_eq!(s.retained_buffers as u64, 8 - s.hits);
+    let p = pool.clone();
+    thread::spawn(move || drop(p.get(100))).join().unwrap();
+    drop(pool.get(100));
+    assert_eq!(pool.stats().gets, 10);
+    assert_eq!(pool.stats().hits, s.hits + 2);
+}
+
+// 8. Retained memory stays within the cap plus the documented per-thread slack.
+#[test]
+fn caps_hold_with_many_threads_returning_at_once() {
+    let cap = 1 << 20;
+    let per_thread = 64 << 10;
+    let pool = BufferPool::builder()
+        .power_of_two_tiers(1024, 64 << 10)
+        .max_retained_bytes(cap)
+        .thread_cache_bytes(per_thread)
+        .build()
+        .unwrap();
+    let threads = 8;
+    let barrier = Arc::new(Barrier::new(threads + 1));
+    let mut handles = Vec::new();
+    for t in 0..threads {
+        let p = pool.clone();
+        let barrier = barrier.clone();
+        handles.push(thread::spawn(move || {
+            let bufs: Vec<_> = (0..200).map(|i| p.get(1024 << ((i + t) % 7))).collect();
+            drop(bufs);
+            barrier.wait(); // every thread's cache is alive and full here
+            barrier.wait();
+        }));
+    }
+    barrier.wait();
+    let s = pool.stats();
+    assert!(s.depot_bytes <= cap, "{s}");
+    assert!(s.retained_bytes <= cap + threads * per_thread, "{s}");
+    assert!(s.discarded > 0, "the cap made the pool release buffers: {s}");
+    check_identities(&s);
+    barrier.wait();
+    for h in handles {
+        h.join().unwrap();
+    }
+    let s = pool.stats();
+    assert!(s.retained_bytes <= cap, "after exits everything is in the depot: {s}");
+    check_identities(&s);
+}
+
+// 9/12. The last handle dropped on one thread while buffers are out on others.
+#[test]
+fn pool_dropped_while_buffers_are_out_on_other_threads() {
+    let pool = BufferPool::new();
+    let barrier = Arc::new(Barrier::new(5));
+    let mut handles = Vec::new();
+    for _ in 0..4 {
+        let bufs: Vec<_> = (0..50).map(|i| pool.get(1000 * (i + 1))).collect();
+        let p = pool.clone();
+        let barrier = barrier.clone();
+        handles.push(thread::spawn(move || {
+            drop(p.get(10)); // this thread now has a cache for the pool
+            drop(p);
+            barrier.wait(); // the main thread drops the last handle
+            barrier.wait();
+            drop(bufs); // into a closed pool: freed
+            // The thread's cache was for a dead pool: a new pool in the same slot is clean.
+            let fresh = BufferPool::new();
+            drop(fresh.get(10));
+            assert_eq!(fresh.stats().returned, 1);
+        }));
+    }
+    barrier.wait();
+    drop(pool);
+    barrier.wait();
+    for h in handles {
+        h.join().unwrap();
+    }
+}
+
+#[test]
+fn buffers_from_many_pools_cross_threads() {
+    let pools: Vec<_> = (0..8)
+        .map(|i| {
+            BufferPool::builder()
+                .power_of_two_tiers(256 << (i % 3), 1 << 16)
+                .build()
+                .unwrap()
+        })
+        .collect();
+    let (tx, rx) = sync_channel(64);
+    let consumer = thread::spawn(move || rx.into_iter().count());
+    for round in 0..500 {
+        for p in &pools {
+            tx.send(p.get(100 * (round % 50 + 1))).unwrap();
+        }
+    }
+    drop(tx);
+    assert_eq!(consumer.join().unwrap(), 4000);
+    for p in &pools {
+        let s = p.stats();
+        check_identities(&s);
+        assert_eq!(s.gets, 500);
+        assert_eq!(s.returned, 500);
+    }
+}
