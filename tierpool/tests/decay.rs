@@ -141,6 +141,11 @@ fn the_trimmer_thread_exits_with_its_pool() {
         .unwrap();
     drop(pool.get(10));
     if let Some(before) = before {
+        // The thread names itself once it runs.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while trimmer_threads() != Some(before + 1) && Instant::now() < deadline {
+            thread::sleep(Duration::from_millis(5));
+        }
         assert_eq!(trimmer_threads(), Some(before + 1));
     }
     drop(pool); // unparks the trimmer, which sees the pool closed and exits at once
