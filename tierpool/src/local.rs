@@ -368,10 +368,17 @@ impl ThreadCache {
     }
 
     /// Releases every buffer this cache holds.
-    pub(crate) fn release_all(&mut self) {
+    fn release_all(&mut self) {
         for t in 0..self.slots.len() {
             self.release(t, usize::MAX);
         }
+    }
+
+    /// This thread just called `trim()`, which bumped the trim generation to `generation`:
+    /// release everything now, and do not do it again when `maintain` sees that generation.
+    pub(crate) fn trimmed(&mut self, generation: u64) {
+        self.trim_gen = generation;
+        self.release_all();
     }
 
     /// The pool closed: free everything, keep nothing from now on.

@@ -381,8 +381,8 @@ impl BufferPool {
     /// ```
     pub fn trim(&self) {
         let shared = self.shared();
-        shared.trim_gen.fetch_add(1, Ordering::Relaxed);
-        let _ = local::with_cache(self.id, (), |cache, ()| cache.release_all());
+        let generation = shared.trim_gen.fetch_add(1, Ordering::Relaxed) + 1;
+        let _ = local::with_cache(self.id, (), |cache, ()| cache.trimmed(generation));
         shared.depot.trim();
     }
 

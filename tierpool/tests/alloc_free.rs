@@ -133,7 +133,9 @@ fn dropping_the_pool_gives_every_byte_back() {
         assert!(pool.stats().retained_bytes > 0);
         drop(pool);
         // Buffers still out after the pool is gone are freed when dropped.
-        std::thread::spawn(move || drop(outstanding)).join().unwrap();
+        std::thread::spawn(move || drop(outstanding))
+            .join()
+            .unwrap();
     }
     let after = LIVE_BYTES.load(Ordering::Relaxed);
     // The pool registry keeps one slot per pool ever alive at once (a few bytes, reused).

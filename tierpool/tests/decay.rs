@@ -83,7 +83,10 @@ fn trim_reaches_other_threads_caches_when_they_next_use_the_pool() {
     assert_eq!(pool.stats().depot_bytes, 0);
     barrier.wait();
     let retained = worker.join().unwrap();
-    assert!(retained <= 1, "the worker's cache honoured the trim: {retained}");
+    assert!(
+        retained <= 1,
+        "the worker's cache honoured the trim: {retained}"
+    );
 }
 
 #[test]

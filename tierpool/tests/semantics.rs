@@ -206,10 +206,7 @@ fn zero_on_return_wipes_the_whole_capacity() {
     let spare = b.spare_capacity_mut();
     // SAFETY: zero_on_return initialized the whole capacity with zeros on return; reading it as
     // bytes is what this test checks.
-    let bytes: Vec<u8> = spare
-        .iter()
-        .map(|x| unsafe { x.assume_init() })
-        .collect();
+    let bytes: Vec<u8> = spare.iter().map(|x| unsafe { x.assume_init() }).collect();
     assert_eq!(bytes.len(), 64);
     assert!(bytes.iter().all(|&x| x == 0));
     b.clear();
@@ -254,7 +251,11 @@ fn the_pool_survives_a_panicking_get() {
     drop(p.get(10));
     drop(p.get(10));
     let s = p.stats();
-    assert_eq!((s.hits, s.misses), (1, 1), "thread cache still in use after the panic");
+    assert_eq!(
+        (s.hits, s.misses),
+        (1, 1),
+        "thread cache still in use after the panic"
+    );
 }
 
 // The handle.
@@ -289,10 +290,7 @@ fn stats_display_and_invariants() {
     let _big = p.get(1000);
     let s = p.stats();
     assert_eq!(s.gets, s.hits + s.misses + s.oversize);
-    assert_eq!(
-        s.returned,
-        s.retained_buffers as u64 + s.discarded + s.hits
-    );
+    assert_eq!(s.returned, s.retained_buffers as u64 + s.discarded + s.hits);
     assert_eq!(s.thread_caches, 1);
     let text = s.to_string();
     assert!(text.contains("gets 4"), "{text}");
@@ -338,7 +336,9 @@ fn buffers_outliving_their_pool_are_freed() {
 #[test]
 fn trim_releases_everything_retained() {
     let p = pool(&[64, 4096]);
-    let bufs: Vec<_> = (0..100).map(|i| p.get(if i % 2 == 0 { 64 } else { 4096 })).collect();
+    let bufs: Vec<_> = (0..100)
+        .map(|i| p.get(if i % 2 == 0 { 64 } else { 4096 }))
+        .collect();
     drop(bufs);
     assert!(p.stats().retained_bytes > 0);
     p.trim();

@@ -136,14 +136,20 @@ fn caps_hold_with_many_threads_returning_at_once() {
     let s = pool.stats();
     assert!(s.depot_bytes <= cap, "{s}");
     assert!(s.retained_bytes <= cap + threads * per_thread, "{s}");
-    assert!(s.discarded > 0, "the cap made the pool release buffers: {s}");
+    assert!(
+        s.discarded > 0,
+        "the cap made the pool release buffers: {s}"
+    );
     check_identities(&s);
     barrier.wait();
     for h in handles {
         h.join().unwrap();
     }
     let s = pool.stats();
-    assert!(s.retained_bytes <= cap, "after exits everything is in the depot: {s}");
+    assert!(
+        s.retained_bytes <= cap,
+        "after exits everything is in the depot: {s}"
+    );
     check_identities(&s);
 }
 
@@ -163,7 +169,7 @@ fn pool_dropped_while_buffers_are_out_on_other_threads() {
             barrier.wait(); // the main thread drops the last handle
             barrier.wait();
             drop(bufs); // into a closed pool: freed
-            // The thread's cache was for a dead pool: a new pool in the same slot is clean.
+                        // The thread's cache was for a dead pool: a new pool in the same slot is clean.
             let fresh = BufferPool::new();
             drop(fresh.get(10));
             assert_eq!(fresh.stats().returned, 1);

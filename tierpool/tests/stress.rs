@@ -1,0 +1,197 @@
+//! Multi-thread stress with invariant checks: more threads than cores doing random
+//! get / hand-off / drop while another thread trims, bounded by operation count.
+//!
+//! Checked at every step: no buffer is ever handed out twice at once (by address, among all
+//! outstanding buffers), every buffer is at least as large as asked, and the bytes a thread
+//! wrote are still there when it (or the thread it handed the buffer to) drops it. Checked at
+//! the end: caps held, counters consistent.
+
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+use std::sync::{Arc, Mutex};
+use std::thread;
+
+use tierpool::{BufferPool, PooledBuf};
+
+/// Addresses of buffers currently handed out.
+struct Outstanding(Mutex<HashSet<usize>>);
+
+impl Outstanding {
+    fn take(&self, b: &PooledBuf) {
+        let fresh = self.0.lock().unwrap().insert(b.as_ptr() as usize);
+        assert!(fresh, "buffer {:p} handed out twice at once", b.as_ptr());
+    }
+    fn release(&self, b: &PooledBuf) {
+        let was = self.0.lock().unwrap().remove(&(b.as_ptr() as usize));
+        assert!(was, "released a buffer that was not out");
+    }
+}
+
+/// A small deterministic PRNG (xorshift), so the test needs no dependency and is repeatable.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+fn stamp(b: &mut PooledBuf, tag: u8) {
+    b.clear();
+    let len = b.capacity().min(64);
+    b.resize(len, tag);
+}
+
+fn verify_and_drop(b: PooledBuf, out: &Outstanding) {
+    let tag = b[0];
+    assert!(
+        b.iter().all(|&x| x == tag),
+        "buffer contents changed while held"
+    );
+    out.release(&b);
+    drop(b);
+}
+
+fn worker(
+    id: u64,
+    pool: BufferPool,
+    out: Arc<Outstanding>,
+    tx: SyncSender<PooledBuf>,
+    rx: Arc<Mutex<Receiver<PooledBuf>>>,
+    ops: u64,
+) {
+    let mut rng = Rng(0x9E37_79B9_7F4A_7C15 ^ (id + 1).wrapping_mul(0x2545_F491_4F6C_DD1D));
+    let mut held: Vec<PooledBuf> = Vec::new();
+    for _ in 0..ops {
+        match rng.below(10) {
+            0..=4 => {
+                let n = match rng.below(4) {
+                    0 => rng.below(300) as usize,
+                    1 => rng.below(70_000) as usize,
+                    2 => rng.below(2 << 20) as usize,
+                    _ => 4096,
+                };
+                let mut b = pool.get(n);
+                assert!(b.capacity() >= n);
+                assert!(b.is_empty());
+                out.take(&b);
+                stamp(
+                    &mut b,
+                    (id as u8).wrapping_mul(31).wrapping_add(n as u8) | 1,
+                );
+                held.push(b);
+            }
+            5 | 6 if !held.is_empty() => {
+                let i = rng.below(held.len() as u64) as usize;
+                verify_and_drop(held.swap_remove(i), &out);
+            }
+            7 if !held.is_empty() => {
+                // Hand off to whichever thread receives next; never block on a full channel.
+                let b = held.pop().unwrap();
+                if let Err(e) = tx.try_send(b) {
+                    let b = match e {
+                        std::sync::mpsc::TrySendError::Full(b) => b,
+                        std::sync::mpsc::TrySendError::Disconnected(b) => b,
+                    };
+                    verify_and_drop(b, &out);
+                }
+            }
+            8 => {
+                if let Ok(b) = rx.lock().unwrap().try_recv() {
+                    held.push(b);
+                }
+            }
+            _ => {
+                if held.len() > 32 {
+                    for b in held.drain(..) {
+                        verify_and_drop(b, &out);
+                    }
+                }
+            }
+        }
+    }
+    for b in held {
+        verify_and_drop(b, &out);
+    }
+}
+
+#[test]
+fn many_threads_random_hand_off_with_concurrent_trim() {
+    let cap = 8 << 20;
+    let per_thread = 256 << 10;
+    let pool = BufferPool::builder()
+        .max_retained_bytes(cap)
+        .thread_cache_bytes(per_thread)
+        .decay_interval(std::time::Duration::from_millis(5))
+        .background_trim(true)
+        .build()
+        .unwrap();
+    let out = Arc::new(Outstanding(Mutex::new(HashSet::new())));
+    let (tx, rx) = sync_channel(64);
+    let rx = Arc::new(Mutex::new(rx));
+    let stop = Arc::new(AtomicBool::new(false));
+    let trimmer = {
+        let pool = pool.clone();
+        let stop = stop.clone();
+        thread::spawn(move || {
+            let mut trims = 0;
+            while !stop.load(Ordering::Relaxed) {
+                pool.trim();
+                let s = pool.stats();
+                assert!(s.depot_bytes <= cap, "{s}");
+                trims += 1;
+                thread::sleep(std::time::Duration::from_micros(200));
+            }
+            trims
+        })
+    };
+    let threads = 8;
+    let ops = if cfg!(debug_assertions) {
+        3_000
+    } else {
+        200_000
+    };
+    let handles: Vec<_> = (0..threads)
+        .map(|id| {
+            let (pool, out, tx, rx) = (pool.clone(), out.clone(), tx.clone(), rx.clone());
+            thread::spawn(move || worker(id, pool, out, tx, rx, ops))
+        })
+        .collect();
+    for h in handles {
+        h.join().unwrap();
+    }
+    stop.store(true, Ordering::Relaxed);
+    assert!(trimmer.join().unwrap() > 0);
+    // Drain buffers still in the channel.
+    drop(tx);
+    for b in rx.lock().unwrap().try_iter() {
+        verify_and_drop(b, &out);
+    }
+    assert!(out.0.lock().unwrap().is_empty(), "every buffer came back");
+    let s = pool.stats();
+    assert_eq!(s.gets, s.hits + s.misses + s.oversize, "{s}");
+    assert_eq!(
+        s.returned,
+        s.retained_buffers as u64 + s.discarded + s.hits,
+        "{s}"
+    );
+    assert_eq!(
+        s.returned, s.gets,
+        "every buffer handed out was returned: {s}"
+    );
+    assert!(s.depot_bytes <= cap);
+    // Workers exited; only the main thread (which drained the channel) may still have a cache.
+    assert!(s.thread_caches <= 1, "{s}");
+    assert!(
+        s.retained_bytes <= cap + s.thread_caches * per_thread,
+        "{s}"
+    );
+    assert!(s.hits > 0);
+}
