@@ -32,13 +32,34 @@ use crate::registry::PoolId;
 /// ```
 pub struct PooledBuf {
     buf: Vec<u8>,
-    pool: PoolId,
+    /// The pool's [`PoolId`], unpacked so that `tier` fits in its padding (32 bytes in all).
+    pool_idx: u32,
+    pool_gen: u16,
+    /// The tier the buffer was handed out from, or [`NO_TIER`]: a hint that lets the return
+    /// path skip the tier lookup when the capacity is unchanged (it is verified, not trusted).
+    tier: u16,
 }
+
+/// `PooledBuf::tier` when the tier is not known.
+pub(crate) const NO_TIER: u16 = u16::MAX;
 
 impl PooledBuf {
     #[inline(always)]
-    pub(crate) fn new(buf: Vec<u8>, pool: PoolId) -> Self {
-        PooledBuf { buf, pool }
+    pub(crate) fn new(buf: Vec<u8>, pool: PoolId, tier: u16) -> Self {
+        PooledBuf {
+            buf,
+            pool_idx: pool.idx,
+            pool_gen: pool.gen,
+            tier,
+        }
+    }
+
+    #[inline(always)]
+    fn pool(&self) -> PoolId {
+        PoolId {
+            idx: self.pool_idx,
+            gen: self.pool_gen,
+        }
     }
 
     /// Detaches the buffer from its pool: the returned `Vec` is an ordinary one and will not be
@@ -51,9 +72,9 @@ impl PooledBuf {
 }
 
 impl Drop for PooledBuf {
-    #[inline]
+    #[inline(always)]
     fn drop(&mut self) {
-        give_back(self.pool, mem::take(&mut self.buf));
+        give_back(self.pool(), self.tier, mem::take(&mut self.buf));
     }
 }
 
@@ -121,7 +142,7 @@ impl fmt::Debug for PooledBuf {
         f.debug_struct("PooledBuf")
             .field("len", &self.buf.len())
             .field("capacity", &self.buf.capacity())
-            .field("pool", &self.pool.idx)
+            .field("pool", &self.pool_idx)
             .finish()
     }
 }

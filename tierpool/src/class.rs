@@ -135,15 +135,40 @@ impl Classes {
     /// [`Self::for_get`] for an `n` known to be `<= self.max`.
     #[inline(always)]
     fn for_get_in_range(&self, n: usize) -> usize {
+        debug_assert!(n <= self.max);
         let b = bucket(n);
-        // `bucket` is monotonic and `n <= max`, so `b <= bucket(max) < table.len()`; the
-        // table entry is the first tier that can serve the bucket's start, and tier `len - 1`
-        // (size `max >= n`) stops the walk, so it never leaves `sizes`.
-        let mut t = self.table[b] as usize;
-        while self.sizes[t] < n {
+        debug_assert!(b < self.table.len());
+        // SAFETY: `bucket` is monotonic and `n <= max` (every caller checks), so
+        // `b <= bucket(max) == table.len() - 1` (the table has one entry per bucket up to
+        // `bucket(max)`, see `new`).
+        let mut t = unsafe { *self.table.get_unchecked(b) } as usize;
+        // SAFETY: table entries are tier indices (`partition_point` over `sizes` for a start
+        // `<= max`, hence `< len`), and the walk stops at the latest at tier `len - 1`, whose size
+        // is `max >= n`; so `t < len` at every read.
+        while unsafe { *self.sizes.get_unchecked(t) } < n {
             t += 1;
         }
+        debug_assert!(t < self.sizes.len());
         t
+    }
+
+    /// The tier whose size is exactly `cap`, if any: the fast return path.
+    #[inline(always)]
+    pub(crate) fn exact(&self, cap: usize) -> Option<usize> {
+        if cap > self.max {
+            return None;
+        }
+        let t = self.for_get_in_range(cap);
+        (self.sizes[t] == cap).then_some(t)
+    }
+
+    /// `Some(hint)` if tier `hint` exists and has exactly size `cap`; otherwise the lookup.
+    #[inline(always)]
+    pub(crate) fn exact_with_hint(&self, cap: usize, hint: u16) -> Option<usize> {
+        match self.sizes.get(hint as usize) {
+            Some(&size) if size == cap => Some(hint as usize),
+            _ => self.exact(cap),
+        }
     }
 
     /// The largest tier whose size is `<= cap`: where a returned buffer of capacity `cap` is
@@ -227,7 +252,7 @@ mod tests {
         }
         for shift in 0..usize::BITS {
             let n = 1usize << shift;
-            assert_eq!(bucket_start(bucket(n)) <= n, true);
+            assert!(bucket_start(bucket(n)) <= n);
             assert!(bucket(usize::MAX) >= bucket(n));
         }
     }

@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use crate::buf::PooledBuf;
+use crate::buf::{PooledBuf, NO_TIER};
 use crate::class::Classes;
 use crate::config::{Builder, Config};
 use crate::decay::{self, Clock};
@@ -214,8 +214,16 @@ impl Shared {
 
 /// Returns `v` to the pool named `id`: the drop path of [`PooledBuf`] and [`BufferPool::put`].
 #[inline(always)]
-pub(crate) fn give_back(id: PoolId, v: Vec<u8>) {
-    if let Err(v) = local::with_cache(id, v, |cache, v| cache.put(v)) {
+pub(crate) fn give_back(id: PoolId, tier: u16, v: Vec<u8>) {
+    if let Err(v) = local::fast_put(id, tier, v) {
+        give_back_slow(id, v);
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn give_back_slow(id: PoolId, v: Vec<u8>) {
+    if let Err(v) = local::with_cache(id, v, |cache, v| cache.put_slow(v)) {
         give_back_cold(id, v);
     }
 }
@@ -223,7 +231,7 @@ pub(crate) fn give_back(id: PoolId, v: Vec<u8>) {
 #[cold]
 #[inline(never)]
 fn give_back_cold(id: PoolId, v: Vec<u8>) {
-    if let Err(v) = local::attach(id, v, || registry::lookup(id), |cache, v| cache.put(v)) {
+    if let Err(v) = local::attach(id, v, || registry::lookup(id), |cache, v| cache.put_slow(v)) {
         match registry::lookup(id) {
             Some(shared) => shared.put_direct(v),
             None => drop(v), // the pool is gone
@@ -272,20 +280,26 @@ impl BufferPool {
 
     #[inline(always)]
     fn acquire(&self, n: usize, how: Fresh) -> Result<PooledBuf, AllocError> {
-        let v = match local::with_cache(self.id, n, |cache, n| cache.get(n, how)) {
-            Ok(v) => v,
-            Err(n) => self.acquire_cold(n, how),
-        }?;
-        Ok(PooledBuf::new(v, self.id))
+        if let Some((mut v, tier)) = local::fast_get(self.id, n) {
+            prepare_hit(&mut v, n, how);
+            return Ok(PooledBuf::new(v, self.id, tier));
+        }
+        self.acquire_slow(n, how)
+            .map(|v| PooledBuf::new(v, self.id, NO_TIER))
     }
 
     #[cold]
     #[inline(never)]
-    fn acquire_cold(&self, n: usize, how: Fresh) -> Result<Vec<u8>, AllocError> {
-        let shared = || Some(Arc::clone(&self.owner.shared));
-        match local::attach(self.id, n, shared, |cache, n| cache.get(n, how)) {
+    fn acquire_slow(&self, n: usize, how: Fresh) -> Result<Vec<u8>, AllocError> {
+        match local::with_cache(self.id, n, |cache, n| cache.get_slow(n, how)) {
             Ok(v) => v,
-            Err(n) => self.shared().get_direct(n, how),
+            Err(n) => {
+                let shared = || Some(Arc::clone(&self.owner.shared));
+                match local::attach(self.id, n, shared, |cache, n| cache.get_slow(n, how)) {
+                    Ok(v) => v,
+                    Err(n) => self.shared().get_direct(n, how),
+                }
+            }
         }
     }
 
@@ -305,7 +319,7 @@ impl BufferPool {
     /// assert_eq!(pool.get(5000).capacity(), 5000); // oversize: exact, not kept
     /// # Ok::<(), tierpool::ConfigError>(())
     /// ```
-    #[inline]
+    #[inline(always)]
     pub fn get(&self, n: usize) -> PooledBuf {
         match self.acquire(n, Fresh::Plain) {
             Ok(b) => b,
@@ -362,7 +376,7 @@ impl BufferPool {
     /// ```
     #[inline]
     pub fn put(&self, buf: Vec<u8>) {
-        give_back(self.id, buf);
+        give_back(self.id, NO_TIER, buf);
     }
 
     /// A snapshot of the pool's counters. See [`Stats`] for what is exact when.

@@ -26,12 +26,12 @@ use crate::sync::{Arc, Weak};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) struct PoolId {
     pub(crate) idx: u32,
-    pub(crate) gen: u32,
+    pub(crate) gen: u16,
 }
 
 #[derive(Debug)]
 struct Slot {
-    gen: u32,
+    gen: u16,
     pool: Option<Weak<Shared>>,
 }
 
@@ -89,8 +89,10 @@ pub(crate) fn unregister(id: PoolId) {
     let mut reg = registry();
     let slot = &mut reg.slots[id.idx as usize];
     debug_assert_eq!(slot.gen, id.gen);
-    // Wrapping: a stale id could only be confused with a live one after 2^32 pools have come
-    // and gone in the same slot while a buffer of the first was still out.
+    // Wrapping: a stale id can be confused with a live one only after 65,536 pools have come
+    // and gone in the same slot while a buffer of the first was still out. That buffer would
+    // then be adopted by the new pool like any foreign `Vec` (filed by its capacity), which is
+    // always safe; the generation only keeps buffers from wandering into unrelated pools.
     slot.gen = slot.gen.wrapping_add(1);
     slot.pool = None;
     reg.free.push(id.idx);

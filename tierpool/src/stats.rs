@@ -25,26 +25,45 @@ pub(crate) fn bump(counter: &AtomicU64, by: u64) {
     );
 }
 
-/// Subtracts `by` from a counter that only the calling thread ever writes.
-#[inline(always)]
-pub(crate) fn drop_by(counter: &AtomicU64, by: u64) {
-    counter.store(
-        counter.load(Ordering::Relaxed).wrapping_sub(by),
-        Ordering::Relaxed,
-    );
-}
-
 /// One tier's counters in one thread cache. Only the owning thread writes them.
+///
+/// The fast path touches exactly one of them per operation (`pops` on a get, `pushes` on a
+/// return); every other figure changes only on slow paths. What the cache retains is derived:
+/// `pushes + refilled - pops - flushed - released` buffers, of `size` bytes each plus
+/// `odd_bytes` for buffers whose capacity is not exactly the tier size (foreign or grown ones).
 #[derive(Debug, Default)]
 pub(crate) struct LocalTier {
-    pub(crate) hits: AtomicU64,
+    /// Buffers popped from the thread's stack and handed out (hits).
+    pub(crate) pops: AtomicU64,
+    /// Buffers handed back and pushed on the thread's stack.
+    pub(crate) pushes: AtomicU64,
+    /// Hits served straight from the depot, bypassing the stack.
+    pub(crate) direct_hits: AtomicU64,
     pub(crate) misses: AtomicU64,
-    pub(crate) returned: AtomicU64,
+    /// Returns that did not land on the stack (went to the depot directly, or were released).
+    pub(crate) other_returns: AtomicU64,
+    /// Buffers this thread released to the allocator (cap reached, decay, trim).
     pub(crate) discarded: AtomicU64,
-    /// Buffers of this tier currently in the thread's cache.
-    pub(crate) retained_buffers: AtomicU64,
-    /// Sum of their capacities.
-    pub(crate) retained_bytes: AtomicU64,
+    /// Buffers moved from the depot onto the stack.
+    pub(crate) refilled: AtomicU64,
+    /// Buffers moved from the stack to the depot.
+    pub(crate) flushed: AtomicU64,
+    /// Buffers released from the stack to the allocator (also counted in `discarded`).
+    pub(crate) released: AtomicU64,
+    /// Sum over the stack's buffers of `capacity - size` (wrapping arithmetic).
+    pub(crate) odd_bytes: AtomicU64,
+}
+
+impl LocalTier {
+    /// Buffers on the stack now.
+    pub(crate) fn retained(&self) -> u64 {
+        let r = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        r(&self.pushes)
+            .wrapping_add(r(&self.refilled))
+            .wrapping_sub(r(&self.pops))
+            .wrapping_sub(r(&self.flushed))
+            .wrapping_sub(r(&self.released))
+    }
 }
 
 /// The counters one thread keeps for one pool. Only the owning thread writes them.
@@ -67,18 +86,20 @@ impl LocalCounters {
         }
     }
 
-    /// Adds this block's counts into `into`. Retained figures are included: callers decide
-    /// whether the buffers are still retained (live cache) or were just moved elsewhere.
+    /// Adds this block's counts into `into`; with `with_retained`, also what the cache holds.
     pub(crate) fn add_to(&self, into: &mut Stats, with_retained: bool) {
         let r = |a: &AtomicU64| a.load(Ordering::Relaxed);
         for (l, t) in self.tiers.iter().zip(into.tiers.iter_mut()) {
-            t.hits += r(&l.hits);
+            t.hits += r(&l.pops) + r(&l.direct_hits);
             t.misses += r(&l.misses);
-            t.returned += r(&l.returned);
+            t.returned += r(&l.pushes) + r(&l.other_returns);
             t.discarded += r(&l.discarded);
             if with_retained {
-                t.retained_buffers += r(&l.retained_buffers) as usize;
-                t.retained_bytes += r(&l.retained_bytes) as usize;
+                let n = l.retained();
+                t.retained_buffers += n as usize;
+                t.retained_bytes += (n as usize)
+                    .wrapping_mul(t.size)
+                    .wrapping_add(r(&l.odd_bytes) as usize);
             }
         }
         into.oversize += r(&self.oversize);
