@@ -106,16 +106,37 @@
 //!
 //! # Safety and correctness
 //!
-//! The crate has two `unsafe` blocks plus one in the thread-exit hook, all in `local.rs`: turning
-//! the thread-local table pointer into a reference, argued in that module's documentation and
-//! exercised under Miri. The depot and counters are model-checked with loom
-//! (`RUSTFLAGS="--cfg loom" cargo test -p tierpool --lib --release loom`); stress tests check
-//! that no buffer is ever out twice at once and that caps hold.
+//! All `unsafe` code is in two places, each block with a `// SAFETY:` argument beside it:
+//!
+//! - `local.rs`: reaching this thread's table of caches through a raw pointer held in a
+//!   `const` thread-local (creating the reference, and freeing the table at thread exit), and
+//!   indexing a cache's per-tier arrays with an index the cache's own classes produced. The
+//!   module documentation argues why at most one reference into the table is ever live, also
+//!   under re-entrancy and thread exit.
+//! - `class.rs`: indexing the bucket table and the size list without bounds checks, with the
+//!   invariant that makes every index valid proved at construction and checked by
+//!   `debug_assert!`s.
+//!
+//! How it is checked (commands in `.ci/run`):
+//! - **Miri** runs the unit tests and the integration tests that drive the thread caches,
+//!   thread exit, panics, cross-thread hand-off and the model test:
+//!   `cargo +nightly miri test -p tierpool --lib --test semantics --test threads --test alloc_free --test model --test stress`.
+//! - **loom** explores every interleaving of the depot exchange, the cap under contention,
+//!   decay and trim racing with get/put, close racing with returns, and counter publication vs.
+//!   `stats()`: `RUSTFLAGS="--cfg loom" cargo test -p tierpool --lib --release --target-dir target/loom loom`.
+//! - A **model-based** proptest checks long random operation sequences against a reference
+//!   model, exactly (every hit, miss and retained byte); a **stress** test runs 8 threads of random
+//!   get / hand-off / drop with a concurrent trimmer and checks by address that no buffer is ever
+//!   out twice, that contents survive, and that caps and counters hold.
 //!
 //! # Performance
 //!
-//! See `BENCHMARKS.md` in the repository for measured figures and the commands that produce
-//! them (`cargo bench -p tierpool`).
+//! `BENCHMARKS.md` in the repository has the measured figures with the commands that produce
+//! them (`cargo bench -p tierpool`). In short, on the project's 2-core VM: a get+put from the
+//! thread cache costs about the same whatever the size (256 B to 1 MiB), so tierpool is far
+//! ahead of every allocator from 64 KiB up (jemalloc and mimalloc stop caching per thread there)
+//! and across threads, and behind jemalloc and mimalloc for small buffers, where their thread
+//! caches are already a few instructions.
 
 #![warn(missing_docs, missing_debug_implementations, rust_2018_idioms)]
 

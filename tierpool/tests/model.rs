@@ -197,7 +197,11 @@ fn run(ops: &[Op], pool: &BufferPool, model: Option<&mut Model>) {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig {
+        cases: if cfg!(miri) { 4 } else { 256 },
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    })]
 
     /// With a cap that is never reached, the pool must match the model exactly: every hit,
     /// miss, retained buffer and byte. A tiny thread budget forces traffic through the depot.

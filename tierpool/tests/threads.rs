@@ -31,7 +31,7 @@ fn producer_consumer_hand_off_reuses_buffers() {
             }
             n
         });
-        let count = 5_000;
+        let count = if cfg!(miri) { 100 } else { 5_000 };
         for _ in 0..count {
             let mut b = pool.get(size);
             b.resize(64, 0x5A);
@@ -43,7 +43,7 @@ fn producer_consumer_hand_off_reuses_buffers() {
         check_identities(&s);
         assert_eq!(s.gets, count);
         assert!(
-            s.hit_rate() > 0.9,
+            cfg!(miri) || s.hit_rate() > 0.9,
             "size {size}: most buffers must be reused across threads: {s}"
         );
     }
@@ -126,7 +126,8 @@ fn caps_hold_with_many_threads_returning_at_once() {
         let p = pool.clone();
         let barrier = barrier.clone();
         handles.push(thread::spawn(move || {
-            let bufs: Vec<_> = (0..200).map(|i| p.get(1024 << ((i + t) % 7))).collect();
+            let n = if cfg!(miri) { 40 } else { 200 };
+            let bufs: Vec<_> = (0..n).map(|i| p.get(1024 << ((i + t) % 7))).collect();
             drop(bufs);
             barrier.wait(); // every thread's cache is alive and full here
             barrier.wait();
@@ -195,17 +196,18 @@ fn buffers_from_many_pools_cross_threads() {
         .collect();
     let (tx, rx) = sync_channel(64);
     let consumer = thread::spawn(move || rx.into_iter().count());
-    for round in 0..500 {
+    let rounds = if cfg!(miri) { 20 } else { 500 };
+    for round in 0..rounds {
         for p in &pools {
             tx.send(p.get(100 * (round % 50 + 1))).unwrap();
         }
     }
     drop(tx);
-    assert_eq!(consumer.join().unwrap(), 4000);
+    assert_eq!(consumer.join().unwrap(), 8 * rounds);
     for p in &pools {
         let s = p.stats();
         check_identities(&s);
-        assert_eq!(s.gets, 500);
-        assert_eq!(s.returned, 500);
+        assert_eq!(s.gets, rounds as u64);
+        assert_eq!(s.returned, rounds as u64);
     }
 }
