@@ -1,31 +1,33 @@
 //! One thread gets buffers, writes their first and last byte and sends them over a bounded
 //! channel; another thread drops them (seed 003's receive-buffer pattern). Time per buffer,
-//! at 4 KiB and 64 KiB. The channel's own cost (about 40 ns here) is part of every figure.
+//! at 4 KiB and 64 KiB. The channel is a spinning bounded queue (a crossbeam `ArrayQueue` of
+//! 64 slots, both sides busy-wait), so neither thread sleeps and the figures show the cost of
+//! the buffers, not of futex wake-ups; the queue's own cost is part of every figure.
 //!
 //! `cargo bench -p tierpool --bench cross_thread`
 
 mod common;
 
-use std::sync::mpsc::sync_channel;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::*;
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 
 fn hand_off<C: Contender>(c: &C, n: usize, iters: u64) -> Duration {
-    let (tx, rx) = sync_channel::<C::B>(64);
+    let queue = Arc::new(SpinChannel::<C::B>::new(64));
+    let rx = queue.clone();
     let consumer = std::thread::spawn(move || {
-        for buf in rx {
-            drop(buf);
+        for _ in 0..iters {
+            drop(rx.recv());
         }
     });
     let start = Instant::now();
     for _ in 0..iters {
         let mut buf = c.get(n);
         buf.touch(n);
-        tx.send(buf).unwrap();
+        queue.send(buf);
     }
-    drop(tx);
     consumer.join().unwrap();
     start.elapsed()
 }
@@ -56,10 +58,7 @@ fn cross_thread(c: &mut Criterion) {
 
 criterion_group! {
     name = benches;
-    config = Criterion::default()
-        .sample_size(20)
-        .warm_up_time(std::time::Duration::from_millis(500))
-        .measurement_time(std::time::Duration::from_secs(3));
+    config = common::config(20, 3);
     targets = cross_thread
 }
 criterion_main!(benches);

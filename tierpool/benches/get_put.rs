@@ -49,10 +49,7 @@ fn get_put(c: &mut Criterion) {
 
 criterion_group! {
     name = benches;
-    config = Criterion::default()
-        .sample_size(30)
-        .warm_up_time(std::time::Duration::from_millis(500))
-        .measurement_time(std::time::Duration::from_secs(2));
+    config = common::config(30, 2);
     targets = get_put
 }
 criterion_main!(benches);

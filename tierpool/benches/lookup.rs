@@ -4,6 +4,8 @@
 //!
 //! `cargo bench -p tierpool --bench lookup`
 
+mod common;
+
 use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
@@ -89,10 +91,7 @@ fn lookup(c: &mut Criterion) {
 
 criterion_group! {
     name = benches;
-    config = Criterion::default()
-        .sample_size(20)
-        .warm_up_time(std::time::Duration::from_millis(500))
-        .measurement_time(std::time::Duration::from_secs(2));
+    config = common::config(20, 2);
     targets = lookup
 }
 criterion_main!(benches);

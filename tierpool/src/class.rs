@@ -30,18 +30,18 @@ pub(crate) const SUB_BUCKETS: usize = 1 << SUB_BITS;
 pub const MAX_TIERS: usize = 4096;
 
 /// Maps `n` to its bucket. Buckets are ordered: `a <= b` implies `bucket(a) <= bucket(b)`.
+///
+/// Branch-free: with `x = n - 1` and `h = floor(log2(x | 16))`, the bucket is
+/// `16 * (h - 4) + (x >> (h - 4))`. For `x < 32` that is `x` itself (one bucket per size);
+/// above, `x >> (h - 4)` keeps the leading bit and the next four, so each power-of-two range
+/// `[2^h, 2^(h+1))` is cut into 16 equal buckets numbered `16 * (h - 3) .. 16 * (h - 2)`.
 #[inline(always)]
 pub(crate) fn bucket(n: usize) -> usize {
     // Work on n - 1 so that a size with five significant bits (a tier boundary) is the *last*
     // size of its bucket, not the first of the next one.
     let x = n.saturating_sub(1);
-    if x < 2 * SUB_BUCKETS {
-        x
-    } else {
-        let h = usize::BITS - 1 - x.leading_zeros(); // floor(log2 x), >= SUB_BITS + 1
-        let shift = h - SUB_BITS;
-        (((h - SUB_BITS + 1) as usize) << SUB_BITS) + ((x >> shift) & (SUB_BUCKETS - 1))
-    }
+    let shift = (x | SUB_BUCKETS).ilog2() - SUB_BITS;
+    ((shift as usize) << SUB_BITS) + (x >> shift)
 }
 
 /// The smallest size that maps to bucket `b` (inverse of [`bucket`] on bucket starts).
@@ -142,13 +142,18 @@ impl Classes {
         // `b <= bucket(max) == table.len() - 1` (the table has one entry per bucket up to
         // `bucket(max)`, see `new`).
         let mut t = unsafe { *self.table.get_unchecked(b) } as usize;
-        // SAFETY: table entries are tier indices (`partition_point` over `sizes` for a start
-        // `<= max`, hence `< len`), and the walk stops at the latest at tier `len - 1`, whose size
-        // is `max >= n`; so `t < len` at every read.
-        while unsafe { *self.sizes.get_unchecked(t) } < n {
-            t += 1;
+        if self.max_probes > 1 {
+            // SAFETY: table entries are tier indices (`partition_point` over `sizes` for a
+            // start `<= max`, hence `< len`), and the walk stops at the latest at tier
+            // `len - 1`, whose size is `max >= n`; so `t < len` at every read.
+            while unsafe { *self.sizes.get_unchecked(t) } < n {
+                t += 1;
+            }
         }
-        debug_assert!(t < self.sizes.len());
+        // With one probe per bucket (power-of-two and geometric tiers), every size in the
+        // bucket is served by its first candidate: no comparison needed.
+        debug_assert!(t < self.sizes.len() && self.sizes[t] >= n);
+        debug_assert!(t == 0 || self.sizes[t - 1] < n.max(1));
         t
     }
 

@@ -120,7 +120,7 @@
 //! How it is checked (commands in `.ci/run`):
 //! - **Miri** runs the unit tests and the integration tests that drive the thread caches,
 //!   thread exit, panics, cross-thread hand-off and the model test:
-//!   `cargo +nightly miri test -p tierpool --lib --test semantics --test threads --test alloc_free --test model --test stress`.
+//!   `cargo +nightly miri test -p tierpool --lib --test semantics --test threads --test alloc_free --test model`.
 //! - **loom** explores every interleaving of the depot exchange, the cap under contention,
 //!   decay and trim racing with get/put, close racing with returns, and counter publication vs.
 //!   `stats()`: `RUSTFLAGS="--cfg loom" cargo test -p tierpool --lib --release --target-dir target/loom loom`.

@@ -146,8 +146,10 @@ fn tier<'a>(
 }
 
 /// One thread's private cache for one pool. Only its thread ever touches it (its `counters`
-/// are read by others).
+/// are read by others). Aligned like a cache-line pair, so that no other allocation shares a
+/// line with its hot fields.
 #[derive(Debug)]
+#[repr(align(128))]
 pub(crate) struct ThreadCache {
     id: PoolId,
     /// A private copy of the pool's classes: the fast path reads them without touching `shared`.

@@ -31,7 +31,11 @@ pub(crate) fn bump(counter: &AtomicU64, by: u64) {
 /// return); every other figure changes only on slow paths. What the cache retains is derived:
 /// `pushes + refilled - pops - flushed - released` buffers, of `size` bytes each plus
 /// `odd_bytes` for buffers whose capacity is not exactly the tier size (foreign or grown ones).
+///
+/// Aligned to 128 bytes (x86-64 prefetches line pairs) so that no other allocation, possibly
+/// written by another thread, shares a line with a counter this thread writes on every call.
 #[derive(Debug, Default)]
+#[repr(align(128))]
 pub(crate) struct LocalTier {
     /// Buffers popped from the thread's stack and handed out (hits).
     pub(crate) pops: AtomicU64,

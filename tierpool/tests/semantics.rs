@@ -228,11 +228,14 @@ fn try_get_reports_impossible_sizes() {
         p.try_get(n),
         Err(AllocError::CapacityOverflow { .. })
     ));
-    // Within isize::MAX but far beyond any machine: the allocator says no.
-    let huge = isize::MAX as usize - 1024;
-    let e = p.try_get(huge).unwrap_err();
-    assert!(matches!(e, AllocError::AllocFailed { requested, .. } if requested == huge));
-    assert!(e.to_string().contains("allocator"));
+    // Within isize::MAX but far beyond any machine: the allocator says no. (Miri stops the
+    // whole run on such a request instead of failing it, so this part runs natively only.)
+    if !cfg!(miri) {
+        let huge = isize::MAX as usize - 1024;
+        let e = p.try_get(huge).unwrap_err();
+        assert!(matches!(e, AllocError::AllocFailed { requested, .. } if requested == huge));
+        assert!(e.to_string().contains("allocator"));
+    }
     assert!(p.try_get(100).is_ok());
     assert_eq!(p.stats().gets, 1, "failed gets are not counted");
 }

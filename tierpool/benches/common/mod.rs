@@ -12,6 +12,7 @@ use std::cell::RefCell;
 use std::ptr::NonNull;
 use std::sync::Arc;
 
+use criterion::Criterion;
 use crossbeam_queue::ArrayQueue;
 use tierpool::{BufferPool, PooledBuf};
 
@@ -253,5 +254,40 @@ impl Contender for TlsFreeList {
             .with(|f| f.borrow_mut()[c].pop())
             .unwrap_or_else(|| Vec::with_capacity(256 << c));
         TlsBuf(v)
+    }
+}
+
+/// The criterion settings every bench here uses: short warm-up, `samples` samples over
+/// `seconds` of measurement (this VM is noisy; compare contenders within one run).
+pub fn config(samples: usize, seconds: u64) -> Criterion {
+    Criterion::default()
+        .sample_size(samples)
+        .warm_up_time(std::time::Duration::from_millis(500))
+        .measurement_time(std::time::Duration::from_secs(seconds))
+}
+
+/// A bounded single-producer single-consumer hand-off that never sleeps: both sides spin on a
+/// crossbeam `ArrayQueue`.
+pub struct SpinChannel<T>(ArrayQueue<T>);
+
+impl<T> SpinChannel<T> {
+    pub fn new(capacity: usize) -> Self {
+        SpinChannel(ArrayQueue::new(capacity))
+    }
+
+    pub fn send(&self, mut value: T) {
+        while let Err(v) = self.0.push(value) {
+            value = v;
+            std::hint::spin_loop();
+        }
+    }
+
+    pub fn recv(&self) -> T {
+        loop {
+            if let Some(v) = self.0.pop() {
+                return v;
+            }
+            std::hint::spin_loop();
+        }
     }
 }
