@@ -133,10 +133,13 @@
 //!
 //! `BENCHMARKS.md` in the repository has the measured figures with the commands that produce
 //! them (`cargo bench -p tierpool`). In short, on the project's 2-core VM: a get+put from the
-//! thread cache costs about the same whatever the size (256 B to 1 MiB), so tierpool is far
-//! ahead of every allocator from 64 KiB up (jemalloc and mimalloc stop caching per thread there)
-//! and across threads, and behind jemalloc and mimalloc for small buffers, where their thread
-//! caches are already a few instructions.
+//! thread cache costs the same whatever the size (about 12 ns there, 256 B to 1 MiB), which is
+//! 1.5x faster than mimalloc and glibc at 4 KiB and 20x faster than mimalloc and jemalloc at
+//! 1 MiB; across threads it is 9 to 26x faster than every allocator and 7 to 10x faster than a
+//! crossbeam `ArrayQueue` pool. For small buffers jemalloc's thread cache is faster (about 5 ns
+//! at 256 B, 7 ns at 4 KiB): if all your buffers are small and stay on one thread, jemalloc or
+//! mimalloc alone may serve you as well. The tier lookup takes 1.4 ns per get+return pair
+//! whatever the number of tiers, 3 to 6x faster than a binary search.
 
 #![warn(missing_docs, missing_debug_implementations, rust_2018_idioms)]
 
