@@ -211,3 +211,51 @@ fn buffers_from_many_pools_cross_threads() {
         assert_eq!(s.returned, rounds as u64);
     }
 }
+
+// 12. A thread that exits while still holding buffers, in its own thread-locals: they are
+// dropped by thread-local destructors, possibly after tierpool's own table is gone, and must
+// still be returned (or freed), never lost, leaked or freed twice.
+#[test]
+fn thread_exit_while_holding_buffers_in_thread_locals() {
+    use std::cell::RefCell;
+    thread_local! {
+        static HELD: RefCell<Vec<tierpool::PooledBuf>> = const { RefCell::new(Vec::new()) };
+    }
+    let pool = BufferPool::builder().tiers([64, 4096]).build().unwrap();
+    // Thread-local destructors run in reverse order of registration (on Linux), so threads that
+    // register HELD before first using the pool drop their buffers after tierpool's table is
+    // gone (the registry path), and the others before (the thread-cache path).
+    let handles: Vec<_> = (0..4)
+        .map(|t| {
+            let p = pool.clone();
+            thread::spawn(move || {
+                if t % 2 == 0 {
+                    HELD.with(|_| ());
+                }
+                drop(p.get(10));
+                HELD.with(|h| {
+                    let mut h = h.borrow_mut();
+                    for i in 0..10 {
+                        let mut b = p.get(if i % 2 == 0 { 60 } else { 4000 });
+                        b.extend_from_slice(b"held at exit");
+                        h.push(b);
+                    }
+                });
+            })
+        })
+        .collect();
+    for h in handles {
+        h.join().unwrap();
+    }
+    let s = pool.stats();
+    assert_eq!(s.gets, 44, "{s}");
+    assert_eq!(
+        s.returned, 44,
+        "every buffer held at thread exit came back: {s}"
+    );
+    assert_eq!(s.thread_caches, 0, "{s}");
+    check_identities(&s);
+    // The buffers are usable again, empty.
+    let again = pool.get(4000);
+    assert!(again.is_empty());
+}
