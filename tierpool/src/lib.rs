@@ -124,6 +124,8 @@
 //! - **loom** explores every interleaving of the depot exchange, the cap under contention,
 //!   decay and trim racing with get/put, close racing with returns, and counter publication vs.
 //!   `stats()`: `RUSTFLAGS="--cfg loom" cargo test -p tierpool --lib --release --target-dir target/loom loom`.
+//! - **ThreadSanitizer** runs the threads and stress tests with std rebuilt under TSan
+//!   (`RUSTFLAGS="-Zsanitizer=thread" cargo +nightly test -Zbuild-std --target x86_64-unknown-linux-gnu -p tierpool --test threads --test stress`).
 //! - A **model-based** proptest checks long random operation sequences against a reference
 //!   model, exactly (every hit, miss and retained byte); a **stress** test runs 8 threads of random
 //!   get / hand-off / drop with a concurrent trimmer and checks by address that no buffer is ever
