@@ -309,6 +309,12 @@ impl ThreadCache {
     #[cold]
     #[inline(never)]
     pub(crate) fn put_slow(&mut self, mut v: Vec<u8>) {
+        // Threads that only return buffers (the consumer side of a hand-off) never get, so
+        // housekeeping also counts down here, once per slow return (about once per batch).
+        self.countdown = self.countdown.saturating_sub(1);
+        if self.countdown == 0 {
+            self.maintain();
+        }
         if self.dead {
             return; // the pool is gone: free the buffer, count nothing
         }

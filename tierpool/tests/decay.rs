@@ -168,3 +168,37 @@ fn the_trimmer_thread_exits_with_its_pool() {
 
 /// The two tests that start trimmer threads must not overlap (one counts them).
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+#[test]
+fn a_thread_that_only_returns_buffers_honours_trim() {
+    // The consumer side of a hand-off never calls get; its cache must still honour trim().
+    let pool = BufferPool::builder().tiers([4096]).build().unwrap();
+    let (tx, rx) = std::sync::mpsc::sync_channel::<tierpool::PooledBuf>(8);
+    let (ack_tx, ack_rx) = std::sync::mpsc::channel::<()>();
+    let consumer = thread::spawn(move || {
+        for b in rx.iter() {
+            drop(b);
+            ack_tx.send(()).unwrap();
+        }
+    });
+    let send = |n: usize| {
+        for _ in 0..n {
+            tx.send(pool.get(4096)).unwrap();
+            ack_rx.recv().unwrap();
+        }
+    };
+    send(40); // the consumer's cache now holds the returned buffers
+    pool.trim(); // releases the depot and this thread's cache, not the consumer's (yet)
+    let after_trim = pool.stats().discarded;
+    // Enough further returns for the consumer's housekeeping to run (it counts slow returns,
+    // about one per batch of 32). In steady exchange nothing else is ever discarded, so any
+    // new discard is the consumer's cache honouring the trim.
+    send(64 * 64);
+    let s = pool.stats();
+    assert!(
+        s.discarded > after_trim,
+        "the consumer's cache released its buffers after trim(): {s}"
+    );
+    drop(tx);
+    consumer.join().unwrap();
+}
