@@ -6,7 +6,6 @@
 //! `cargo run --release -p tierpool --example cross_thread_interleaved [rounds] [buffers]`
 
 #[path = "../benches/common/mod.rs"]
-#[allow(dead_code)]
 mod common;
 
 use std::sync::Arc;
