@@ -8,29 +8,8 @@
 
 mod common;
 
-use std::sync::Arc;
-use std::time::{Duration, Instant};
-
 use common::*;
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
-
-fn hand_off<C: Contender>(c: &C, n: usize, iters: u64) -> Duration {
-    let queue = Arc::new(SpinChannel::<C::B>::new(64));
-    let rx = queue.clone();
-    let consumer = std::thread::spawn(move || {
-        for _ in 0..iters {
-            drop(rx.recv());
-        }
-    });
-    let start = Instant::now();
-    for _ in 0..iters {
-        let mut buf = c.get(n);
-        buf.touch(n);
-        queue.send(buf);
-    }
-    consumer.join().unwrap();
-    start.elapsed()
-}
 
 fn bench_one<C: Contender>(
     group: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,

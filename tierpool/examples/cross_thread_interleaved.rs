@@ -8,28 +8,11 @@
 #[path = "../benches/common/mod.rs"]
 mod common;
 
-use std::sync::Arc;
-use std::time::Instant;
-
 use common::*;
 
 /// Nanoseconds per buffer for `count` hand-offs of `n`-byte buffers.
-fn hand_off<C: Contender>(c: &C, n: usize, count: u64) -> f64 {
-    let queue = Arc::new(SpinChannel::<C::B>::new(64));
-    let rx = queue.clone();
-    let consumer = std::thread::spawn(move || {
-        for _ in 0..count {
-            drop(rx.recv());
-        }
-    });
-    let start = Instant::now();
-    for _ in 0..count {
-        let mut buf = c.get(n);
-        buf.touch(n);
-        queue.send(buf);
-    }
-    consumer.join().unwrap();
-    start.elapsed().as_nanos() as f64 / count as f64
+fn ns_per_buffer<C: Contender>(c: &C, n: usize, count: u64) -> f64 {
+    hand_off(c, n, count).as_nanos() as f64 / count as f64
 }
 
 fn main() {
@@ -49,11 +32,11 @@ fn main() {
     for n in [4096usize, 65536] {
         let mut samples: Vec<Vec<f64>> = vec![Vec::new(); names.len()];
         for _ in 0..rounds {
-            samples[0].push(hand_off(&pool, n, count));
-            samples[1].push(hand_off(&queue, n, count));
-            samples[2].push(hand_off(&SystemVec, n, count));
-            samples[3].push(hand_off(&mi, n, count));
-            samples[4].push(hand_off(&je, n, count));
+            samples[0].push(ns_per_buffer(&pool, n, count));
+            samples[1].push(ns_per_buffer(&queue, n, count));
+            samples[2].push(ns_per_buffer(&SystemVec, n, count));
+            samples[3].push(ns_per_buffer(&mi, n, count));
+            samples[4].push(ns_per_buffer(&je, n, count));
         }
         for s in &mut samples {
             s.sort_by(f64::total_cmp);

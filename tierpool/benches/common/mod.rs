@@ -291,3 +291,24 @@ impl<T> SpinChannel<T> {
         }
     }
 }
+
+/// One thread gets `count` buffers of `n` bytes, writes their ends and sends them through a
+/// [`SpinChannel`]; another drops them. Returns the producer's wall time until the consumer is
+/// done (the cross-thread benchmarks' workload).
+pub fn hand_off<C: Contender>(c: &C, n: usize, count: u64) -> std::time::Duration {
+    let queue = Arc::new(SpinChannel::<C::B>::new(64));
+    let rx = queue.clone();
+    let consumer = std::thread::spawn(move || {
+        for _ in 0..count {
+            drop(rx.recv());
+        }
+    });
+    let start = std::time::Instant::now();
+    for _ in 0..count {
+        let mut buf = c.get(n);
+        buf.touch(n);
+        queue.send(buf);
+    }
+    consumer.join().unwrap();
+    start.elapsed()
+}
