@@ -22,7 +22,7 @@
 //! `LOCAL.table` is either null or a pointer obtained from `Box::into_raw` on this thread. Only
 //! this thread reads it (it is thread-local), and it is freed only by `GUARD`'s destructor on
 //! this thread, which first resets it to null. A `&mut Table` is created from it only while
-//! `LOCAL.busy` is false, and lives only inside one of four functions:
+//! `LOCAL.busy` is false, and lives only inside these functions (and the exit hook, below):
 //!
 //! - `fast_get` / `fast_put` (the hot path) check `busy` but do not set it: between creating the
 //!   reference and dropping it they call nothing outside tierpool (no allocator, no lock, no
@@ -51,7 +51,8 @@ use crate::sync::{Arc, Ordering};
 /// clock read (about 20 ns here), so at 64 the amortized cost stays well under a nanosecond.
 const CHECK_EVERY: u32 = 64;
 
-/// The most buffers a thread cache keeps per tier (fewer for large tiers: see `limit_for`).
+/// The most buffers a thread cache keeps per tier; a tier of size `s` keeps at most
+/// `min(MAX_LOCAL_PER_TIER, thread_cache_bytes / s)`, and none if that is 0.
 pub(crate) const MAX_LOCAL_PER_TIER: usize = 64;
 
 /// How a fresh buffer is made on a miss.
