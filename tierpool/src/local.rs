@@ -339,10 +339,8 @@ impl ThreadCache {
             let slot = &mut self.slots[t];
             if slot.stack.len() < slot.stack.capacity() && self.bytes + cap <= self.budget {
                 slot.stack.push(v);
-                self.bytes += cap;
-                let c = &self.counters.tiers[t];
-                bump(&c.pushes, 1);
-                bump(&c.odd_bytes, (cap - self.classes.size(t)) as u64);
+                self.entered(t, 1, cap);
+                bump(&self.counters.tiers[t].pushes, 1);
                 return;
             }
         }
@@ -356,11 +354,16 @@ impl ThreadCache {
     /// Records that `moved` buffers of `bytes` total capacity were put on tier `t`'s stack
     /// from the depot.
     fn took(&mut self, t: usize, moved: usize, bytes: usize) {
+        self.entered(t, moved, bytes);
+        bump(&self.counters.tiers[t].refilled, moved as u64);
+    }
+
+    /// Common bookkeeping for buffers entering tier `t`'s stack other than by the fast push
+    /// (which only ever pushes buffers of exactly the tier size).
+    fn entered(&mut self, t: usize, moved: usize, bytes: usize) {
         self.bytes += bytes;
-        let c = &self.counters.tiers[t];
-        bump(&c.refilled, moved as u64);
         let exact = moved * self.classes.size(t);
-        bump(&c.odd_bytes, (bytes - exact) as u64);
+        bump(&self.counters.tiers[t].odd_bytes, (bytes - exact) as u64);
     }
 
     /// Records that `moved` buffers of `bytes` total capacity left tier `t`'s stack for the
@@ -402,17 +405,19 @@ impl ThreadCache {
     #[inline(never)]
     fn maintain(&mut self) {
         self.countdown = CHECK_EVERY;
-        let shared = Arc::clone(&self.shared);
-        if shared.closed.load(Ordering::Acquire) {
+        // Read what is needed from `shared` first, so that no `Arc` clone is taken here: its
+        // count is a line every thread would write.
+        let closed = self.shared.closed.load(Ordering::Acquire);
+        let trim_gen = self.shared.trim_gen.load(Ordering::Relaxed);
+        let epoch = self.shared.clock.epoch();
+        if closed {
             self.kill();
             return;
         }
-        let trim_gen = shared.trim_gen.load(Ordering::Relaxed);
         if trim_gen != self.trim_gen {
             self.trim_gen = trim_gen;
             self.release_all();
         }
-        let epoch = shared.clock.epoch();
         if epoch != self.epoch {
             self.epoch = epoch;
             for t in 0..self.slots.len() {
@@ -420,7 +425,7 @@ impl ThreadCache {
                 self.release(t, idle);
                 self.slots[t].low_water = self.slots[t].stack.len() as u32;
             }
-            shared.tick(epoch);
+            self.shared.tick(epoch);
         }
     }
 
