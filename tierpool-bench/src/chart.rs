@@ -1,0 +1,141 @@
+//! One SVG chart per workload (plotters' SVG backend; no fonts or system libraries needed).
+
+use std::path::Path;
+
+use plotters::prelude::*;
+
+use crate::report::{Record, Timeline};
+
+const COLORS: [RGBColor; 12] = [
+    RGBColor(214, 39, 40),
+    RGBColor(31, 119, 180),
+    RGBColor(44, 160, 44),
+    RGBColor(255, 127, 14),
+    RGBColor(148, 103, 189),
+    RGBColor(140, 86, 75),
+    RGBColor(227, 119, 194),
+    RGBColor(127, 127, 127),
+    RGBColor(188, 189, 34),
+    RGBColor(23, 190, 207),
+    RGBColor(0, 0, 0),
+    RGBColor(100, 100, 255),
+];
+
+type Error = Box<dyn std::error::Error>;
+
+/// A line per contender of its median over the workload's parameters (x, in order), log y.
+/// Records of other metrics than the first one seen are left out.
+pub fn by_param(path: &Path, title: &str, records: &[&Record], contenders: &[String]) -> Result<(), Error> {
+    let Some(first) = records.first() else {
+        return Ok(());
+    };
+    let metric = first.metric.clone();
+    let records: Vec<&&Record> = records.iter().filter(|r| r.metric == metric).collect();
+    let mut params: Vec<String> = Vec::new();
+    for r in &records {
+        if !params.contains(&r.param) {
+            params.push(r.param.clone());
+        }
+    }
+    let (lo, hi) = records.iter().fold((f64::MAX, f64::MIN), |(lo, hi), r| {
+        (lo.min(r.median), hi.max(r.median))
+    });
+    let (lo, hi) = (lo / 1.5, hi * 1.5);
+    let root = SVGBackend::new(path, (960, 600)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(title, ("sans-serif", 22))
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(70)
+        .build_cartesian_2d(-0.3f64..(params.len() as f64 - 0.7), (lo..hi).log_scale())?;
+    let labels = params.clone();
+    chart
+        .configure_mesh()
+        .x_labels(params.len().max(2))
+        .x_label_formatter(&|x| {
+            let i = x.round();
+            if (x - i).abs() < 0.01 && i >= 0.0 {
+                labels.get(i as usize).cloned().unwrap_or_default()
+            } else {
+                String::new()
+            }
+        })
+        .y_desc(&metric)
+        .y_label_formatter(&|y| crate::report::fmt_num(*y))
+        .draw()?;
+    let mut color = 0;
+    for name in contenders {
+        let points: Vec<(f64, f64)> = records
+            .iter()
+            .filter(|r| &r.contender == name)
+            .filter_map(|r| Some((params.iter().position(|p| *p == r.param)? as f64, r.median)))
+            .collect();
+        if points.is_empty() {
+            continue;
+        }
+        let c = COLORS[color % COLORS.len()];
+        let width = if name == "tierpool" { 4 } else { 2 };
+        color += 1;
+        chart
+            .draw_series(LineSeries::new(points.clone(), c.stroke_width(width)))?
+            .label(name.as_str())
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(width)));
+        chart.draw_series(points.iter().map(|&p| Circle::new(p, 3, c.filled())))?;
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperLeft)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .draw()?;
+    root.present()?;
+    Ok(())
+}
+
+/// RSS over time, a line per contender (the burst workload).
+pub fn timelines(path: &Path, title: &str, lines: &[Timeline]) -> Result<(), Error> {
+    if lines.is_empty() {
+        return Ok(());
+    }
+    let t_max = lines
+        .iter()
+        .flat_map(|l| l.t_ms.iter().copied())
+        .fold(1.0, f64::max);
+    let y_max = lines
+        .iter()
+        .flat_map(|l| l.rss_mib.iter().copied())
+        .fold(1.0, f64::max);
+    let root = SVGBackend::new(path, (960, 600)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(title, ("sans-serif", 22))
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(70)
+        .build_cartesian_2d(0f64..t_max, 0f64..y_max * 1.1)?;
+    chart
+        .configure_mesh()
+        .x_desc("ms since the burst began (taken at once, then released)")
+        .y_desc("process RSS (MiB)")
+        .draw()?;
+    for (i, l) in lines.iter().enumerate() {
+        let c = COLORS[i % COLORS.len()];
+        let width = if l.contender == "tierpool" { 4 } else { 2 };
+        chart
+            .draw_series(LineSeries::new(
+                l.t_ms.iter().copied().zip(l.rss_mib.iter().copied()),
+                c.stroke_width(width),
+            ))?
+            .label(l.contender.as_str())
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(width)));
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperRight)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .draw()?;
+    root.present()?;
+    Ok(())
+}

@@ -1,0 +1,31 @@
+//! The tierpool comparison report: tierpool against the allocators and pool crates a Rust user
+//! would otherwise pick, on workloads that mirror the four seed pull requests.
+//!
+//! `cargo run --release -p tierpool-bench` runs every workload against every contender and
+//! prints one Markdown table per workload; it also writes `target/tierpool-report/results.json`
+//! (one record per measurement) and one SVG chart per workload. See `--help`.
+//!
+//! Layout:
+//! - [`alloc`]: the global allocator (glibc, mimalloc or jemalloc per process) with an
+//!   allocation counter, and RSS;
+//! - [`contenders`]: every contender behind one `get(n)` interface;
+//! - [`measure`]: calibrated, interleaved samples and their median/min/max;
+//! - [`workloads`]: one module per workload;
+//! - [`report`]: records, tables, `results.json` and its validation;
+//! - [`chart`]: the SVG charts.
+//!
+//! The library half exists so that the criterion benches in `benches/` use the same
+//! contenders as the report.
+
+#![warn(missing_docs, missing_debug_implementations)]
+
+pub mod alloc;
+pub mod chart;
+pub mod contenders;
+pub mod measure;
+pub mod report;
+pub mod workloads;
+
+/// Every binary, bench and test of this crate runs under the switchable, counting allocator.
+#[global_allocator]
+static GLOBAL: alloc::BenchAlloc = alloc::BenchAlloc;

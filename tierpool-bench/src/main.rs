@@ -1,0 +1,302 @@
+//! `tierpool-bench`: the comparison report. Run `cargo run --release -p tierpool-bench -- --help`.
+
+use std::collections::BTreeMap;
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::process::{Command, ExitCode, Stdio};
+use std::time::Instant;
+
+use tierpool_bench::alloc::{self, Allocator, ALLOC_ENV};
+use tierpool_bench::chart;
+use tierpool_bench::contenders::Kind;
+use tierpool_bench::report::{self, Output, Report};
+use tierpool_bench::workloads::{self, burst, lookup, Ctx};
+
+const HELP: &str = "\
+tierpool-bench: tierpool against allocators and pool crates on the seeds' workloads
+
+USAGE: cargo run --release -p tierpool-bench -- [OPTIONS]
+
+OPTIONS:
+  --workload NAME   run only this workload (repeat to choose several):
+                    lookup, get-put, mixed, cross-thread, burst, threads
+  --quick           tiny iteration counts: proves every workload runs and the report is
+                    well formed (for CI), measures nothing worth quoting
+  --out DIR         where to write results.json, report.md and the SVG charts
+                    (default: target/tierpool-report in the workspace)
+  --json-only       do not print the tables
+  --validate FILE   check a results.json (every chosen workload present, every figure finite
+                    and positive) and exit
+  -h, --help        this text
+
+Contenders that need another global allocator (mimalloc, jemalloc) and every burst run are
+child processes of this binary (environment TIERPOOL_BENCH_ALLOC selects the allocator).";
+
+#[derive(Debug, Default)]
+struct Args {
+    workloads: Vec<String>,
+    quick: bool,
+    out: Option<PathBuf>,
+    json_only: bool,
+    validate: Option<PathBuf>,
+    child: bool,
+    contender: Option<String>,
+}
+
+fn parse() -> Result<Option<Args>, String> {
+    let mut a = Args::default();
+    let mut it = std::env::args().skip(1);
+    while let Some(arg) = it.next() {
+        let mut value = |name: &str| it.next().ok_or(format!("{name} needs a value"));
+        match arg.as_str() {
+            "--workload" => {
+                let w = value("--workload")?;
+                if !workloads::ALL.contains(&w.as_str()) {
+                    return Err(format!(
+                        "unknown workload {w:?}; choose from {}",
+                        workloads::ALL.join(", ")
+                    ));
+                }
+                if !a.workloads.contains(&w) {
+                    a.workloads.push(w);
+                }
+            }
+            "--quick" => a.quick = true,
+            "--out" => a.out = Some(value("--out")?.into()),
+            "--json-only" => a.json_only = true,
+            "--validate" => a.validate = Some(value("--validate")?.into()),
+            "--child" => a.child = true,
+            "--contender" => a.contender = Some(value("--contender")?),
+            "-h" | "--help" => return Ok(None),
+            other => return Err(format!("unknown option {other:?} (see --help)")),
+        }
+    }
+    // Report order, whatever order they were asked in.
+    a.workloads = workloads::ALL
+        .iter()
+        .filter(|w| a.workloads.is_empty() || a.workloads.iter().any(|x| x == *w))
+        .map(|w| w.to_string())
+        .collect();
+    Ok(Some(a))
+}
+
+/// A child process: runs one workload for the `Vec` baseline (or `--contender`) under this
+/// process's allocator and prints its [`Output`] as JSON.
+fn child(a: &Args) -> Result<(), String> {
+    let ctx = Ctx {
+        quick: a.quick,
+        alloc: alloc::current(),
+        progress: true,
+    };
+    let kind = match &a.contender {
+        Some(id) => Kind::from_id(id).ok_or(format!("unknown contender {id}"))?,
+        None => Kind::Vec,
+    };
+    let [w] = a.workloads.as_slice() else {
+        return Err("a child runs exactly one workload".into());
+    };
+    let out = workloads::run(w, &ctx, &[kind]);
+    let json = serde_json::to_string(&out).map_err(|e| e.to_string())?;
+    std::io::stdout()
+        .write_all(json.as_bytes())
+        .map_err(|e| e.to_string())
+}
+
+fn spawn(workload: &str, alloc: Allocator, kind: Kind, quick: bool) -> Result<std::process::Child, String> {
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let mut cmd = Command::new(exe);
+    cmd.args(["--child", "--workload", workload, "--contender", kind.id()])
+        .env(ALLOC_ENV, alloc.name())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit());
+    if quick {
+        cmd.arg("--quick");
+    }
+    cmd.spawn().map_err(|e| format!("cannot start a child process: {e}"))
+}
+
+fn collect(child: std::process::Child, what: &str) -> Result<Output, String> {
+    let out = child.wait_with_output().map_err(|e| e.to_string())?;
+    if !out.status.success() {
+        return Err(format!("child process for {what} failed: {}", out.status));
+    }
+    serde_json::from_slice(&out.stdout).map_err(|e| format!("child output for {what}: {e}"))
+}
+
+fn contender_order() -> Vec<String> {
+    let mut order = Vec::new();
+    for k in Kind::ALL {
+        if k == Kind::Vec {
+            order.extend(Allocator::ALL.iter().map(|&a| k.label(a)));
+        } else {
+            order.push(k.label(Allocator::System));
+        }
+    }
+    order.extend(lookup::METHODS.iter().skip(1).map(|m| m.to_string()));
+    order
+}
+
+fn descriptions() -> BTreeMap<String, String> {
+    let mut m = BTreeMap::new();
+    for k in Kind::ALL {
+        for a in Allocator::ALL {
+            m.insert(k.label(a), k.adaptation().to_string());
+        }
+    }
+    m.insert("binary search".into(), "partition_point over the sorted tier sizes".into());
+    m.insert("linear scan".into(), "position / rposition over the sorted tier sizes".into());
+    m
+}
+
+fn run_workload(w: &str, quick: bool) -> Result<Output, String> {
+    let ctx = Ctx {
+        quick,
+        alloc: Allocator::System,
+        progress: true,
+    };
+    let mut out = Output::default();
+    let mut merge = |o: Output| {
+        out.records.extend(o.records);
+        out.timelines.extend(o.timelines);
+    };
+    match w {
+        "lookup" => merge(workloads::run(w, &ctx, &[])),
+        "burst" => {
+            // RSS is per process: every contender in its own, all at once (the quiet phase
+            // mostly sleeps, so they barely compete).
+            let mut runs = Vec::new();
+            for k in Kind::ALL {
+                let allocs: &[Allocator] = if k == Kind::Vec { &Allocator::ALL } else { &[Allocator::System] };
+                for &a in allocs {
+                    runs.push((k.label(a), spawn(w, a, k, quick)?));
+                }
+            }
+            eprintln!(
+                "  burst: {} processes, {} ms each",
+                runs.len(),
+                burst::Shape::new(quick).quiet.as_millis()
+            );
+            for (label, c) in runs {
+                merge(collect(c, &label)?);
+            }
+        }
+        _ => {
+            let kinds: Vec<Kind> = Kind::ALL.to_vec();
+            merge(workloads::run(w, &ctx, &kinds));
+            for a in [Allocator::Mimalloc, Allocator::Jemalloc] {
+                merge(collect(spawn(w, a, Kind::Vec, quick)?, &Kind::Vec.label(a))?);
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn main() -> ExitCode {
+    let args = match parse() {
+        Ok(Some(a)) => a,
+        Ok(None) => {
+            println!("{HELP}");
+            return ExitCode::SUCCESS;
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    match real_main(args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn real_main(args: Args) -> Result<(), String> {
+    if args.child {
+        return child(&args);
+    }
+    if let Some(path) = &args.validate {
+        let json = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let names: Vec<&str> = args.workloads.iter().map(String::as_str).collect();
+        let n = report::validate(&json, &names)?;
+        println!("{}: {n} records, every workload present, every figure finite and positive", path.display());
+        return Ok(());
+    }
+    if alloc::current() != Allocator::System {
+        return Err(format!("run the report without {ALLOC_ENV}; it starts its own children"));
+    }
+    let out_dir = args.out.clone().unwrap_or_else(|| {
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/tierpool-report")
+    });
+    std::fs::create_dir_all(&out_dir).map_err(|e| format!("{}: {e}", out_dir.display()))?;
+
+    let started = Instant::now();
+    let mut all = Output::default();
+    for (i, w) in args.workloads.iter().enumerate() {
+        eprintln!("[{}/{}] {w}: {}", i + 1, args.workloads.len(), workloads::describe(w));
+        let t = Instant::now();
+        let o = run_workload(w, args.quick)?;
+        eprintln!("  done in {:.1} s", t.elapsed().as_secs_f64());
+        all.records.extend(o.records);
+        all.timelines.extend(o.timelines);
+    }
+
+    let cmdline: String = std::env::args().skip(1).map(|a| format!(" {a}")).collect();
+    let order = contender_order();
+    let machine = report::machine();
+    let mut md = String::new();
+    md.push_str(&format!(
+        "# tierpool comparison report\n\nCommand: `cargo run --release -p tierpool-bench --{}`{}\n\nMachine: {} CPUs, {}, {}. Total run time {:.0} s.\n\nTimes are medians over interleaved rounds (min and max beside them); ratios are the contender's median over tierpool's (above 1: tierpool is faster) and over `Vec` under glibc. Allocations are counted by the global allocator in a separate pass.\n",
+        cmdline,
+        if args.quick { " (**--quick: figures prove the pipeline only**)" } else { "" },
+        machine.get("nproc").map_or("?", String::as_str),
+        machine.get("cpu").map_or("unknown CPU", String::as_str),
+        machine.get("memory").map_or("? memory", String::as_str),
+        started.elapsed().as_secs_f64(),
+    ));
+    for w in &args.workloads {
+        let rows = report::ordered(&all.records, w, &order);
+        md.push_str(&format!("\n## {w}\n\n{}\n\n{}\n![{w}]({w}.svg)\n", workloads::describe(w), report::table(&rows)));
+        let path = out_dir.join(format!("{w}.svg"));
+        let title = format!("{w}: {}", rows.first().map_or("", |r| r.metric.as_str()));
+        let drawn = if w == "burst" {
+            chart::timelines(&path, "burst: process RSS, 16 KiB buffers taken at once, released, then 1 get/put per ms", &all.timelines)
+        } else {
+            chart::by_param(&path, &title, &rows, &order)
+        };
+        drawn.map_err(|e| format!("chart {}: {e}", path.display()))?;
+    }
+    md.push_str("\n## Contenders\n\n| contender | set-up |\n|---|---|\n");
+    let desc = descriptions();
+    for name in &order {
+        if all.records.iter().any(|r| &r.contender == name) {
+            md.push_str(&format!("| {name} | {} |\n", desc[name]));
+        }
+    }
+    let report = Report {
+        command: format!("cargo run --release -p tierpool-bench --{cmdline}"),
+        quick: args.quick,
+        machine,
+        workloads: args.workloads.clone(),
+        contenders: desc
+            .into_iter()
+            .filter(|(k, _)| all.records.iter().any(|r| &r.contender == k))
+            .collect(),
+        records: all.records,
+        timelines: all.timelines,
+    };
+    let json = serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?;
+    let json_path = out_dir.join("results.json");
+    std::fs::write(&json_path, json).map_err(|e| format!("{}: {e}", json_path.display()))?;
+    std::fs::write(out_dir.join("report.md"), &md).map_err(|e| e.to_string())?;
+    if !args.json_only {
+        println!("{md}");
+    }
+    eprintln!(
+        "wrote {} (and report.md, one SVG per workload) in {:.0} s",
+        json_path.display(),
+        started.elapsed().as_secs_f64()
+    );
+    Ok(())
+}

@@ -1,0 +1,203 @@
+//! Timing: calibrated, interleaved, repeated samples; median with min and max.
+//!
+//! This machine is shared and noisy (a VM that switches between fast and slow modes for
+//! seconds at a time), so contenders are never timed one after another: every round takes one
+//! sample of every case, in turn, and the figures are the median, min and max over rounds.
+
+use std::time::{Duration, Instant};
+
+use crate::alloc::{counting, AllocCount};
+
+/// How long to measure.
+#[derive(Clone, Copy, Debug)]
+pub struct Budget {
+    /// Rounds (samples per case).
+    pub samples: usize,
+    /// Target duration of one sample.
+    pub sample_time: Duration,
+    /// Iterations of the separate allocation-counting pass (after warm-up).
+    pub count_iters: u64,
+}
+
+impl Budget {
+    /// The full run's budget for a workload whose cases should each take about `sample_time`
+    /// per sample.
+    pub fn full(sample_time: Duration) -> Budget {
+        Budget {
+            samples: 15,
+            sample_time,
+            count_iters: 1000,
+        }
+    }
+
+    /// `--quick`: enough to prove that everything runs and the report is well formed.
+    pub fn quick() -> Budget {
+        Budget {
+            samples: 3,
+            sample_time: Duration::from_micros(500),
+            count_iters: 10,
+        }
+    }
+}
+
+/// Median, min and max of a set of samples.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Summary {
+    /// Median (mean of the middle two for an even count).
+    pub median: f64,
+    /// Smallest sample.
+    pub min: f64,
+    /// Largest sample.
+    pub max: f64,
+    /// Number of samples.
+    pub samples: usize,
+}
+
+impl Summary {
+    /// Summarizes `values` (must not be empty).
+    pub fn of(mut values: Vec<f64>) -> Summary {
+        assert!(!values.is_empty(), "no samples");
+        values.sort_by(f64::total_cmp);
+        let n = values.len();
+        let median = if n % 2 == 1 {
+            values[n / 2]
+        } else {
+            (values[n / 2 - 1] + values[n / 2]) / 2.0
+        };
+        Summary {
+            median,
+            min: values[0],
+            max: values[n - 1],
+            samples: n,
+        }
+    }
+
+    /// Every figure scaled by `k`.
+    pub fn scaled(self, k: f64) -> Summary {
+        Summary {
+            median: self.median * k,
+            min: self.min * k,
+            max: self.max * k,
+            samples: self.samples,
+        }
+    }
+}
+
+/// One thing to time: `run(iters)` does `iters` iterations of the workload and returns the
+/// time they took (the closure times itself so that it can exclude setup such as spawning
+/// threads).
+pub struct Case {
+    /// Runs `iters` iterations, returns their duration.
+    pub run: Box<dyn FnMut(u64) -> Duration>,
+    /// Operations per iteration (the unit the result is reported per).
+    pub ops_per_iter: f64,
+}
+
+impl std::fmt::Debug for Case {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Case")
+            .field("ops_per_iter", &self.ops_per_iter)
+            .finish()
+    }
+}
+
+/// What measuring one case found.
+#[derive(Clone, Copy, Debug)]
+pub struct Measured {
+    /// Nanoseconds per operation.
+    pub time: Summary,
+    /// Allocations per operation in the counting pass.
+    pub allocs_per_op: f64,
+    /// Bytes allocated per operation in the counting pass.
+    pub bytes_per_op: f64,
+}
+
+/// Iterations that make one call of `run` last about `target`.
+fn calibrate(run: &mut dyn FnMut(u64) -> Duration, target: Duration) -> u64 {
+    let mut iters = 1u64;
+    loop {
+        let t = run(iters);
+        if t >= target / 4 || iters >= 1 << 40 {
+            let per = t.as_secs_f64() / iters as f64;
+            return ((target.as_secs_f64() / per.max(1e-12)) as u64).clamp(1, 1 << 40);
+        }
+        iters *= if t < target / 64 { 8 } else { 2 };
+    }
+}
+
+/// Measures every case, interleaved: calibration and one warm-up sample per case, then
+/// `budget.samples` rounds of one sample per case, then a counting pass per case.
+/// `progress(done, total)` is called after each round.
+pub fn measure(
+    cases: &mut [Case],
+    budget: Budget,
+    mut progress: impl FnMut(usize, usize),
+) -> Vec<Measured> {
+    let iters: Vec<u64> = cases
+        .iter_mut()
+        .map(|c| {
+            let n = calibrate(&mut c.run, budget.sample_time);
+            (c.run)(n); // warm-up
+            n
+        })
+        .collect();
+    let mut samples = vec![Vec::with_capacity(budget.samples); cases.len()];
+    for round in 0..budget.samples {
+        for (i, case) in cases.iter_mut().enumerate() {
+            let t = (case.run)(iters[i]);
+            samples[i].push(t.as_nanos() as f64 / (iters[i] as f64 * case.ops_per_iter));
+        }
+        progress(round + 1, budget.samples);
+    }
+    cases
+        .iter_mut()
+        .zip(samples)
+        .zip(&iters)
+        .map(|((case, s), &n)| {
+            let k = budget.count_iters.min(n).max(1);
+            let (_, count): (_, AllocCount) = counting(|| (case.run)(k));
+            let ops = k as f64 * case.ops_per_iter;
+            Measured {
+                time: Summary::of(s),
+                allocs_per_op: count.allocs as f64 / ops,
+                bytes_per_op: count.bytes as f64 / ops,
+            }
+        })
+        .collect()
+}
+
+/// Runs `f` and returns how long it took.
+#[inline]
+pub fn timed(f: impl FnOnce()) -> Duration {
+    let t = Instant::now();
+    f();
+    t.elapsed()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn summary() {
+        let s = Summary::of(vec![3.0, 1.0, 2.0]);
+        assert_eq!((s.median, s.min, s.max, s.samples), (2.0, 1.0, 3.0, 3));
+        assert_eq!(Summary::of(vec![4.0, 1.0, 2.0, 3.0]).median, 2.5);
+    }
+
+    #[test]
+    fn measures_and_counts() {
+        let mut cases = vec![Case {
+            run: Box::new(|iters| {
+                timed(|| {
+                    for _ in 0..iters {
+                        std::hint::black_box(Vec::<u8>::with_capacity(100));
+                    }
+                })
+            }),
+            ops_per_iter: 1.0,
+        }];
+        let m = measure(&mut cases, Budget::quick(), |_, _| {});
+        assert!(m[0].time.median > 0.0 && m[0].time.min <= m[0].time.max);
+    }
+}

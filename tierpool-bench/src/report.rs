@@ -1,0 +1,322 @@
+//! The report: records, the Markdown tables, `results.json`, and its validation.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use serde::{Deserialize, Serialize};
+
+/// One measurement: one contender, one parameter, one metric.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Record {
+    /// Workload name (`lookup`, `get-put`, ...).
+    pub workload: String,
+    /// Contender label (`tierpool`, `Vec (jemalloc)`, ...).
+    pub contender: String,
+    /// The global allocator of the process that measured it.
+    pub allocator: String,
+    /// The parameter this row varies (`4 KiB`, `9 tiers`, `8 threads`, ...).
+    pub param: String,
+    /// What `median`/`min`/`max` measure, with its unit (`ns/op`, `MiB`, ...).
+    pub metric: String,
+    /// Median over samples.
+    pub median: f64,
+    /// Smallest sample.
+    pub min: f64,
+    /// Largest sample.
+    pub max: f64,
+    /// Number of samples.
+    pub samples: usize,
+    /// Allocations per operation (counting pass), where meaningful.
+    pub allocs_per_op: Option<f64>,
+    /// Bytes allocated per operation (counting pass), where meaningful.
+    pub bytes_per_op: Option<f64>,
+    /// Further figures (false hits, retained bytes, ...), by name.
+    #[serde(default)]
+    pub extra: BTreeMap<String, f64>,
+}
+
+/// Memory over time for one contender (the burst workload).
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Timeline {
+    /// Contender label.
+    pub contender: String,
+    /// Milliseconds since the burst was released.
+    pub t_ms: Vec<f64>,
+    /// Process RSS in MiB at each point.
+    pub rss_mib: Vec<f64>,
+    /// Bytes the pool retains, in MiB, where the pool can say.
+    pub retained_mib: Option<Vec<f64>>,
+}
+
+/// What a process (parent or child) measured.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct Output {
+    /// One record per measurement.
+    pub records: Vec<Record>,
+    /// Burst timelines.
+    #[serde(default)]
+    pub timelines: Vec<Timeline>,
+}
+
+/// The whole report, as written to `results.json`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Report {
+    /// The command line that produced it.
+    pub command: String,
+    /// `--quick` (figures prove the pipeline, not performance).
+    pub quick: bool,
+    /// `nproc`, CPU model, OS.
+    pub machine: BTreeMap<String, String>,
+    /// The workloads that ran.
+    pub workloads: Vec<String>,
+    /// How each contender was set up, by label.
+    pub contenders: BTreeMap<String, String>,
+    /// Every measurement.
+    pub records: Vec<Record>,
+    /// Burst timelines.
+    pub timelines: Vec<Timeline>,
+}
+
+/// Facts about this machine for the report.
+pub fn machine() -> BTreeMap<String, String> {
+    let mut m = BTreeMap::new();
+    let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
+    m.insert("nproc".into(), cpus.to_string());
+    if let Ok(info) = std::fs::read_to_string("/proc/cpuinfo") {
+        if let Some(model) = info
+            .lines()
+            .find(|l| l.starts_with("model name"))
+            .and_then(|l| l.split(':').nth(1))
+        {
+            m.insert("cpu".into(), model.trim().to_string());
+        }
+    }
+    if let Ok(mem) = std::fs::read_to_string("/proc/meminfo") {
+        if let Some(total) = mem.lines().find(|l| l.starts_with("MemTotal")) {
+            m.insert(
+                "memory".into(),
+                total.trim_start_matches("MemTotal:").trim().into(),
+            );
+        }
+    }
+    m.insert("os".into(), std::env::consts::OS.into());
+    m
+}
+
+/// `1.5 ns`-style figure with sensible precision.
+pub fn fmt_num(x: f64) -> String {
+    let a = x.abs();
+    if a == 0.0 {
+        "0".into()
+    } else if a >= 1000.0 {
+        format!("{x:.0}")
+    } else if a >= 10.0 {
+        format!("{x:.1}")
+    } else if a >= 0.1 {
+        format!("{x:.2}")
+    } else {
+        format!("{x:.3}")
+    }
+}
+
+/// Ratio of `x` to the reference `r` as `1.23x`, or `-` without a reference.
+fn ratio(x: f64, r: Option<f64>) -> String {
+    match r {
+        Some(r) if r > 0.0 => format!("{:.2}x", x / r),
+        _ => "-".into(),
+    }
+}
+
+/// The Markdown table of one workload's records: for each parameter and metric, one row per
+/// contender with median/min/max, allocations and bytes per op, extras, and ratios of the
+/// median against tierpool and against `Vec (glibc)` for the same parameter and metric.
+pub fn table(records: &[&Record]) -> String {
+    let mut extra_keys: Vec<&str> = records
+        .iter()
+        .flat_map(|r| r.extra.keys().map(String::as_str))
+        .collect();
+    extra_keys.sort_unstable();
+    extra_keys.dedup();
+    let with_allocs = records.iter().any(|r| r.allocs_per_op.is_some());
+    let mut out = String::new();
+    out.push_str("| contender | param | metric | median | min | max |");
+    if with_allocs {
+        out.push_str(" allocs/op | bytes/op |");
+    }
+    for k in &extra_keys {
+        let _ = write!(out, " {k} |");
+    }
+    out.push_str(" vs tierpool | vs Vec (glibc) |\n|---|---|---|---:|---:|---:|");
+    if with_allocs {
+        out.push_str("---:|---:|");
+    }
+    for _ in &extra_keys {
+        out.push_str("---:|");
+    }
+    out.push_str("---:|---:|\n");
+    let reference = |name: &str, r: &Record| {
+        records
+            .iter()
+            .find(|o| o.contender == name && o.param == r.param && o.metric == r.metric)
+            .map(|o| o.median)
+    };
+    for r in records {
+        let _ = write!(
+            out,
+            "| {} | {} | {} | {} | {} | {} |",
+            r.contender,
+            r.param,
+            r.metric,
+            fmt_num(r.median),
+            fmt_num(r.min),
+            fmt_num(r.max)
+        );
+        if with_allocs {
+            let opt = |x: Option<f64>| x.map_or("-".into(), fmt_num);
+            let _ = write!(out, " {} | {} |", opt(r.allocs_per_op), opt(r.bytes_per_op));
+        }
+        for k in &extra_keys {
+            let _ = write!(out, " {} |", r.extra.get(*k).map_or("-".into(), |x| fmt_num(*x)));
+        }
+        let _ = writeln!(
+            out,
+            " {} | {} |",
+            ratio(r.median, reference("tierpool", r)),
+            ratio(r.median, reference("Vec (glibc)", r))
+        );
+    }
+    out
+}
+
+/// Sorts records for display: by parameter (in first-seen order), then contender order.
+pub fn ordered<'a>(records: &'a [Record], workload: &str, contender_order: &[String]) -> Vec<&'a Record> {
+    let mut params: Vec<&str> = Vec::new();
+    for r in records.iter().filter(|r| r.workload == workload) {
+        if !params.contains(&r.param.as_str()) {
+            params.push(&r.param);
+        }
+    }
+    let mut rs: Vec<&Record> = records.iter().filter(|r| r.workload == workload).collect();
+    let pos = |name: &str| contender_order.iter().position(|c| c == name).unwrap_or(usize::MAX);
+    rs.sort_by_key(|r| {
+        (
+            params.iter().position(|p| *p == r.param),
+            r.metric.clone(),
+            pos(&r.contender),
+        )
+    });
+    rs
+}
+
+/// Checks a `results.json`: it parses, every workload in `expected` has records, and every
+/// figure is finite and positive (allocation counts and extras finite and not negative).
+/// Returns the number of records checked.
+pub fn validate(json: &str, expected: &[&str]) -> Result<usize, String> {
+    let report: Report = serde_json::from_str(json).map_err(|e| format!("not a report: {e}"))?;
+    for w in expected {
+        if !report.records.iter().any(|r| r.workload == *w) {
+            return Err(format!("workload {w} has no records"));
+        }
+        if !report.workloads.iter().any(|x| x == w) {
+            return Err(format!("workload {w} not listed"));
+        }
+    }
+    for r in &report.records {
+        let what = format!("{} / {} / {} / {}", r.workload, r.contender, r.param, r.metric);
+        for (name, x) in [("median", r.median), ("min", r.min), ("max", r.max)] {
+            if !x.is_finite() || x <= 0.0 {
+                return Err(format!("{what}: {name} = {x} is not finite and positive"));
+            }
+        }
+        if !(r.min <= r.median && r.median <= r.max) {
+            return Err(format!("{what}: min/median/max out of order"));
+        }
+        if r.samples == 0 {
+            return Err(format!("{what}: no samples"));
+        }
+        let others = [r.allocs_per_op, r.bytes_per_op]
+            .into_iter()
+            .flatten()
+            .chain(r.extra.values().copied());
+        for x in others {
+            if !x.is_finite() || x < 0.0 {
+                return Err(format!("{what}: figure {x} is not finite and non-negative"));
+            }
+        }
+        if !report.contenders.contains_key(&r.contender) {
+            return Err(format!("{what}: contender not described"));
+        }
+    }
+    for t in &report.timelines {
+        let n = t.t_ms.len();
+        if n == 0 || t.rss_mib.len() != n || t.retained_mib.as_ref().is_some_and(|v| v.len() != n) {
+            return Err(format!("timeline of {}: ragged or empty", t.contender));
+        }
+        if t.t_ms.iter().chain(&t.rss_mib).any(|x| !x.is_finite()) {
+            return Err(format!("timeline of {}: not finite", t.contender));
+        }
+    }
+    Ok(report.records.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(contender: &str, median: f64) -> Record {
+        Record {
+            workload: "get-put".into(),
+            contender: contender.into(),
+            allocator: "glibc".into(),
+            param: "4 KiB".into(),
+            metric: "ns/op".into(),
+            median,
+            min: median / 2.0,
+            max: median * 2.0,
+            samples: 3,
+            allocs_per_op: Some(0.0),
+            bytes_per_op: Some(0.0),
+            extra: BTreeMap::new(),
+        }
+    }
+
+    fn report(records: Vec<Record>) -> String {
+        let contenders = records
+            .iter()
+            .map(|r| (r.contender.clone(), "how".to_string()))
+            .collect();
+        serde_json::to_string(&Report {
+            command: "x".into(),
+            quick: true,
+            machine: machine(),
+            workloads: vec!["get-put".into()],
+            contenders,
+            records,
+            timelines: vec![],
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn validation_accepts_a_good_report_and_rejects_bad_figures() {
+        let good = report(vec![record("tierpool", 10.0), record("Vec (glibc)", 20.0)]);
+        assert_eq!(validate(&good, &["get-put"]), Ok(2));
+        assert!(validate(&good, &["get-put", "burst"]).unwrap_err().contains("burst"));
+        for bad in [0.0, -1.0, f64::NAN, f64::INFINITY] {
+            let mut r = record("tierpool", 10.0);
+            r.median = bad;
+            assert!(validate(&report(vec![r]), &["get-put"]).is_err(), "{bad}");
+        }
+        let mut r = record("tierpool", 10.0);
+        r.allocs_per_op = Some(f64::NAN);
+        assert!(validate(&report(vec![r]), &["get-put"]).is_err());
+        assert!(validate("{}", &[]).is_err());
+    }
+
+    #[test]
+    fn table_has_ratios() {
+        let rs = [record("tierpool", 10.0), record("Vec (glibc)", 25.0)];
+        let t = table(&rs.iter().collect::<Vec<_>>());
+        assert!(t.contains("| Vec (glibc) | 4 KiB | ns/op | 25.0 | 12.5 | 50.0 | 0 | 0 | 2.50x | 1.00x |"), "{t}");
+    }
+}

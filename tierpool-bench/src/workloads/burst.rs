@@ -1,0 +1,188 @@
+//! `burst` (seed 003, memory): a burst of buffers taken at once and released, then a quiet
+//! phase at a low rate, with the process's RSS and the pool's retained bytes sampled over
+//! time. Each contender runs in its own process (RSS is per process).
+//!
+//! The table gives the peak and the level two release intervals after the burst. The release
+//! interval is tierpool's default decay interval (1 s); allocators and other pools have their
+//! own schedules (or none), which is the point of the comparison.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use super::Ctx;
+use crate::alloc::rss_bytes;
+use crate::contenders::{fill_all, with_contender, Contender, Kind, Visit};
+use crate::measure::timed;
+use crate::report::{Output, Record, Timeline};
+
+/// Size of every buffer.
+pub const SIZE: usize = 16 << 10;
+
+/// The release interval the table's "after" level is taken at (two of them).
+pub const INTERVAL: Duration = tierpool::DEFAULT_DECAY_INTERVAL;
+
+/// Shape of one run.
+#[derive(Clone, Copy, Debug)]
+pub struct Shape {
+    /// Buffers in the burst.
+    pub burst: usize,
+    /// Length of the quiet phase.
+    pub quiet: Duration,
+    /// Time between quiet-phase get/puts.
+    pub period: Duration,
+    /// Time between memory samples.
+    pub sample_every: Duration,
+    /// When (after the release) the "after" level is read.
+    pub after: Duration,
+}
+
+impl Shape {
+    /// The full or `--quick` shape.
+    pub fn new(quick: bool) -> Shape {
+        if quick {
+            Shape {
+                burst: 1_000,
+                quiet: Duration::from_millis(300),
+                period: Duration::from_millis(1),
+                sample_every: Duration::from_millis(20),
+                after: Duration::from_millis(280),
+            }
+        } else {
+            Shape {
+                burst: 10_000,
+                quiet: Duration::from_millis(3_000),
+                period: Duration::from_millis(1),
+                sample_every: Duration::from_millis(25),
+                after: 2 * INTERVAL,
+            }
+        }
+    }
+}
+
+fn mib(bytes: u64) -> f64 {
+    bytes as f64 / (1 << 20) as f64
+}
+
+struct Burst<'a> {
+    shape: Shape,
+    label: &'a str,
+    allocator: &'a str,
+}
+
+impl Visit for Burst<'_> {
+    type Out = Output;
+
+    fn visit<C: Contender>(self, c: C) -> Output {
+        let s = self.shape;
+        let began = Instant::now();
+        let baseline = rss_bytes();
+        let mut t_ms = vec![0.0];
+        let mut rss = vec![mib(baseline)];
+        let mut retained = c.retained_bytes().map(|r| vec![mib(r)]);
+        // The burst: every buffer taken and written in full, then all released.
+        let mut bufs = Vec::with_capacity(s.burst);
+        let take = timed(|| {
+            for i in 0..s.burst {
+                let mut b = c.get(SIZE);
+                fill_all(&mut b, SIZE, i as u8);
+                bufs.push(b);
+            }
+        });
+        let peak = rss_bytes();
+        t_ms.push(began.elapsed().as_secs_f64() * 1e3);
+        rss.push(mib(peak));
+        if let (Some(v), Some(r)) = (retained.as_mut(), c.retained_bytes()) {
+            v.push(mib(r));
+        }
+        let release = timed(|| drop(std::mem::take(&mut bufs)));
+        let released = Instant::now();
+        let mut sample = || {
+            t_ms.push(began.elapsed().as_secs_f64() * 1e3);
+            rss.push(mib(rss_bytes()));
+            if let (Some(v), Some(r)) = (retained.as_mut(), c.retained_bytes()) {
+                v.push(mib(r));
+            }
+        };
+        sample();
+        let retained_at_release = c.retained_bytes();
+        let mut after: Option<(u64, Option<u64>)> = None;
+        let mut next_sample = s.sample_every;
+        let mut next_op = s.period;
+        loop {
+            let now = released.elapsed();
+            if now >= s.quiet {
+                break;
+            }
+            if now >= next_op {
+                let mut b = c.get(SIZE);
+                fill_all(&mut b, SIZE, 7);
+                drop(b);
+                next_op += s.period;
+            }
+            if now >= next_sample {
+                sample();
+                next_sample += s.sample_every;
+            }
+            if after.is_none() && now >= s.after {
+                after = Some((rss_bytes(), c.retained_bytes()));
+            }
+            std::thread::sleep(Duration::from_micros(200));
+        }
+        let (after_rss, after_retained) = after.unwrap_or_else(|| (rss_bytes(), c.retained_bytes()));
+        let record = |param: &str, metric: &str, value: f64, extra: BTreeMap<String, f64>| Record {
+            workload: "burst".into(),
+            contender: self.label.into(),
+            allocator: self.allocator.into(),
+            param: param.into(),
+            metric: metric.into(),
+            median: value,
+            min: value,
+            max: value,
+            samples: 1,
+            allocs_per_op: None,
+            bytes_per_op: None,
+            extra,
+        };
+        let with_retained = |r: Option<u64>| {
+            let mut m = BTreeMap::from([("baseline RSS MiB".to_string(), mib(baseline))]);
+            if let Some(r) = r {
+                m.insert("retained MiB".into(), mib(r));
+            }
+            m
+        };
+        let after_label = format!("{} ms after release", s.after.as_millis());
+        let records = vec![
+            record(
+                "burst (take + release)",
+                "ms",
+                (take + release).as_secs_f64() * 1e3,
+                BTreeMap::new(),
+            ),
+            record("peak", "RSS MiB", mib(peak), with_retained(retained_at_release)),
+            record(&after_label, "RSS MiB", mib(after_rss), with_retained(after_retained)),
+        ];
+        Output {
+            records,
+            timelines: vec![Timeline {
+                contender: self.label.into(),
+                t_ms,
+                rss_mib: rss,
+                retained_mib: retained,
+            }],
+        }
+    }
+}
+
+/// Runs the burst for one contender in this process (the parent starts one process per
+/// contender).
+pub fn run_one(ctx: &Ctx, kind: Kind) -> Output {
+    let label = kind.label(ctx.alloc);
+    with_contender(
+        kind,
+        Burst {
+            shape: Shape::new(ctx.quick),
+            label: &label,
+            allocator: ctx.alloc.name(),
+        },
+    )
+}

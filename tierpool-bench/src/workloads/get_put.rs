@@ -1,0 +1,46 @@
+//! `get-put` (seed 002, goleveldb): one thread, get + write the first and last byte + release.
+
+use std::hint::black_box;
+use std::time::Duration;
+
+use super::{run_cases, size_label, Ctx, MakeCases};
+use crate::contenders::{touch, Contender, Kind};
+use crate::measure::{timed, Case};
+use crate::report::Output;
+
+/// Sizes measured, 256 B to 16 MiB.
+pub const SIZES: [usize; 5] = [256, 4 << 10, 64 << 10, 1 << 20, 16 << 20];
+
+struct GetPut;
+
+impl MakeCases for GetPut {
+    fn params(&self) -> Vec<String> {
+        SIZES.iter().map(|&n| size_label(n)).collect()
+    }
+
+    fn cases<C: Contender>(&self, c: C) -> Vec<Case> {
+        SIZES
+            .iter()
+            .map(|&n| {
+                let c = c.clone();
+                Case {
+                    run: Box::new(move |iters| {
+                        timed(|| {
+                            for _ in 0..iters {
+                                let mut b = c.get(black_box(n));
+                                touch(&mut b, n);
+                                drop(black_box(b));
+                            }
+                        })
+                    }),
+                    ops_per_iter: 1.0,
+                }
+            })
+            .collect()
+    }
+}
+
+/// Runs the workload.
+pub fn run(ctx: &Ctx, kinds: &[Kind]) -> Output {
+    run_cases(ctx, "get-put", "ns/op", Duration::from_millis(10), kinds, || GetPut)
+}

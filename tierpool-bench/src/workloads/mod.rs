@@ -1,0 +1,239 @@
+//! The workloads of the report, one module each, each mirroring a seed.
+//!
+//! Every workload takes the contenders to run and returns an [`Output`]: records (and, for
+//! `burst`, timelines). Timed work goes through [`crate::measure`]: interleaved rounds,
+//! medians, and a separate allocation-counting pass.
+
+pub mod burst;
+pub mod cross_thread;
+pub mod get_put;
+pub mod lookup;
+pub mod mixed;
+pub mod threads;
+
+use std::collections::BTreeMap;
+use std::sync::Barrier;
+use std::time::{Duration, Instant};
+
+use crate::alloc::Allocator;
+use crate::contenders::{with_contender, Kind, Visit};
+use crate::measure::{measure, Budget, Case, Measured};
+use crate::report::{Output, Record};
+
+/// Every workload, in report order.
+pub const ALL: [&str; 6] = ["lookup", "get-put", "mixed", "cross-thread", "burst", "threads"];
+
+/// What one seed-shaped workload measures, for the report's headings.
+pub fn describe(workload: &str) -> &'static str {
+    match workload {
+        "lookup" => "Seed 000 (gRPC-Go mem): tier lookup for get and for return, every size 0..2^19, per lookup pair.",
+        "get-put" => "Seed 002 (goleveldb): one thread, get + write first and last byte + release, per operation.",
+        "mixed" => "Seed 001 (Vitess): a packet reader on 2 threads sharing one pool; packets of short (< 100 B), medium (2-64 KiB) and random (log-uniform to 16 MiB) sizes copied from an in-memory stream into a buffer of the packet's size, checked, released; per packet.",
+        "cross-thread" => "Seed 003 (gRPC-Go transport): a producer takes and fills buffers, a consumer releases them after a bounded channel; per buffer.",
+        "burst" => "Seed 003 (memory): 10,000 x 16 KiB taken at once and released, then one get/put per millisecond; RSS and retained bytes over time (each contender in its own process).",
+        "threads" => "All threads get/put 4 KiB at once on this 2-core machine (oversubscribed above 2); wall time per operation of all threads together.",
+        _ => "",
+    }
+}
+
+/// How a workload runs in this process.
+#[derive(Clone, Copy, Debug)]
+pub struct Ctx {
+    /// `--quick`: tiny counts.
+    pub quick: bool,
+    /// This process's global allocator.
+    pub alloc: Allocator,
+    /// Print progress to stderr.
+    pub progress: bool,
+}
+
+impl Ctx {
+    /// The timing budget for a workload whose samples should last about `sample_time`.
+    pub fn budget(&self, sample_time: Duration) -> Budget {
+        if self.quick {
+            Budget::quick()
+        } else {
+            Budget::full(sample_time)
+        }
+    }
+}
+
+/// Runs workload `name` with the contenders `kinds` (burst: use [`burst::run_one`]).
+pub fn run(name: &str, ctx: &Ctx, kinds: &[Kind]) -> Output {
+    match name {
+        "lookup" => lookup::run(ctx),
+        "get-put" => get_put::run(ctx, kinds),
+        "mixed" => mixed::run(ctx, kinds),
+        "cross-thread" => cross_thread::run(ctx, kinds),
+        "threads" => threads::run(ctx, kinds),
+        "burst" => {
+            let mut out = Output::default();
+            for &k in kinds {
+                let o = burst::run_one(ctx, k);
+                out.records.extend(o.records);
+                out.timelines.extend(o.timelines);
+            }
+            out
+        }
+        other => panic!("unknown workload {other}"),
+    }
+}
+
+/// `256 B`, `4 KiB`, `1 MiB`.
+pub fn size_label(n: usize) -> String {
+    if n >= 1 << 20 && n % (1 << 20) == 0 {
+        format!("{} MiB", n >> 20)
+    } else if n >= 1 << 10 && n % (1 << 10) == 0 {
+        format!("{} KiB", n >> 10)
+    } else {
+        format!("{n} B")
+    }
+}
+
+/// A case for each parameter of a workload, for one contender.
+pub trait MakeCases {
+    /// The parameters, as labels, in order.
+    fn params(&self) -> Vec<String>;
+    /// Cases for contender `c`, one per parameter, in the same order.
+    fn cases<C: crate::contenders::Contender>(&self, c: C) -> Vec<Case>;
+    /// Extra figures for a (contender, parameter) after measuring.
+    fn extra(&self, _param: usize) -> BTreeMap<String, f64> {
+        BTreeMap::new()
+    }
+}
+
+struct Build<'a, M>(&'a M);
+
+impl<M: MakeCases> Visit for Build<'_, M> {
+    type Out = Vec<Case>;
+    fn visit<C: crate::contenders::Contender>(self, c: C) -> Vec<Case> {
+        self.0.cases(c)
+    }
+}
+
+/// Measures workload `name` for every contender in `kinds` and every parameter of `make`,
+/// all interleaved. `make_for` gives each contender its own case builder (and so its own
+/// counters for extras).
+pub fn run_cases<M: MakeCases>(
+    ctx: &Ctx,
+    name: &str,
+    metric: &str,
+    sample_time: Duration,
+    kinds: &[Kind],
+    make_for: impl Fn() -> M,
+) -> Output {
+    let makers: Vec<M> = kinds.iter().map(|_| make_for()).collect();
+    let params = makers.first().map(|m| m.params()).unwrap_or_default();
+    let mut cases: Vec<Case> = kinds
+        .iter()
+        .zip(&makers)
+        .flat_map(|(&k, m)| with_contender(k, Build(m)))
+        .collect();
+    let label = format!("{name} ({})", ctx.alloc.name());
+    let measured: Vec<Measured> = measure(&mut cases, ctx.budget(sample_time), |done, total| {
+        if ctx.progress {
+            eprint!("\r  {label}: round {done}/{total}   ");
+            if done == total {
+                eprintln!();
+            }
+        }
+    });
+    drop(cases);
+    let mut out = Output::default();
+    for (i, (&k, m)) in kinds.iter().zip(&makers).enumerate() {
+        for (j, p) in params.iter().enumerate() {
+            let r = &measured[i * params.len() + j];
+            out.records.push(Record {
+                workload: name.into(),
+                contender: k.label(ctx.alloc),
+                allocator: ctx.alloc.name().into(),
+                param: p.clone(),
+                metric: metric.into(),
+                median: r.time.median,
+                min: r.time.min,
+                max: r.time.max,
+                samples: r.time.samples,
+                allocs_per_op: Some(r.allocs_per_op),
+                bytes_per_op: Some(r.bytes_per_op),
+                extra: m.extra(j),
+            });
+        }
+    }
+    out
+}
+
+/// Runs `f(i)` on `threads` threads at once and returns the time from their common start
+/// (a barrier) until the last one finished; thread start-up is not timed.
+pub fn parallel(threads: usize, f: impl Fn(usize) + Sync) -> Duration {
+    let barrier = Barrier::new(threads + 1);
+    std::thread::scope(|s| {
+        for i in 0..threads {
+            let (f, barrier) = (&f, &barrier);
+            s.spawn(move || {
+                barrier.wait();
+                f(i);
+            });
+        }
+        barrier.wait();
+        let start = Instant::now();
+        // Leaving the scope joins every thread.
+        start
+    })
+    .elapsed()
+}
+
+/// A small deterministic generator (SplitMix64), so that every contender sees the same data.
+#[derive(Clone, Debug)]
+pub struct Rng(u64);
+
+impl Rng {
+    /// A generator from a seed.
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed)
+    }
+
+    /// The next 64 random bits.
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in `lo..=hi`.
+    pub fn range(&mut self, lo: usize, hi: usize) -> usize {
+        lo + (self.next_u64() % (hi - lo + 1) as u64) as usize
+    }
+
+    /// Log-uniform in `lo..=hi` (every doubling equally likely), `lo >= 1`.
+    pub fn log_uniform(&mut self, lo: usize, hi: usize) -> usize {
+        let (a, b) = ((lo as f64).ln(), (hi as f64 + 1.0).ln());
+        let u = (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
+        ((a + u * (b - a)).exp() as usize).clamp(lo, hi)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn labels() {
+        assert_eq!(size_label(256), "256 B");
+        assert_eq!(size_label(4096), "4 KiB");
+        assert_eq!(size_label(16 << 20), "16 MiB");
+        assert_eq!(size_label(1000), "1000 B");
+    }
+
+    #[test]
+    fn rng_ranges() {
+        let mut r = Rng::new(1);
+        for _ in 0..10_000 {
+            let x = r.log_uniform(1, 16 << 20);
+            assert!((1..=16 << 20).contains(&x));
+            let y = r.range(1, 99);
+            assert!((1..=99).contains(&y));
+        }
+    }
+}
