@@ -196,16 +196,21 @@ pub fn counting<R>(f: impl FnOnce() -> R) -> (R, AllocCount) {
     (r, count)
 }
 
-/// The process's resident set size in bytes (from `/proc/self/statm`), or 0 where that
-/// file does not exist.
+/// The process's resident set size in bytes (from `/proc/self/statm`, 4 KiB pages), or 0
+/// where that file does not exist. Allocates nothing, so that sampling memory does not move
+/// the heap it measures.
 pub fn rss_bytes() -> u64 {
-    let Ok(statm) = std::fs::read_to_string("/proc/self/statm") else {
+    use std::io::Read;
+    let mut buf = [0u8; 128];
+    let Ok(mut f) = std::fs::File::open("/proc/self/statm") else {
         return 0;
     };
-    let pages: u64 = statm
-        .split_whitespace()
+    let n = f.read(&mut buf).unwrap_or(0);
+    let pages = buf[..n]
+        .split(|&b| b == b' ')
         .nth(1)
-        .and_then(|s| s.parse().ok())
+        .and_then(|s| std::str::from_utf8(s).ok())
+        .and_then(|s| s.trim().parse::<u64>().ok())
         .unwrap_or(0);
     pages * 4096
 }

@@ -176,8 +176,19 @@ impl Kind {
         Kind::ALL.into_iter().find(|k| k.id() == id)
     }
 
-    /// The name in tables and charts; `alloc` is the process's allocator.
+    /// The name in tables and charts; `alloc` is the process's allocator (named in the label
+    /// of a pool only when it is not the system allocator: pools run under glibc except in
+    /// the burst workload).
     pub fn label(self, alloc: Allocator) -> String {
+        let name = self.base_label(alloc);
+        if self != Kind::Vec && alloc != Allocator::System {
+            format!("{name} on {}", alloc.name())
+        } else {
+            name
+        }
+    }
+
+    fn base_label(self, alloc: Allocator) -> String {
         match self {
             Kind::Tierpool => "tierpool".into(),
             Kind::TierpoolPow2 => "tierpool (pow2 tiers)".into(),

@@ -126,11 +126,7 @@ fn collect(child: std::process::Child, what: &str) -> Result<Output, String> {
 fn contender_order() -> Vec<String> {
     let mut order = Vec::new();
     for k in Kind::ALL {
-        if k == Kind::Vec {
-            order.extend(Allocator::ALL.iter().map(|&a| k.label(a)));
-        } else {
-            order.push(k.label(Allocator::System));
-        }
+        order.extend(Allocator::ALL.iter().map(|&a| k.label(a)));
     }
     order.extend(lookup::METHODS.iter().skip(1).map(|m| m.to_string()));
     order
@@ -162,22 +158,31 @@ fn run_workload(w: &str, quick: bool) -> Result<Output, String> {
     match w {
         "lookup" => merge(workloads::run(w, &ctx, &[])),
         "burst" => {
-            // RSS is per process: every contender in its own, all at once (the quiet phase
-            // mostly sleeps, so they barely compete).
+            // RSS is per process: every contender in its own, two at a time (one per core).
+            // tierpool and the Vec baseline run under every allocator (whether freed memory
+            // leaves the process is the allocator's policy), the other pools under glibc.
             let mut runs = Vec::new();
             for k in Kind::ALL {
-                let allocs: &[Allocator] = if k == Kind::Vec { &Allocator::ALL } else { &[Allocator::System] };
-                for &a in allocs {
-                    runs.push((k.label(a), spawn(w, a, k, quick)?));
-                }
+                let allocs: &[Allocator] = if matches!(k, Kind::Vec | Kind::Tierpool) {
+                    &Allocator::ALL
+                } else {
+                    &[Allocator::System]
+                };
+                runs.extend(allocs.iter().map(|&a| (k, a)));
             }
             eprintln!(
-                "  burst: {} processes, {} ms each",
+                "  burst: {} processes, two at a time, {} ms each",
                 runs.len(),
                 burst::Shape::new(quick).quiet.as_millis()
             );
-            for (label, c) in runs {
-                merge(collect(c, &label)?);
+            for pair in runs.chunks(2) {
+                let children = pair
+                    .iter()
+                    .map(|&(k, a)| Ok((k.label(a), spawn(w, a, k, quick)?)))
+                    .collect::<Result<Vec<_>, String>>()?;
+                for (label, c) in children {
+                    merge(collect(c, &label)?);
+                }
             }
         }
         _ => {

@@ -393,6 +393,11 @@ impl ThreadCache {
             return;
         }
         let bytes: usize = slot.stack.drain(..n).map(|b| b.capacity()).sum();
+        if slot.stack.is_empty() {
+            // As in the depot: free the stack's storage with the last buffer, so that it does
+            // not pin the heap above the released buffers.
+            slot.stack = Vec::new();
+        }
         self.left(t, n, bytes);
         let c = &self.counters.tiers[t];
         bump(&c.released, n as u64);

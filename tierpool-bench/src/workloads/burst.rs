@@ -53,7 +53,7 @@ impl Shape {
                 quiet: Duration::from_millis(3_000),
                 period: Duration::from_millis(1),
                 sample_every: Duration::from_millis(25),
-                after: 2 * INTERVAL,
+                after: 2 * INTERVAL + INTERVAL / 4,
             }
         }
     }
@@ -74,11 +74,19 @@ impl Visit for Burst<'_> {
 
     fn visit<C: Contender>(self, c: C) -> Output {
         let s = self.shape;
+        // Everything the measurement keeps is allocated before the burst, so that it does not
+        // sit above the burst's memory in the heap and stop the allocator from giving it back.
+        let points = (s.quiet.as_micros() / s.sample_every.as_micros()) as usize + 8;
+        let mut t_ms = Vec::with_capacity(points);
+        let mut rss = Vec::with_capacity(points);
+        let mut retained = c.retained_bytes().map(|_| Vec::with_capacity(points));
         let began = Instant::now();
         let baseline = rss_bytes();
-        let mut t_ms = vec![0.0];
-        let mut rss = vec![mib(baseline)];
-        let mut retained = c.retained_bytes().map(|r| vec![mib(r)]);
+        t_ms.push(0.0);
+        rss.push(mib(baseline));
+        if let (Some(v), Some(r)) = (retained.as_mut(), c.retained_bytes()) {
+            v.push(mib(r));
+        }
         // The burst: every buffer taken and written in full, then all released.
         let mut bufs = Vec::with_capacity(s.burst);
         let take = timed(|| {
@@ -107,6 +115,7 @@ impl Visit for Burst<'_> {
         let retained_at_release = c.retained_bytes();
         let mut after: Option<(u64, Option<u64>)> = None;
         let mut next_sample = s.sample_every;
+        let mut sampled = 3;
         let mut next_op = s.period;
         loop {
             let now = released.elapsed();
@@ -119,8 +128,9 @@ impl Visit for Burst<'_> {
                 drop(b);
                 next_op += s.period;
             }
-            if now >= next_sample {
+            if now >= next_sample && sampled < points {
                 sample();
+                sampled += 1;
                 next_sample += s.sample_every;
             }
             if after.is_none() && now >= s.after {

@@ -9,7 +9,7 @@
 
 use std::collections::BTreeMap;
 use std::hint::black_box;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -153,21 +153,22 @@ impl MakeCases for Mixed {
                 let c = c.clone();
                 let streams = self.streams.clone();
                 let false_hits = self.false_hits.clone();
-                let cursor = Arc::new(AtomicUsize::new(0));
+                // One iteration is one pass over each thread's whole stream, so that every
+                // sample sees the same mix of packet sizes.
+                let packets = streams[d][0].len();
                 Case {
                     run: Box::new(move |iters| {
-                        let from = cursor.fetch_add(iters as usize, Relaxed);
                         parallel(THREADS, |t| {
                             black_box(read_packets(
                                 &c,
                                 &streams[d][t],
-                                from,
-                                iters,
+                                0,
+                                iters * packets as u64,
                                 &false_hits[d],
                             ));
                         })
                     }),
-                    ops_per_iter: THREADS as f64,
+                    ops_per_iter: (THREADS * packets) as f64,
                 }
             })
             .collect()
