@@ -25,7 +25,12 @@ type Error = Box<dyn std::error::Error>;
 
 /// A line per contender of its median over the workload's parameters (x, in order), log y.
 /// Records of other metrics than the first one seen are left out.
-pub fn by_param(path: &Path, title: &str, records: &[&Record], contenders: &[String]) -> Result<(), Error> {
+pub fn by_param(
+    path: &Path,
+    title: &str,
+    records: &[&Record],
+    contenders: &[String],
+) -> Result<(), Error> {
     let Some(first) = records.first() else {
         return Ok(());
     };
@@ -80,7 +85,9 @@ pub fn by_param(path: &Path, title: &str, records: &[&Record], contenders: &[Str
         chart
             .draw_series(LineSeries::new(points.clone(), c.stroke_width(width)))?
             .label(name.as_str())
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(width)));
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(width))
+            });
         chart.draw_series(points.iter().map(|&p| Circle::new(p, 3, c.filled())))?;
     }
     chart
@@ -128,7 +135,9 @@ pub fn timelines(path: &Path, title: &str, lines: &[Timeline]) -> Result<(), Err
                 c.stroke_width(width),
             ))?
             .label(l.contender.as_str())
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(width)));
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(width))
+            });
     }
     chart
         .configure_series_labels()

@@ -53,7 +53,10 @@ pub fn fill_and_check<B: Buf>(buf: &mut B, src: &[u8]) -> u32 {
         std::ptr::copy_nonoverlapping(src.as_ptr(), p, src.len());
         let first = p.read();
         let last = p.add(src.len() - 1).read();
-        assert!(first == src[0] && last == src[src.len() - 1], "corrupt packet");
+        assert!(
+            first == src[0] && last == src[src.len() - 1],
+            "corrupt packet"
+        );
         u32::from(first) + u32::from(last)
     }
 }
@@ -340,7 +343,9 @@ impl<P: ClassStore> Drop for ClassBuf<P> {
 #[inline(always)]
 fn class_get<P: ClassStore>(pool: &P, n: usize) -> ClassBuf<P> {
     let v = match class_for(n) {
-        Some(c) => pool.pop(c).unwrap_or_else(|| Vec::with_capacity(class_size(c))),
+        Some(c) => pool
+            .pop(c)
+            .unwrap_or_else(|| Vec::with_capacity(class_size(c))),
         None => Vec::with_capacity(n),
     };
     ClassBuf {
@@ -377,7 +382,9 @@ impl ClassStore for MutexPool {
     }
     fn retained(&self) -> u64 {
         (0..CLASSES)
-            .map(|c| (self.0[c].lock().unwrap_or_else(|e| e.into_inner()).len() * class_size(c)) as u64)
+            .map(|c| {
+                (self.0[c].lock().unwrap_or_else(|e| e.into_inner()).len() * class_size(c)) as u64
+            })
             .sum()
     }
 }
@@ -442,7 +449,9 @@ pub struct ZeropoolBuf(zeropool::BufUninit<'static>);
 
 impl std::fmt::Debug for ZeropoolBuf {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ZeropoolBuf").field("len", &self.0.len()).finish()
+        f.debug_struct("ZeropoolBuf")
+            .field("len", &self.0.len())
+            .finish()
     }
 }
 

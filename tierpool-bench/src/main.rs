@@ -102,7 +102,12 @@ fn child(a: &Args) -> Result<(), String> {
         .map_err(|e| e.to_string())
 }
 
-fn spawn(workload: &str, alloc: Allocator, kind: Kind, quick: bool) -> Result<std::process::Child, String> {
+fn spawn(
+    workload: &str,
+    alloc: Allocator,
+    kind: Kind,
+    quick: bool,
+) -> Result<std::process::Child, String> {
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
     let mut cmd = Command::new(exe);
     cmd.args(["--child", "--workload", workload, "--contender", kind.id()])
@@ -112,7 +117,8 @@ fn spawn(workload: &str, alloc: Allocator, kind: Kind, quick: bool) -> Result<st
     if quick {
         cmd.arg("--quick");
     }
-    cmd.spawn().map_err(|e| format!("cannot start a child process: {e}"))
+    cmd.spawn()
+        .map_err(|e| format!("cannot start a child process: {e}"))
 }
 
 fn collect(child: std::process::Child, what: &str) -> Result<Output, String> {
@@ -139,8 +145,14 @@ fn descriptions() -> BTreeMap<String, String> {
             m.insert(k.label(a), k.adaptation().to_string());
         }
     }
-    m.insert("binary search".into(), "partition_point over the sorted tier sizes".into());
-    m.insert("linear scan".into(), "position / rposition over the sorted tier sizes".into());
+    m.insert(
+        "binary search".into(),
+        "partition_point over the sorted tier sizes".into(),
+    );
+    m.insert(
+        "linear scan".into(),
+        "position / rposition over the sorted tier sizes".into(),
+    );
     m
 }
 
@@ -189,7 +201,10 @@ fn run_workload(w: &str, quick: bool) -> Result<Output, String> {
             let kinds: Vec<Kind> = Kind::ALL.to_vec();
             merge(workloads::run(w, &ctx, &kinds));
             for a in [Allocator::Mimalloc, Allocator::Jemalloc] {
-                merge(collect(spawn(w, a, Kind::Vec, quick)?, &Kind::Vec.label(a))?);
+                merge(collect(
+                    spawn(w, a, Kind::Vec, quick)?,
+                    &Kind::Vec.label(a),
+                )?);
             }
         }
     }
@@ -225,11 +240,16 @@ fn real_main(args: Args) -> Result<(), String> {
         let json = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
         let names: Vec<&str> = args.workloads.iter().map(String::as_str).collect();
         let n = report::validate(&json, &names)?;
-        println!("{}: {n} records, every workload present, every figure finite and positive", path.display());
+        println!(
+            "{}: {n} records, every workload present, every figure finite and positive",
+            path.display()
+        );
         return Ok(());
     }
     if alloc::current() != Allocator::System {
-        return Err(format!("run the report without {ALLOC_ENV}; it starts its own children"));
+        return Err(format!(
+            "run the report without {ALLOC_ENV}; it starts its own children"
+        ));
     }
     let out_dir = args.out.clone().unwrap_or_else(|| {
         PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/tierpool-report")
@@ -239,7 +259,12 @@ fn real_main(args: Args) -> Result<(), String> {
     let started = Instant::now();
     let mut all = Output::default();
     for (i, w) in args.workloads.iter().enumerate() {
-        eprintln!("[{}/{}] {w}: {}", i + 1, args.workloads.len(), workloads::describe(w));
+        eprintln!(
+            "[{}/{}] {w}: {}",
+            i + 1,
+            args.workloads.len(),
+            workloads::describe(w)
+        );
         let t = Instant::now();
         let o = run_workload(w, args.quick)?;
         eprintln!("  done in {:.1} s", t.elapsed().as_secs_f64());
@@ -262,11 +287,19 @@ fn real_main(args: Args) -> Result<(), String> {
     ));
     for w in &args.workloads {
         let rows = report::ordered(&all.records, w, &order);
-        md.push_str(&format!("\n## {w}\n\n{}\n\n{}\n![{w}]({w}.svg)\n", workloads::describe(w), report::table(&rows)));
+        md.push_str(&format!(
+            "\n## {w}\n\n{}\n\n{}\n![{w}]({w}.svg)\n",
+            workloads::describe(w),
+            report::table(&rows)
+        ));
         let path = out_dir.join(format!("{w}.svg"));
         let title = format!("{w}: {}", rows.first().map_or("", |r| r.metric.as_str()));
         let drawn = if w == "burst" {
-            chart::timelines(&path, "burst: process RSS, 16 KiB buffers taken at once, released, then 1 get/put per ms", &all.timelines)
+            chart::timelines(
+                &path,
+                "burst: process RSS, 16 KiB buffers taken at once, released, then 1 get/put per ms",
+                &all.timelines,
+            )
         } else {
             chart::by_param(&path, &title, &rows, &order)
         };
@@ -291,6 +324,8 @@ fn real_main(args: Args) -> Result<(), String> {
         records: all.records,
         timelines: all.timelines,
     };
+    let names: Vec<&str> = args.workloads.iter().map(String::as_str).collect();
+    report::check(&report, &names).map_err(|e| format!("the report is not well formed: {e}"))?;
     let json = serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?;
     let json_path = out_dir.join("results.json");
     std::fs::write(&json_path, json).map_err(|e| format!("{}: {e}", json_path.display()))?;

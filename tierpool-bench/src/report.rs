@@ -176,7 +176,11 @@ pub fn table(records: &[&Record]) -> String {
             let _ = write!(out, " {} | {} |", opt(r.allocs_per_op), opt(r.bytes_per_op));
         }
         for k in &extra_keys {
-            let _ = write!(out, " {} |", r.extra.get(*k).map_or("-".into(), |x| fmt_num(*x)));
+            let _ = write!(
+                out,
+                " {} |",
+                r.extra.get(*k).map_or("-".into(), |x| fmt_num(*x))
+            );
         }
         let _ = writeln!(
             out,
@@ -189,7 +193,11 @@ pub fn table(records: &[&Record]) -> String {
 }
 
 /// Sorts records for display: by parameter (in first-seen order), then contender order.
-pub fn ordered<'a>(records: &'a [Record], workload: &str, contender_order: &[String]) -> Vec<&'a Record> {
+pub fn ordered<'a>(
+    records: &'a [Record],
+    workload: &str,
+    contender_order: &[String],
+) -> Vec<&'a Record> {
     let mut params: Vec<&str> = Vec::new();
     for r in records.iter().filter(|r| r.workload == workload) {
         if !params.contains(&r.param.as_str()) {
@@ -197,7 +205,12 @@ pub fn ordered<'a>(records: &'a [Record], workload: &str, contender_order: &[Str
         }
     }
     let mut rs: Vec<&Record> = records.iter().filter(|r| r.workload == workload).collect();
-    let pos = |name: &str| contender_order.iter().position(|c| c == name).unwrap_or(usize::MAX);
+    let pos = |name: &str| {
+        contender_order
+            .iter()
+            .position(|c| c == name)
+            .unwrap_or(usize::MAX)
+    };
     rs.sort_by_key(|r| {
         (
             params.iter().position(|p| *p == r.param),
@@ -213,6 +226,16 @@ pub fn ordered<'a>(records: &'a [Record], workload: &str, contender_order: &[Str
 /// Returns the number of records checked.
 pub fn validate(json: &str, expected: &[&str]) -> Result<usize, String> {
     let report: Report = serde_json::from_str(json).map_err(|e| format!("not a report: {e}"))?;
+    check(&report, expected)
+}
+
+/// Workloads whose records carry no allocation counts (`lookup` allocates nothing by
+/// construction; `burst` measures memory, not operations).
+const WITHOUT_ALLOCS: [&str; 2] = ["lookup", "burst"];
+
+/// [`validate`] on a report in memory (run before writing, since JSON has no NaN: a
+/// non-finite figure would be written as `null`).
+pub fn check(report: &Report, expected: &[&str]) -> Result<usize, String> {
     for w in expected {
         if !report.records.iter().any(|r| r.workload == *w) {
             return Err(format!("workload {w} has no records"));
@@ -222,7 +245,10 @@ pub fn validate(json: &str, expected: &[&str]) -> Result<usize, String> {
         }
     }
     for r in &report.records {
-        let what = format!("{} / {} / {} / {}", r.workload, r.contender, r.param, r.metric);
+        let what = format!(
+            "{} / {} / {} / {}",
+            r.workload, r.contender, r.param, r.metric
+        );
         for (name, x) in [("median", r.median), ("min", r.min), ("max", r.max)] {
             if !x.is_finite() || x <= 0.0 {
                 return Err(format!("{what}: {name} = {x} is not finite and positive"));
@@ -233,6 +259,10 @@ pub fn validate(json: &str, expected: &[&str]) -> Result<usize, String> {
         }
         if r.samples == 0 {
             return Err(format!("{what}: no samples"));
+        }
+        let timed = !WITHOUT_ALLOCS.contains(&r.workload.as_str());
+        if timed && (r.allocs_per_op.is_none() || r.bytes_per_op.is_none()) {
+            return Err(format!("{what}: allocation figures missing"));
         }
         let others = [r.allocs_per_op, r.bytes_per_op]
             .into_iter()
@@ -301,7 +331,9 @@ mod tests {
     fn validation_accepts_a_good_report_and_rejects_bad_figures() {
         let good = report(vec![record("tierpool", 10.0), record("Vec (glibc)", 20.0)]);
         assert_eq!(validate(&good, &["get-put"]), Ok(2));
-        assert!(validate(&good, &["get-put", "burst"]).unwrap_err().contains("burst"));
+        assert!(validate(&good, &["get-put", "burst"])
+            .unwrap_err()
+            .contains("burst"));
         for bad in [0.0, -1.0, f64::NAN, f64::INFINITY] {
             let mut r = record("tierpool", 10.0);
             r.median = bad;
@@ -317,6 +349,11 @@ mod tests {
     fn table_has_ratios() {
         let rs = [record("tierpool", 10.0), record("Vec (glibc)", 25.0)];
         let t = table(&rs.iter().collect::<Vec<_>>());
-        assert!(t.contains("| Vec (glibc) | 4 KiB | ns/op | 25.0 | 12.5 | 50.0 | 0 | 0 | 2.50x | 1.00x |"), "{t}");
+        assert!(
+            t.contains(
+                "| Vec (glibc) | 4 KiB | ns/op | 25.0 | 12.5 | 50.0 | 0 | 0 | 2.50x | 1.00x |"
+            ),
+            "{t}"
+        );
     }
 }

@@ -138,7 +138,8 @@ impl Visit for Burst<'_> {
             }
             std::thread::sleep(Duration::from_micros(200));
         }
-        let (after_rss, after_retained) = after.unwrap_or_else(|| (rss_bytes(), c.retained_bytes()));
+        let (after_rss, after_retained) =
+            after.unwrap_or_else(|| (rss_bytes(), c.retained_bytes()));
         let record = |param: &str, metric: &str, value: f64, extra: BTreeMap<String, f64>| Record {
             workload: "burst".into(),
             contender: self.label.into(),
@@ -168,8 +169,18 @@ impl Visit for Burst<'_> {
                 (take + release).as_secs_f64() * 1e3,
                 BTreeMap::new(),
             ),
-            record("peak", "RSS MiB", mib(peak), with_retained(retained_at_release)),
-            record(&after_label, "RSS MiB", mib(after_rss), with_retained(after_retained)),
+            record(
+                "peak",
+                "RSS MiB",
+                mib(peak),
+                with_retained(retained_at_release),
+            ),
+            record(
+                &after_label,
+                "RSS MiB",
+                mib(after_rss),
+                with_retained(after_retained),
+            ),
         ];
         Output {
             records,

@@ -42,5 +42,12 @@ impl MakeCases for GetPut {
 
 /// Runs the workload.
 pub fn run(ctx: &Ctx, kinds: &[Kind]) -> Output {
-    run_cases(ctx, "get-put", "ns/op", Duration::from_millis(10), kinds, || GetPut)
+    run_cases(
+        ctx,
+        "get-put",
+        "ns/op",
+        Duration::from_millis(10),
+        kinds,
+        || GetPut,
+    )
 }

@@ -97,18 +97,28 @@ pub fn run(ctx: &Ctx) -> Output {
             assert_eq!(ours.for_put(n), linear_put(sizes, n));
         }
         let (a, b) = (sizes.clone(), sizes.clone());
-        cases.push(case(move || sweep(|n| ours.for_get(n), |n| ours.for_put(n))));
-        cases.push(case(move || sweep(|n| binary_get(&a, n), |n| binary_put(&a, n))));
-        cases.push(case(move || sweep(|n| linear_get(&b, n), |n| linear_put(&b, n))));
+        cases.push(case(move || {
+            sweep(|n| ours.for_get(n), |n| ours.for_put(n))
+        }));
+        cases.push(case(move || {
+            sweep(|n| binary_get(&a, n), |n| binary_put(&a, n))
+        }));
+        cases.push(case(move || {
+            sweep(|n| linear_get(&b, n), |n| linear_put(&b, n))
+        }));
     }
-    let measured = measure(&mut cases, ctx.budget(Duration::from_millis(10)), |done, total| {
-        if ctx.progress {
-            eprint!("\r  lookup: round {done}/{total}   ");
-            if done == total {
-                eprintln!();
+    let measured = measure(
+        &mut cases,
+        ctx.budget(Duration::from_millis(10)),
+        |done, total| {
+            if ctx.progress {
+                eprint!("\r  lookup: round {done}/{total}   ");
+                if done == total {
+                    eprintln!();
+                }
             }
-        }
-    });
+        },
+    );
     let mut out = Output::default();
     for (i, m) in measured.iter().enumerate() {
         let (set, method) = (i / METHODS.len(), i % METHODS.len());

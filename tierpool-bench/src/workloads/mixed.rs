@@ -190,7 +190,10 @@ pub fn run(ctx: &Ctx, kinds: &[Kind]) -> Output {
             .enumerate()
             .map(|(d, &dist)| {
                 let n = dist.packets(ctx.quick);
-                [Stream::new(dist, n, 2 * d as u64 + 1), Stream::new(dist, n, 2 * d as u64 + 2)]
+                [
+                    Stream::new(dist, n, 2 * d as u64 + 1),
+                    Stream::new(dist, n, 2 * d as u64 + 2),
+                ]
             })
             .collect(),
     );

@@ -21,7 +21,14 @@ use crate::measure::{measure, Budget, Case, Measured};
 use crate::report::{Output, Record};
 
 /// Every workload, in report order.
-pub const ALL: [&str; 6] = ["lookup", "get-put", "mixed", "cross-thread", "burst", "threads"];
+pub const ALL: [&str; 6] = [
+    "lookup",
+    "get-put",
+    "mixed",
+    "cross-thread",
+    "burst",
+    "threads",
+];
 
 /// What one seed-shaped workload measures, for the report's headings.
 pub fn describe(workload: &str) -> &'static str {
