@@ -140,6 +140,9 @@ pub fn read_packets<C: Contender>(
 struct Mixed {
     streams: Arc<Vec<[Stream; THREADS]>>,
     false_hits: Arc<Vec<AtomicU64>>,
+    /// Bytes the pool retained after the last run of each distribution (`u64::MAX`: the
+    /// contender cannot say).
+    retained: Arc<Vec<AtomicU64>>,
 }
 
 impl MakeCases for Mixed {
@@ -153,12 +156,13 @@ impl MakeCases for Mixed {
                 let c = c.clone();
                 let streams = self.streams.clone();
                 let false_hits = self.false_hits.clone();
+                let retained = self.retained.clone();
                 // One iteration is one pass over each thread's whole stream, so that every
                 // sample sees the same mix of packet sizes.
                 let packets = streams[d][0].len();
                 Case {
                     run: Box::new(move |iters| {
-                        parallel(THREADS, |t| {
+                        let t = parallel(THREADS, |t| {
                             black_box(read_packets(
                                 &c,
                                 &streams[d][t],
@@ -166,7 +170,9 @@ impl MakeCases for Mixed {
                                 iters * packets as u64,
                                 &false_hits[d],
                             ));
-                        })
+                        });
+                        retained[d].store(c.retained_bytes().unwrap_or(u64::MAX), Relaxed);
+                        t
                     }),
                     ops_per_iter: (THREADS * packets) as f64,
                 }
@@ -175,10 +181,15 @@ impl MakeCases for Mixed {
     }
 
     fn extra(&self, param: usize) -> BTreeMap<String, f64> {
-        BTreeMap::from([(
+        let mut m = BTreeMap::from([(
             "false hits".to_string(),
             self.false_hits[param].load(Relaxed) as f64,
-        )])
+        )]);
+        let retained = self.retained[param].load(Relaxed);
+        if retained != u64::MAX {
+            m.insert("retained MiB".into(), retained as f64 / (1 << 20) as f64);
+        }
+        m
     }
 }
 
@@ -206,6 +217,7 @@ pub fn run(ctx: &Ctx, kinds: &[Kind]) -> Output {
         || Mixed {
             streams: streams.clone(),
             false_hits: Arc::new(Dist::ALL.iter().map(|_| AtomicU64::new(0)).collect()),
+            retained: Arc::new(Dist::ALL.iter().map(|_| AtomicU64::new(u64::MAX)).collect()),
         },
     )
 }
