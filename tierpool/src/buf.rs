@@ -55,6 +55,21 @@ impl PooledBuf {
     }
 
     #[inline(always)]
+    pub(crate) fn pool_id(&self) -> PoolId {
+        self.pool()
+    }
+
+    #[inline(always)]
+    pub(crate) fn tier_hint(&self) -> u16 {
+        self.tier
+    }
+
+    #[inline(always)]
+    pub(crate) fn vec_mut(&mut self) -> &mut Vec<u8> {
+        &mut self.buf
+    }
+
+    #[inline(always)]
     fn pool(&self) -> PoolId {
         PoolId {
             idx: self.pool_idx,

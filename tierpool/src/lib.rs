@@ -154,8 +154,14 @@ mod global;
 mod local;
 mod pool;
 mod registry;
+mod shared;
 mod stats;
 mod sync;
+
+#[cfg(feature = "bytes")]
+mod bytes_impls;
+#[cfg(feature = "tokio")]
+pub mod frame;
 
 #[cfg(all(test, loom))]
 mod loom_tests;
@@ -169,6 +175,7 @@ pub use config::{
 pub use error::{AllocError, ConfigError};
 pub use global::{default_pool, set_default_pool};
 pub use pool::BufferPool;
+pub use shared::{PooledBytes, GLOBAL_BLOCKS, LOCAL_BLOCKS};
 pub use stats::{Stats, TierStats};
 
 #[doc(hidden)]

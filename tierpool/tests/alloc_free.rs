@@ -156,3 +156,58 @@ fn dropping_the_pool_gives_every_byte_back() {
         after - baseline
     );
 }
+
+#[test]
+fn steady_state_into_shared_allocates_nothing() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let pool = BufferPool::new();
+    let round = |i: usize| {
+        let mut b = pool.get(4096);
+        b.extend_from_slice(&[i as u8; 100]);
+        let mut all = b.into_shared();
+        let head = all.split_to(10);
+        let copy = all.slice(5..);
+        assert_eq!(head[0], i as u8);
+        drop((all, head, copy));
+    };
+    for i in 0..100 {
+        round(i); // warm: the first control block and buffer are allocated here
+    }
+    let before = allocs_here();
+    let cycles = if cfg!(miri) { 200 } else { 20_000 };
+    for i in 0..cycles {
+        round(i);
+    }
+    let allocs = allocs_here() - before;
+    assert_eq!(allocs, 0, "allocations in {cycles} into_shared cycles");
+}
+
+#[test]
+fn shared_views_dropped_on_another_thread_recycle_their_blocks() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let pool = BufferPool::new();
+    let (tx, rx) = std::sync::mpsc::sync_channel::<tierpool::PooledBytes>(16);
+    let consumer = std::thread::spawn(move || for v in rx { drop(v) });
+    let n = if cfg!(miri) { 300 } else { 50_000 };
+    // Warm both sides (thread caches, control-block stacks, the channel).
+    for _ in 0..1000.min(n) {
+        let mut b = pool.get(4096);
+        b.push(1);
+        tx.send(b.into_shared()).unwrap();
+    }
+    let before = allocs_here();
+    for _ in 0..n {
+        let mut b = pool.get(4096);
+        b.push(1);
+        tx.send(b.into_shared()).unwrap();
+    }
+    let allocs = allocs_here() - before;
+    drop(tx);
+    consumer.join().unwrap();
+    // Blocks freed on the consumer come back to the producer in batches through the
+    // process-wide stack; the producer allocates only while that exchange warms up.
+    assert!(
+        allocs * 100 < n as u64,
+        "{allocs} allocations on the producer for {n} frozen buffers"
+    );
+}

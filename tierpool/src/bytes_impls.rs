@@ -1,0 +1,130 @@
+//! The `bytes` integration (feature `bytes`): [`PooledBuf`] as a [`BufMut`], zero-copy
+//! [`PooledBuf::freeze`] into [`Bytes`], and [`PooledBytes`] as a [`Buf`] and into [`Bytes`].
+
+use bytes::buf::UninitSlice;
+use bytes::{Buf, BufMut, Bytes};
+
+use crate::{PooledBuf, PooledBytes};
+
+// SAFETY: every method forwards to `Vec<u8>`'s own `BufMut` implementation, whose contract
+// this type inherits unchanged (it is a `Vec<u8>` with a return address).
+unsafe impl BufMut for PooledBuf {
+    #[inline]
+    fn remaining_mut(&self) -> usize {
+        BufMut::remaining_mut(&**self)
+    }
+
+    #[inline]
+    unsafe fn advance_mut(&mut self, cnt: usize) {
+        // SAFETY: the caller upholds `advance_mut`'s contract, which is `Vec`'s.
+        unsafe { BufMut::advance_mut(&mut **self, cnt) }
+    }
+
+    #[inline]
+    fn chunk_mut(&mut self) -> &mut UninitSlice {
+        BufMut::chunk_mut(&mut **self)
+    }
+
+    #[inline]
+    fn put_slice(&mut self, src: &[u8]) {
+        self.extend_from_slice(src);
+    }
+}
+
+impl PooledBuf {
+    /// Freezes the contents into a [`Bytes`] without copying; the buffer returns to its pool
+    /// when the last clone or slice of that `Bytes` is dropped. Costs one small allocation
+    /// (`Bytes::from_owner`'s control block); [`into_shared`](Self::into_shared) does not.
+    ///
+    /// ```
+    /// let pool = tierpool::BufferPool::new();
+    /// let mut buf = pool.get(16);
+    /// buf.extend_from_slice(b"hello world");
+    /// let bytes = buf.freeze();
+    /// let hello = bytes.slice(..5);
+    /// drop(bytes);
+    /// assert_eq!(&hello[..], b"hello");
+    /// drop(hello); // the buffer goes back now
+    /// assert_eq!(pool.stats().returned, 1);
+    /// ```
+    pub fn freeze(self) -> Bytes {
+        Bytes::from_owner(self)
+    }
+}
+
+impl Buf for PooledBytes {
+    #[inline]
+    fn remaining(&self) -> usize {
+        self.len()
+    }
+
+    #[inline]
+    fn chunk(&self) -> &[u8] {
+        self.as_slice()
+    }
+
+    #[inline]
+    fn advance(&mut self, cnt: usize) {
+        PooledBytes::advance(self, cnt);
+    }
+
+    fn copy_to_bytes(&mut self, len: usize) -> Bytes {
+        // A zero-copy split instead of the default copy.
+        Bytes::from(self.split_to(len))
+    }
+}
+
+impl From<PooledBytes> for Bytes {
+    /// Zero-copy (one small allocation for the `Bytes` owner block); the buffer returns to its
+    /// pool when the last `Bytes` and the last `PooledBytes` view are dropped.
+    fn from(v: PooledBytes) -> Bytes {
+        Bytes::from_owner(v)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::BufferPool;
+
+    #[test]
+    fn buf_mut_and_freeze() {
+        let pool = BufferPool::new();
+        let mut b = pool.get(8);
+        b.put_u32(0xdead_beef);
+        b.put_slice(b"abc");
+        let frozen = b.freeze();
+        assert_eq!(&frozen[..], b"\xde\xad\xbe\xefabc");
+        let mut parts = frozen.clone();
+        let head = parts.split_to(4);
+        drop(frozen);
+        let other = std::thread::spawn(move || {
+            assert_eq!(&parts[..], b"abc");
+            drop(parts);
+        });
+        other.join().unwrap();
+        assert_eq!(pool.stats().returned, 0);
+        drop(head);
+        assert_eq!(
+            pool.stats().returned,
+            1,
+            "returned exactly once, with the last view"
+        );
+    }
+
+    #[test]
+    fn pooled_bytes_as_buf() {
+        let pool = BufferPool::new();
+        let mut b = pool.get(8);
+        b.put_slice(&[1, 2, 3, 4, 5, 6]);
+        let mut v = b.into_shared();
+        assert_eq!(v.get_u16(), 0x0102);
+        let mid = v.copy_to_bytes(2);
+        assert_eq!(&mid[..], &[3, 4]);
+        assert_eq!(v.remaining(), 2);
+        let bytes = Bytes::from(v);
+        assert_eq!(&bytes[..], &[5, 6]);
+        drop((mid, bytes));
+        assert_eq!(pool.stats().returned, 1);
+    }
+}

@@ -1,0 +1,271 @@
+//! The frame reader and writer (feature `tokio`): round trips, hostile input, loopback streams.
+
+#![cfg(feature = "tokio")]
+
+use std::time::Duration;
+
+use tierpool::frame::{FrameError, FramePart, FrameReader, FrameWriter};
+use tierpool::BufferPool;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+/// SplitMix64, for reproducible random sizes and contents.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+}
+
+fn payload(seed: u64, len: usize) -> Vec<u8> {
+    let mut r = Rng(seed);
+    (0..len).map(|_| r.next() as u8).collect()
+}
+
+/// Every buffer handed out has come back.
+fn assert_all_returned(pool: &BufferPool) {
+    let s = pool.stats();
+    assert_eq!(
+        s.gets, s.returned,
+        "buffers still out (leaked on some path): {s}"
+    );
+}
+
+#[tokio::test]
+async fn round_trips_of_random_sizes() {
+    let pool = BufferPool::new();
+    let (a, b) = tokio::io::duplex(256 << 10);
+    let sizes: Vec<usize> = {
+        let mut r = Rng(42);
+        (0..300)
+            .map(|i| match i % 4 {
+                0 => 0,
+                1 => (r.next() % 300) as usize,
+                2 => (r.next() % 70_000) as usize,
+                _ => (r.next() % (3 << 20)) as usize,
+            })
+            .collect()
+    };
+    let sent = sizes.clone();
+    let writer = tokio::spawn(async move {
+        let mut w = FrameWriter::new(a);
+        for (i, &n) in sent.iter().enumerate() {
+            w.write_frame(i as u8, &payload(i as u64, n)).await.unwrap();
+        }
+        w.flush().await.unwrap();
+    });
+    let mut r = FrameReader::new(b, pool.clone());
+    for (i, &n) in sizes.iter().enumerate() {
+        let (flags, p) = r.read_frame().await.unwrap().expect("a frame");
+        assert_eq!(flags, i as u8);
+        assert_eq!(p.len(), n);
+        assert!(p[..] == payload(i as u64, n)[..], "frame {i} corrupted");
+    }
+    writer.await.unwrap();
+    assert!(
+        r.read_frame().await.unwrap().is_none(),
+        "clean end of stream"
+    );
+    assert!(pool.stats().hits > 0, "buffers were reused");
+    assert_all_returned(&pool);
+}
+
+#[tokio::test]
+async fn too_large_is_refused_before_allocating() {
+    let pool = BufferPool::new();
+    let (mut a, b) = tokio::io::duplex(1024);
+    a.write_all(&[0, 0, 0x10, 0, 1]).await.unwrap(); // 1 MiB + 1
+    let mut r = FrameReader::new(b, pool.clone()).max_frame_size(1 << 20);
+    match r.read_frame().await {
+        Err(FrameError::TooLarge { len, max }) => assert_eq!((len, max), ((1 << 20) + 1, 1 << 20)),
+        other => panic!("expected TooLarge, got {other:?}"),
+    }
+    assert_eq!(pool.stats().gets, 0, "nothing was allocated");
+    // The largest length gRPC can express, against the default maximum.
+    let (mut a, b) = tokio::io::duplex(1024);
+    a.write_all(&[0, 0xff, 0xff, 0xff, 0xff]).await.unwrap();
+    let err = FrameReader::new(b, pool.clone())
+        .read_frame()
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("exceeds the maximum"), "{err}");
+    assert_eq!(pool.stats().gets, 0);
+}
+
+#[tokio::test]
+async fn eof_mid_header_says_what_is_missing() {
+    let pool = BufferPool::new();
+    let (mut a, b) = tokio::io::duplex(1024);
+    a.write_all(&[0, 0, 0]).await.unwrap();
+    drop(a);
+    let err = FrameReader::new(b, pool.clone())
+        .read_frame()
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            FrameError::UnexpectedEof {
+                part: FramePart::Header,
+                expected: 5,
+                received: 3
+            }
+        ),
+        "{err:?}"
+    );
+    assert_eq!(err.missing(), Some(2));
+    assert!(
+        err.to_string()
+            .contains("2 bytes before the end of the frame header"),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn eof_mid_payload_says_what_is_missing_and_returns_the_buffer() {
+    let pool = BufferPool::new();
+    let (mut a, b) = tokio::io::duplex(1 << 20);
+    a.write_all(&[0, 0, 0, 0x01, 0x00]).await.unwrap(); // 256 bytes
+    a.write_all(&[9; 100]).await.unwrap();
+    drop(a);
+    let err = FrameReader::new(b, pool.clone())
+        .read_frame()
+        .await
+        .unwrap_err();
+    assert_eq!(err.missing(), Some(156));
+    assert!(matches!(
+        err,
+        FrameError::UnexpectedEof {
+            part: FramePart::Payload,
+            expected: 256,
+            received: 100
+        }
+    ));
+    let io: std::io::Error = err.into();
+    assert_eq!(io.kind(), std::io::ErrorKind::UnexpectedEof);
+    assert_all_returned(&pool);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_trickling_peer_gets_what_it_sent_not_what_it_claimed() {
+    let pool = BufferPool::new();
+    let (mut a, b) = tokio::io::duplex(1 << 20);
+    let claimed: usize = 4 << 20; // the default maximum
+    a.write_all(&[0, 0, 0x40, 0, 0]).await.unwrap();
+    let reader_pool = pool.clone();
+    let reader = tokio::spawn(async move {
+        let mut r = FrameReader::new(b, reader_pool);
+        r.read_frame().await
+    });
+    // Trickle 200 KiB in small pieces.
+    let mut sent = 0;
+    while sent < 200 << 10 {
+        a.write_all(&[7; 4096]).await.unwrap();
+        sent += 4096;
+        tokio::time::sleep(Duration::from_micros(200)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let stats = pool.stats();
+    let largest = stats
+        .tiers
+        .iter()
+        .filter(|t| t.misses + t.hits > 0)
+        .map(|t| t.size)
+        .max()
+        .unwrap();
+    assert!(
+        largest <= 512 << 10,
+        "after {sent} bytes of a claimed {claimed}, the reader allocated a {largest}-byte buffer"
+    );
+    // The peer gives up: the reader reports it and every buffer comes back.
+    drop(a);
+    let err = reader.await.unwrap().unwrap_err();
+    assert_eq!(err.missing(), Some((claimed - sent) as u64));
+    assert_all_returned(&pool);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn loopback_streams_check_every_byte() {
+    let pool = BufferPool::new();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server_pool = pool.clone();
+    let server = tokio::spawn(async move {
+        let mut conns = Vec::new();
+        for _ in 0..32 {
+            let (sock, _) = listener.accept().await.unwrap();
+            let pool = server_pool.clone();
+            conns.push(tokio::spawn(async move {
+                let (rd, wr) = sock.into_split();
+                let mut r = FrameReader::new(rd, pool);
+                let mut w = FrameWriter::new(wr);
+                // Echo: the request buffer, received on this worker, is written back and
+                // dropped wherever the task happens to run next.
+                while let Some((flags, p)) = r.read_frame().await.unwrap() {
+                    w.write_frame(flags, &p).await.unwrap();
+                    w.flush().await.unwrap();
+                }
+            }));
+        }
+        for c in conns {
+            c.await.unwrap();
+        }
+    });
+    let mut streams = Vec::new();
+    for s in 0..32u64 {
+        let pool = pool.clone();
+        streams.push(tokio::spawn(async move {
+            let sock = tokio::net::TcpStream::connect(addr).await.unwrap();
+            let (rd, wr) = sock.into_split();
+            let mut r = FrameReader::new(rd, pool);
+            let mut w = FrameWriter::new(wr);
+            let mut rng = Rng(s);
+            for i in 0..20u64 {
+                let n = (rng.next() % 200_000) as usize;
+                let data = payload(s * 1000 + i, n);
+                w.write_frame(i as u8, &data).await.unwrap();
+                w.flush().await.unwrap();
+                let (flags, p) = r.read_frame().await.unwrap().unwrap();
+                assert_eq!(flags, i as u8);
+                assert!(p[..] == data[..], "stream {s} message {i} corrupted");
+            }
+        }));
+    }
+    for s in streams {
+        s.await.unwrap();
+    }
+    server.await.unwrap();
+    let stats = pool.stats();
+    assert!(stats.hits > stats.gets / 2, "buffers were reused: {stats}");
+    assert_all_returned(&pool);
+}
+
+#[tokio::test]
+async fn shared_frames_and_writer_errors() {
+    let pool = BufferPool::new();
+    let (a, b) = tokio::io::duplex(1 << 16);
+    let mut w = FrameWriter::new(a);
+    w.write_frame(1, b"abcdef").await.unwrap();
+    drop(w);
+    let mut r = FrameReader::new(b, pool.clone());
+    let (flags, shared) = r.read_frame_shared().await.unwrap().unwrap();
+    let tail = shared.slice(3..);
+    drop(shared);
+    assert_eq!((flags, &tail[..]), (1, &b"def"[..]));
+    drop(tail);
+    assert_all_returned(&pool);
+    // A payload the header cannot express is refused before anything is written.
+    let mut sink = Vec::new();
+    let mut w = FrameWriter::new(&mut sink);
+    let huge = vec![0u8; 1];
+    w.write_frame(0, &huge).await.unwrap();
+    assert_eq!(sink.len(), 6);
+    let mut reader = &sink[..];
+    let mut header = [0u8; 5];
+    reader.read_exact(&mut header).await.unwrap();
+    assert_eq!(header, [0, 0, 0, 0, 1]);
+}
