@@ -196,6 +196,33 @@ pub fn counting<R>(f: impl FnOnce() -> R) -> (R, AllocCount) {
     (r, count)
 }
 
+/// Turns process-wide allocation counting on or off (for measurements that cannot be
+/// wrapped in [`counting`], such as an async run); read the totals with [`counted`].
+pub fn set_counting(on: bool) {
+    COUNTING.store(on, Relaxed);
+}
+
+/// Allocations counted so far in this process (while counting was on).
+pub fn counted() -> AllocCount {
+    AllocCount {
+        allocs: ALLOCS.load(Relaxed),
+        bytes: BYTES.load(Relaxed),
+    }
+}
+
+/// The process's peak resident set size in bytes (`VmHWM` in `/proc/self/status`), or 0.
+pub fn peak_rss_bytes() -> u64 {
+    let Ok(status) = std::fs::read_to_string("/proc/self/status") else {
+        return 0;
+    };
+    status
+        .lines()
+        .find(|l| l.starts_with("VmHWM:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|kb| kb.parse::<u64>().ok())
+        .map_or(0, |kb| kb * 1024)
+}
+
 /// The process's resident set size in bytes (from `/proc/self/statm`, 4 KiB pages), or 0
 /// where that file does not exist. Allocates nothing, so that sampling memory does not move
 /// the heap it measures.

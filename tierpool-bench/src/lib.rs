@@ -12,7 +12,9 @@
 //! - [`measure`]: calibrated, interleaved samples and their median/min/max;
 //! - [`workloads`]: one module per workload;
 //! - [`report`]: records, tables, `results.json` and its validation;
-//! - [`chart`]: the SVG charts.
+//! - [`chart`]: the SVG charts;
+//! - [`streaming`]: the loopback streaming server and client (the `streaming` workload and the
+//!   `echo_server` / `echo_client` examples).
 //!
 //! The library half exists so that the criterion benches in `benches/` use the same
 //! contenders as the report.
@@ -24,6 +26,7 @@ pub mod chart;
 pub mod contenders;
 pub mod measure;
 pub mod report;
+pub mod streaming;
 pub mod workloads;
 
 /// Every binary, bench and test of this crate runs under the switchable, counting allocator.

@@ -10,6 +10,7 @@ use tierpool_bench::alloc::{self, Allocator, ALLOC_ENV};
 use tierpool_bench::chart;
 use tierpool_bench::contenders::Kind;
 use tierpool_bench::report::{self, Output, Report};
+use tierpool_bench::streaming::Strategy;
 use tierpool_bench::workloads::{self, burst, lookup, Ctx};
 
 const HELP: &str = "\
@@ -41,6 +42,7 @@ struct Args {
     validate: Option<PathBuf>,
     child: bool,
     contender: Option<String>,
+    shape: Option<usize>,
 }
 
 fn parse() -> Result<Option<Args>, String> {
@@ -67,6 +69,13 @@ fn parse() -> Result<Option<Args>, String> {
             "--validate" => a.validate = Some(value("--validate")?.into()),
             "--child" => a.child = true,
             "--contender" => a.contender = Some(value("--contender")?),
+            "--shape" => {
+                a.shape = Some(
+                    value("--shape")?
+                        .parse()
+                        .map_err(|_| "--shape needs a number")?,
+                )
+            }
             "-h" | "--help" => return Ok(None),
             other => return Err(format!("unknown option {other:?} (see --help)")),
         }
@@ -88,14 +97,22 @@ fn child(a: &Args) -> Result<(), String> {
         alloc: alloc::current(),
         progress: true,
     };
-    let kind = match &a.contender {
-        Some(id) => Kind::from_id(id).ok_or(format!("unknown contender {id}"))?,
-        None => Kind::Vec,
-    };
     let [w] = a.workloads.as_slice() else {
         return Err("a child runs exactly one workload".into());
     };
-    let out = workloads::run(w, &ctx, &[kind]);
+    let out = if w == "streaming" {
+        let id = a.contender.as_deref().unwrap_or("no-pool");
+        let strategy = Strategy::from_id(id).ok_or(format!("unknown strategy {id}"))?;
+        let shapes = workloads::streaming::shapes(a.quick);
+        let shape = *shapes.get(a.shape.unwrap_or(0)).ok_or("no such shape")?;
+        workloads::streaming::run_one(&ctx, shape, strategy)
+    } else {
+        let kind = match &a.contender {
+            Some(id) => Kind::from_id(id).ok_or(format!("unknown contender {id}"))?,
+            None => Kind::Vec,
+        };
+        workloads::run(w, &ctx, &[kind])
+    };
     let json = serde_json::to_string(&out).map_err(|e| e.to_string())?;
     std::io::stdout()
         .write_all(json.as_bytes())
@@ -108,14 +125,29 @@ fn spawn(
     kind: Kind,
     quick: bool,
 ) -> Result<std::process::Child, String> {
+    spawn_with(workload, alloc, kind.id(), None, quick)
+}
+
+/// Starts this binary as a child that runs `workload` for one contender (or streaming
+/// strategy, and shape) under `alloc`, and prints its `Output` as JSON.
+fn spawn_with(
+    workload: &str,
+    alloc: Allocator,
+    contender: &str,
+    shape: Option<usize>,
+    quick: bool,
+) -> Result<std::process::Child, String> {
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
     let mut cmd = Command::new(exe);
-    cmd.args(["--child", "--workload", workload, "--contender", kind.id()])
+    cmd.args(["--child", "--workload", workload, "--contender", contender])
         .env(ALLOC_ENV, alloc.name())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit());
     if quick {
         cmd.arg("--quick");
+    }
+    if let Some(shape) = shape {
+        cmd.args(["--shape", &shape.to_string()]);
     }
     cmd.spawn()
         .map_err(|e| format!("cannot start a child process: {e}"))
@@ -135,6 +167,10 @@ fn contender_order() -> Vec<String> {
         order.extend(Allocator::ALL.iter().map(|&a| k.label(a)));
     }
     order.extend(lookup::METHODS.iter().skip(1).map(|m| m.to_string()));
+    order.extend(Strategy::ALL.iter().skip(1).map(|s| s.label().to_string()));
+    order.insert(0, Strategy::NoPool.label().to_string());
+    let mut seen = std::collections::HashSet::new();
+    order.retain(|name| seen.insert(name.clone()));
     order
 }
 
@@ -153,6 +189,12 @@ fn descriptions() -> BTreeMap<String, String> {
         "linear scan".into(),
         "position / rposition over the sorted tier sizes".into(),
     );
+    for s in Strategy::ALL {
+        let text = format!("streaming workload: {}", s.description());
+        m.entry(s.label().to_string())
+            .and_modify(|d: &mut String| *d = format!("{d}; {text}"))
+            .or_insert(text);
+    }
     m
 }
 
@@ -169,6 +211,17 @@ fn run_workload(w: &str, quick: bool) -> Result<Output, String> {
     };
     match w {
         "lookup" => merge(workloads::run(w, &ctx, &[])),
+        "streaming" => {
+            // Peak RSS is per process: one process per shape and strategy, one at a time (each
+            // uses both cores).
+            for (i, shape) in workloads::streaming::shapes(quick).iter().enumerate() {
+                for s in Strategy::ALL {
+                    eprintln!("  streaming {}: {}", shape.label(), s.label());
+                    let child = spawn_with(w, Allocator::System, s.id(), Some(i), quick)?;
+                    merge(collect(child, s.label())?);
+                }
+            }
+        }
         "burst" => {
             // RSS is per process: every contender in its own, two at a time (one per core).
             // tierpool and the Vec baseline run under every allocator (whether freed memory
@@ -287,10 +340,15 @@ fn real_main(args: Args) -> Result<(), String> {
     ));
     for w in &args.workloads {
         let rows = report::ordered(&all.records, w, &order);
+        let baseline = if w == "streaming" {
+            Strategy::NoPool.label()
+        } else {
+            "Vec (glibc)"
+        };
         md.push_str(&format!(
             "\n## {w}\n\n{}\n\n{}\n![{w}]({w}.svg)\n",
             workloads::describe(w),
-            report::table(&rows)
+            report::table(&rows, baseline)
         ));
         let path = out_dir.join(format!("{w}.svg"));
         let title = format!("{w}: {}", rows.first().map_or("", |r| r.metric.as_str()));

@@ -129,8 +129,9 @@ fn ratio(x: f64, r: Option<f64>) -> String {
 
 /// The Markdown table of one workload's records: for each parameter and metric, one row per
 /// contender with median/min/max, allocations and bytes per op, extras, and ratios of the
-/// median against tierpool and against `Vec (glibc)` for the same parameter and metric.
-pub fn table(records: &[&Record]) -> String {
+/// median against tierpool and against `baseline` (`Vec (glibc)`, say) for the same parameter
+/// and metric.
+pub fn table(records: &[&Record], baseline: &str) -> String {
     let mut extra_keys: Vec<&str> = records
         .iter()
         .flat_map(|r| r.extra.keys().map(String::as_str))
@@ -146,7 +147,10 @@ pub fn table(records: &[&Record]) -> String {
     for k in &extra_keys {
         let _ = write!(out, " {k} |");
     }
-    out.push_str(" vs tierpool | vs Vec (glibc) |\n|---|---|---|---:|---:|---:|");
+    let _ = write!(
+        out,
+        " vs tierpool | vs {baseline} |\n|---|---|---|---:|---:|---:|"
+    );
     if with_allocs {
         out.push_str("---:|---:|");
     }
@@ -186,7 +190,7 @@ pub fn table(records: &[&Record]) -> String {
             out,
             " {} | {} |",
             ratio(r.median, reference("tierpool", r)),
-            ratio(r.median, reference("Vec (glibc)", r))
+            ratio(r.median, reference(baseline, r))
         );
     }
     out
@@ -348,7 +352,7 @@ mod tests {
     #[test]
     fn table_has_ratios() {
         let rs = [record("tierpool", 10.0), record("Vec (glibc)", 25.0)];
-        let t = table(&rs.iter().collect::<Vec<_>>());
+        let t = table(&rs.iter().collect::<Vec<_>>(), "Vec (glibc)");
         assert!(
             t.contains(
                 "| Vec (glibc) | 4 KiB | ns/op | 25.0 | 12.5 | 50.0 | 0 | 0 | 2.50x | 1.00x |"

@@ -187,7 +187,11 @@ fn shared_views_dropped_on_another_thread_recycle_their_blocks() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let pool = BufferPool::new();
     let (tx, rx) = std::sync::mpsc::sync_channel::<tierpool::PooledBytes>(16);
-    let consumer = std::thread::spawn(move || for v in rx { drop(v) });
+    let consumer = std::thread::spawn(move || {
+        for v in rx {
+            drop(v)
+        }
+    });
     let n = if cfg!(miri) { 300 } else { 50_000 };
     // Warm both sides (thread caches, control-block stacks, the channel).
     for _ in 0..1000.min(n) {

@@ -9,6 +9,7 @@ pub mod cross_thread;
 pub mod get_put;
 pub mod lookup;
 pub mod mixed;
+pub mod streaming;
 pub mod threads;
 
 use std::collections::BTreeMap;
@@ -21,13 +22,14 @@ use crate::measure::{measure, Budget, Case, Measured};
 use crate::report::{Output, Record};
 
 /// Every workload, in report order.
-pub const ALL: [&str; 6] = [
+pub const ALL: [&str; 7] = [
     "lookup",
     "get-put",
     "mixed",
     "cross-thread",
     "burst",
     "threads",
+    "streaming",
 ];
 
 /// What one seed-shaped workload measures, for the report's headings.
@@ -38,6 +40,7 @@ pub fn describe(workload: &str) -> &'static str {
         "mixed" => "Seed 001 (Vitess): a packet reader on 2 threads sharing one pool; packets of short (< 100 B), medium (2-64 KiB) and random (log-uniform to 16 MiB) sizes copied from an in-memory stream into a buffer of the packet's size, checked, released; per packet.",
         "cross-thread" => "Seed 003 (gRPC-Go transport): a producer takes and fills buffers, a consumer releases them after a bounded channel; per buffer.",
         "burst" => "Seed 003 (memory): 10,000 x 16 KiB taken at once and released, then one get/put per millisecond; RSS and retained bytes over time (each contender in its own process).",
+        "streaming" => "Seed 003 (gRPC-Go shared receive buffers): a loopback streaming server and client on 2 tokio workers, one connection; each stream sends a request and awaits a response of the same size; one receive-buffer strategy per process; per round trip, with QPS, latency and peak RSS.",
         "threads" => "All threads get/put 4 KiB at once on this 2-core machine (oversubscribed above 2); wall time per operation of all threads together.",
         _ => "",
     }
@@ -73,6 +76,16 @@ pub fn run(name: &str, ctx: &Ctx, kinds: &[Kind]) -> Output {
         "mixed" => mixed::run(ctx, kinds),
         "cross-thread" => cross_thread::run(ctx, kinds),
         "threads" => threads::run(ctx, kinds),
+        "streaming" => {
+            let mut out = Output::default();
+            for shape in streaming::shapes(ctx.quick) {
+                for s in crate::streaming::Strategy::ALL {
+                    out.records
+                        .extend(streaming::run_one(ctx, shape, s).records);
+                }
+            }
+            out
+        }
         "burst" => {
             let mut out = Output::default();
             for &k in kinds {

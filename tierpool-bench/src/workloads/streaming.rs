@@ -1,0 +1,132 @@
+//! `streaming` (seed 003: gRPC-Go's shared receive buffers, measured with 150 concurrent
+//! 1 MiB streaming calls): a loopback server and client in one process, one receive-buffer
+//! [`Strategy`] per process (peak RSS is per process), QPS, latency and allocations.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use tierpool::BufferPool;
+
+use super::{size_label, Ctx};
+use crate::alloc::{self, peak_rss_bytes};
+use crate::report::{Output, Record};
+use crate::streaming::{run_client, serve, Strategy};
+
+/// One shape of the workload.
+#[derive(Clone, Copy, Debug)]
+pub struct Shape {
+    /// Request bytes.
+    pub req: usize,
+    /// Response bytes.
+    pub resp: usize,
+    /// Concurrent streams.
+    pub streams: usize,
+    /// Connections they share.
+    pub conns: usize,
+}
+
+impl Shape {
+    /// The label in reports.
+    pub fn label(&self) -> String {
+        format!("{} x {} streams", size_label(self.req), self.streams)
+    }
+}
+
+/// The shapes: the seed's (1 MiB, 150 streams, one connection, as gRPC's benchmark uses) and
+/// smaller messages.
+pub fn shapes(quick: bool) -> Vec<Shape> {
+    let streams = if quick { 8 } else { 150 };
+    [1 << 20, 64 << 10, 4 << 10]
+        .into_iter()
+        .map(|n| Shape {
+            req: n,
+            resp: n,
+            streams,
+            conns: 1,
+        })
+        .collect()
+}
+
+/// Warm-up and measured durations.
+pub fn durations(quick: bool) -> (Duration, Duration) {
+    if quick {
+        (Duration::from_millis(100), Duration::from_millis(300))
+    } else {
+        (Duration::from_secs(1), Duration::from_secs(3))
+    }
+}
+
+/// Runs one shape with one strategy in this process (2 worker threads) and reports it.
+pub fn run_one(ctx: &Ctx, shape: Shape, strategy: Strategy) -> Output {
+    let (warmup, duration) = durations(ctx.quick);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("tokio runtime");
+    let pool = BufferPool::new();
+    let before = alloc::counted();
+    let result = rt.block_on(async {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let addr = listener.local_addr().expect("address");
+        let server = tokio::spawn(serve(
+            listener,
+            strategy,
+            pool.clone(),
+            shape.req,
+            shape.resp,
+        ));
+        let r = run_client(
+            addr,
+            strategy,
+            pool.clone(),
+            shape.conns,
+            shape.streams,
+            shape.req,
+            shape.resp,
+            warmup,
+            duration,
+            alloc::set_counting,
+        )
+        .await;
+        server.abort();
+        r
+    });
+    let counted = alloc::counted();
+    drop(rt);
+    let trips = result.round_trips.max(1) as f64;
+    let ns = result.elapsed.as_nanos() as f64 / trips;
+    let h = &result.latency_us;
+    let ms = |us: f64| us / 1e3;
+    let mut extra = BTreeMap::new();
+    extra.insert("QPS".to_string(), trips / result.elapsed.as_secs_f64());
+    extra.insert("mean ms".to_string(), ms(h.mean()));
+    extra.insert("p50 ms".to_string(), ms(h.value_at_quantile(0.5) as f64));
+    extra.insert("p99 ms".to_string(), ms(h.value_at_quantile(0.99) as f64));
+    extra.insert(
+        "peak RSS MiB".to_string(),
+        peak_rss_bytes() as f64 / (1 << 20) as f64,
+    );
+    if matches!(strategy, Strategy::Pooled | Strategy::Shared) {
+        extra.insert("hit rate".to_string(), pool.stats().hit_rate());
+    }
+    Output {
+        records: vec![Record {
+            workload: "streaming".into(),
+            contender: strategy.label().into(),
+            allocator: ctx.alloc.name().into(),
+            param: shape.label(),
+            metric: "ns/round trip (1/QPS)".into(),
+            median: ns,
+            min: ns,
+            max: ns,
+            samples: 1,
+            allocs_per_op: Some((counted.allocs - before.allocs) as f64 / trips),
+            bytes_per_op: Some((counted.bytes - before.bytes) as f64 / trips),
+            extra,
+        }],
+        timelines: vec![],
+    }
+}
