@@ -213,14 +213,22 @@ fn run_workload(w: &str, quick: bool) -> Result<Output, String> {
         "lookup" => merge(workloads::run(w, &ctx, &[])),
         "streaming" => {
             // Peak RSS is per process: one process per shape and strategy, one at a time (each
-            // uses both cores).
-            for (i, shape) in workloads::streaming::shapes(quick).iter().enumerate() {
-                for s in Strategy::ALL {
-                    eprintln!("  streaming {}: {}", shape.label(), s.label());
-                    let child = spawn_with(w, Allocator::System, s.id(), Some(i), quick)?;
-                    merge(collect(child, s.label())?);
+            // uses both cores), in rounds so that a slow spell of this VM hits all alike.
+            let rounds = workloads::streaming::rounds(quick);
+            let mut records = Vec::new();
+            for round in 1..=rounds {
+                for (i, shape) in workloads::streaming::shapes(quick).iter().enumerate() {
+                    eprintln!("  streaming round {round}/{rounds}: {}", shape.label());
+                    for s in Strategy::ALL {
+                        let child = spawn_with(w, Allocator::System, s.id(), Some(i), quick)?;
+                        records.extend(collect(child, s.label())?.records);
+                    }
                 }
             }
+            merge(Output {
+                records: workloads::streaming::merge_rounds(records),
+                timelines: vec![],
+            });
         }
         "burst" => {
             // RSS is per process: every contender in its own, two at a time (one per core).

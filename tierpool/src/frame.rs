@@ -16,9 +16,10 @@
 //!   bytes were missing.
 //! - A peer that claims a large frame and then trickles bytes does not get the claimed size
 //!   allocated up front: the reader starts with at most
-//!   [`FrameReader::initial_buffer_limit`] bytes and grows (doubling) only as data actually
-//!   arrives. (gRPC-Go allocated the claimed length up front and had to revert it.) The price is
-//!   a copy per doubling for frames above that limit; raise the limit if your peers are trusted.
+//!   [`FrameReader::initial_buffer_limit`] bytes (256 KiB) and grows, by [`GROWTH_FACTOR`], only
+//!   when what arrived has filled it. (gRPC-Go allocated the claimed length up front and had to
+//!   revert it.) The price, for frames above the limit, is one copy of what arrived per growth
+//!   (a 1 MiB frame: one 256 KiB copy); raise the limit if your peers are trusted.
 //! - On every error path every buffer goes back to its pool (they are `PooledBuf`s, dropped).
 //!
 //! # Why there is no `tokio_util::codec` `Decoder`
@@ -63,8 +64,13 @@ pub const MAX_HEADER_LEN: usize = 16;
 /// Default [`FrameReader::max_frame_size`]: 4 MiB, gRPC's default receive limit.
 pub const DEFAULT_MAX_FRAME_SIZE: usize = 4 << 20;
 
-/// Default [`FrameReader::initial_buffer_limit`]: 64 KiB.
-pub const DEFAULT_INITIAL_BUFFER_LIMIT: usize = 64 << 10;
+/// Default [`FrameReader::initial_buffer_limit`]: 256 KiB.
+pub const DEFAULT_INITIAL_BUFFER_LIMIT: usize = 256 << 10;
+
+/// How much a payload buffer grows by when it is full and more of the frame is due: a peer
+/// can make the reader hold at most this many times what it actually sent (above the initial
+/// limit), and a large frame costs at most a copy of a quarter of itself.
+pub const GROWTH_FACTOR: usize = 4;
 
 /// A frame header format: a fixed-length header carrying a flag byte and the payload length.
 ///
@@ -319,8 +325,8 @@ impl<R: AsyncRead + Unpin, F: FrameFormat> FrameReader<R, F> {
         let mut buf = self.pool.try_get(len.min(self.initial))?;
         while buf.len() < len {
             if buf.len() == buf.capacity() {
-                // Full, and the data that arrived justifies more: double (up to the length).
-                let want = len.min(buf.capacity().saturating_mul(2).max(1));
+                // Full, and the data that arrived justifies more: grow (up to the length).
+                let want = len.min(buf.capacity().saturating_mul(GROWTH_FACTOR).max(1));
                 let mut bigger = self.pool.try_get(want)?;
                 bigger.extend_from_slice(&buf);
                 buf = bigger; // the smaller one goes back to the pool

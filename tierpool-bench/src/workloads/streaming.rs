@@ -47,13 +47,59 @@ pub fn shapes(quick: bool) -> Vec<Shape> {
         .collect()
 }
 
-/// Warm-up and measured durations.
+/// Warm-up and measured durations of one process.
 pub fn durations(quick: bool) -> (Duration, Duration) {
     if quick {
         (Duration::from_millis(100), Duration::from_millis(300))
     } else {
-        (Duration::from_secs(1), Duration::from_secs(3))
+        (Duration::from_millis(500), Duration::from_millis(1500))
     }
+}
+
+/// Processes per shape and strategy (rounds, interleaved: every strategy once per round).
+pub fn rounds(quick: bool) -> usize {
+    if quick {
+        1
+    } else {
+        3
+    }
+}
+
+/// Merges the records of several rounds: for each contender and parameter, the median, min and
+/// max of the rounds' figures, and the median of every other figure.
+pub fn merge_rounds(records: Vec<Record>) -> Vec<Record> {
+    let mut groups: Vec<Vec<Record>> = Vec::new();
+    for r in records {
+        match groups
+            .iter_mut()
+            .find(|g| g[0].contender == r.contender && g[0].param == r.param)
+        {
+            Some(g) => g.push(r),
+            None => groups.push(vec![r]),
+        }
+    }
+    let median = |mut v: Vec<f64>| crate::measure::Summary::of(std::mem::take(&mut v)).median;
+    groups
+        .into_iter()
+        .map(|g| {
+            let s = crate::measure::Summary::of(g.iter().map(|r| r.median).collect());
+            let mut out = g[0].clone();
+            out.median = s.median;
+            out.min = s.min;
+            out.max = s.max;
+            out.samples = g.len();
+            out.allocs_per_op = g[0]
+                .allocs_per_op
+                .map(|_| median(g.iter().filter_map(|r| r.allocs_per_op).collect()));
+            out.bytes_per_op = g[0]
+                .bytes_per_op
+                .map(|_| median(g.iter().filter_map(|r| r.bytes_per_op).collect()));
+            for (k, v) in out.extra.iter_mut() {
+                *v = median(g.iter().filter_map(|r| r.extra.get(k).copied()).collect());
+            }
+            out
+        })
+        .collect()
 }
 
 /// Runs one shape with one strategy in this process (2 worker threads) and reports it.
