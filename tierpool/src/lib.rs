@@ -55,6 +55,41 @@
 //!   [`ConfigError`]; [`BufferPool::try_get`] reports impossible sizes and allocator failure as
 //!   an [`AllocError`]; panics and thread exits while buffers are out never wedge a pool.
 //!
+//! # Sharing a filled buffer: [`PooledBytes`]
+//!
+//! [`PooledBuf::into_shared`] turns a filled buffer into a [`PooledBytes`]: a read-only view
+//! that is cheap to clone and to slice (`slice`, `split_to`, `split_off`), `Send + Sync`, and
+//! gives the buffer back to its pool exactly once, when the last view is dropped, on whichever
+//! thread that happens (gRPC-Go's reference-counted `mem.Buffer`, in Rust). Its control block is
+//! recycled with the buffer, so in steady state it allocates nothing.
+//!
+//! # Optional integrations
+//!
+//! - **`bytes`**: [`PooledBuf`] implements `bytes::BufMut` (fill it with anything that writes
+//!   into a `BufMut`); `PooledBuf::freeze` gives a `bytes::Bytes` without copying (the buffer
+//!   returns when the last clone or slice is dropped; `Bytes::from_owner` costs one small
+//!   allocation per call, which `into_shared` avoids); [`PooledBytes`] implements `bytes::Buf`
+//!   and converts into `Bytes` without copying.
+//! - **`tokio`** (implies `bytes`): the `frame` module reads length-prefixed frames (gRPC's
+//!   5-byte header by default, pluggable) from any `AsyncRead` straight into pooled buffers,
+//!   checks the length before allocating, grows buffers only as data arrives (a peer claiming
+//!   a huge frame cannot make the reader allocate it), reports truncated frames with the number
+//!   of missing bytes, and writes frames with one vectored write. Works on the multi-threaded
+//!   runtime, where a task's buffer is often taken on one worker and dropped on another.
+//!
+//! ```
+//! # #[cfg(feature = "bytes")] {
+//! use bytes::BufMut;
+//!
+//! let pool = tierpool::BufferPool::new();
+//! let mut buf = pool.get(64);
+//! buf.put_u32(7);                       // BufMut
+//! buf.put_slice(b"payload");
+//! let frozen: bytes::Bytes = buf.freeze(); // zero-copy; back to the pool with the last clone
+//! assert_eq!(&frozen[4..], b"payload");
+//! # }
+//! ```
+//!
 //! # How it works
 //!
 //! ```text
@@ -106,7 +141,7 @@
 //!
 //! # Safety and correctness
 //!
-//! All `unsafe` code is in two places, each block with a `// SAFETY:` argument beside it:
+//! All `unsafe` code is in three places, each block with a `// SAFETY:` argument beside it:
 //!
 //! - `local.rs`: reaching this thread's table of caches through a raw pointer held in a
 //!   `const` thread-local (creating the reference, and freeing the table at thread exit), and
@@ -116,6 +151,9 @@
 //! - `class.rs`: indexing the bucket table and the size list without bounds checks, with the
 //!   invariant that makes every index valid proved at construction and checked by
 //!   `debug_assert!`s.
+//! - `shared.rs`: [`PooledBytes`] reads the bytes through a raw pointer into a buffer that
+//!   nothing mutates while a view exists, with `Arc`'s counting protocol deciding who hands
+//!   the buffer back; its control blocks move between threads as raw boxes.
 //!
 //! How it is checked (commands in `.ci/run`):
 //! - **Miri** runs the unit tests and the integration tests that drive the thread caches,

@@ -182,3 +182,31 @@ fn loom_concurrent_ticks_release_idle_buffers() {
         assert!(!shared.closed.load(Ordering::Relaxed));
     });
 }
+
+/// Views of one shared buffer cloned, sliced and dropped on three threads: exactly one of
+/// them, the last, hands the buffer back, in every interleaving.
+#[test]
+fn loom_shared_views_hand_the_buffer_back_exactly_once() {
+    use crate::shared::LAST_VIEWS;
+    use crate::PooledBytes;
+    use std::sync::atomic::Ordering::Relaxed;
+    loom::model(|| {
+        LAST_VIEWS.store(0, Relaxed);
+        let all = PooledBytes::from(vec![1u8, 2, 3, 4]);
+        let a = all.slice(..2);
+        let mut b = all.clone();
+        let t1 = thread::spawn(move || {
+            assert_eq!(&a[..], &[1, 2]);
+            drop(a);
+        });
+        let t2 = thread::spawn(move || {
+            let tail = b.split_off(2);
+            assert_eq!(&tail[..], &[3, 4]);
+            drop((b, tail));
+        });
+        drop(all);
+        t1.join().unwrap();
+        t2.join().unwrap();
+        assert_eq!(LAST_VIEWS.load(Relaxed), 1);
+    });
+}

@@ -284,6 +284,12 @@ impl Drop for PooledBytes {
     }
 }
 
+/// Under loom: how many times a last view handed its buffer back (an observer for the models,
+/// outside the modelled state).
+#[cfg(loom)]
+pub(crate) static LAST_VIEWS: std::sync::atomic::AtomicUsize =
+    std::sync::atomic::AtomicUsize::new(0);
+
 #[cold]
 #[inline(never)]
 fn last_view(inner: NonNull<Inner>) {
@@ -300,6 +306,8 @@ fn last_view(inner: NonNull<Inner>) {
     let (pool, tier) = (block.pool, block.tier);
     // SAFETY: as above; the block is not used again through any view.
     unsafe { blocks::give(inner) };
+    #[cfg(loom)]
+    LAST_VIEWS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     if tier != FOREIGN {
         give_back(pool, tier, buf);
     }
