@@ -33,6 +33,9 @@ OPTIONS:
 Contenders that need another global allocator (mimalloc, jemalloc) and every burst run are
 child processes of this binary (environment TIERPOOL_BENCH_ALLOC selects the allocator).";
 
+/// `--contender` value of a child that runs every contender (under its allocator).
+const ALL_KINDS: &str = "all";
+
 #[derive(Debug, Default)]
 struct Args {
     workloads: Vec<String>,
@@ -107,11 +110,12 @@ fn child(a: &Args) -> Result<(), String> {
         let shape = *shapes.get(a.shape.unwrap_or(0)).ok_or("no such shape")?;
         workloads::streaming::run_one(&ctx, shape, strategy)
     } else {
-        let kind = match &a.contender {
-            Some(id) => Kind::from_id(id).ok_or(format!("unknown contender {id}"))?,
-            None => Kind::Vec,
+        let kinds = match a.contender.as_deref() {
+            Some(ALL_KINDS) => Kind::ALL.to_vec(),
+            Some(id) => vec![Kind::from_id(id).ok_or(format!("unknown contender {id}"))?],
+            None => vec![Kind::Vec],
         };
-        workloads::run(w, &ctx, &[kind])
+        workloads::run(w, &ctx, &kinds)
     };
     let json = serde_json::to_string(&out).map_err(|e| e.to_string())?;
     std::io::stdout()
@@ -259,8 +263,14 @@ fn run_workload(w: &str, quick: bool) -> Result<Output, String> {
             }
         }
         _ => {
-            let kinds: Vec<Kind> = Kind::ALL.to_vec();
-            merge(workloads::run(w, &ctx, &kinds));
+            // Every workload in a fresh process, so that none inherits another's heap, thread
+            // caches or leaked crate pools (a first version ran them all in the parent, and
+            // tierpool's 64 KiB hand-off measured 2-4x slower after the mixed workload than
+            // alone).
+            merge(collect(
+                spawn_with(w, Allocator::System, ALL_KINDS, None, quick)?,
+                "the glibc contenders",
+            )?);
             for a in [Allocator::Mimalloc, Allocator::Jemalloc] {
                 merge(collect(
                     spawn(w, a, Kind::Vec, quick)?,
