@@ -13,7 +13,9 @@ const MAX: usize = 1 << 16;
 
 fuzz_target!(|data: &[u8]| {
     let pool = BufferPool::new();
-    let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
     rt.block_on(async {
         let mut reader = FrameReader::new(data, pool.clone())
             .max_frame_size(MAX)
@@ -36,7 +38,11 @@ fuzz_target!(|data: &[u8]| {
                     assert!(len > max as u64 && max == MAX);
                     break;
                 }
-                Err(FrameError::UnexpectedEof { part, expected, received }) => {
+                Err(FrameError::UnexpectedEof {
+                    part,
+                    expected,
+                    received,
+                }) => {
                     // It ended early by exactly what the input lacks.
                     assert!(received < expected);
                     let rest = (data.len() - at) as u64;

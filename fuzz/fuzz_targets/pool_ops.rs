@@ -15,22 +15,55 @@ use tierpool::{BufferPool, PooledBuf, PooledBytes};
 
 #[derive(Arbitrary, Debug)]
 enum Op {
-    Get { pool: bool, size: u32 },
-    GetZeroed { pool: bool, size: u16 },
-    TryGet { pool: bool, size: u64 },
-    Drop { which: u16 },
+    Get {
+        pool: bool,
+        size: u32,
+    },
+    GetZeroed {
+        pool: bool,
+        size: u16,
+    },
+    TryGet {
+        pool: bool,
+        size: u64,
+    },
+    Drop {
+        which: u16,
+    },
     /// A foreign `Vec` of an arbitrary capacity.
-    Put { pool: bool, cap: u32 },
+    Put {
+        pool: bool,
+        cap: u32,
+    },
     /// Grow a held buffer past its tier.
-    Grow { which: u16, by: u16 },
-    Freeze { which: u16 },
-    CloneView { which: u16 },
-    SliceView { which: u16, from: u16, to: u16 },
-    DropView { which: u16 },
-    Trim { pool: bool },
+    Grow {
+        which: u16,
+        by: u16,
+    },
+    Freeze {
+        which: u16,
+    },
+    CloneView {
+        which: u16,
+    },
+    SliceView {
+        which: u16,
+        from: u16,
+        to: u16,
+    },
+    DropView {
+        which: u16,
+    },
+    Trim {
+        pool: bool,
+    },
     /// Send a held buffer to the helper thread, which drops it there.
-    HandOff { which: u16 },
-    IntoVec { which: u16 },
+    HandOff {
+        which: u16,
+    },
+    IntoVec {
+        which: u16,
+    },
 }
 
 #[derive(Arbitrary, Debug)]
@@ -67,7 +100,10 @@ fuzz_target!(|input: Input| {
     let (tx, rx) = mpsc::channel::<Held>();
     let helper = std::thread::spawn(move || {
         for h in rx {
-            assert!(h.buf.iter().all(|&x| x == h.stamp), "contents changed in transit");
+            assert!(
+                h.buf.iter().all(|&x| x == h.stamp),
+                "contents changed in transit"
+            );
         }
     });
     let mut held: Vec<Held> = Vec::new();
@@ -96,7 +132,11 @@ fuzz_target!(|input: Input| {
                 let p = if pool { &a } else { &b };
                 // Sizes above isize::MAX must be an error (never a panic or an allocation
                 // attempt); moderate sizes must be served.
-                let n = if size >= 1 << 63 { size as usize } else { (size % (8 << 20)) as usize };
+                let n = if size >= 1 << 63 {
+                    size as usize
+                } else {
+                    (size % (8 << 20)) as usize
+                };
                 match p.try_get(n) {
                     Ok(buf) => {
                         assert!(n <= isize::MAX as usize && buf.capacity() >= n);
@@ -107,7 +147,10 @@ fuzz_target!(|input: Input| {
             }
             Op::Drop { which } if !held.is_empty() => {
                 let h = held.swap_remove(pick(which, held.len()));
-                assert!(h.buf.iter().all(|&x| x == h.stamp), "contents changed while held");
+                assert!(
+                    h.buf.iter().all(|&x| x == h.stamp),
+                    "contents changed while held"
+                );
             }
             Op::Put { pool, cap } => {
                 let p = if pool { &a } else { &b };
@@ -139,7 +182,11 @@ fuzz_target!(|input: Input| {
                 assert!(v.iter().all(|&x| x == s), "a shared view changed");
             }
             Op::Trim { pool } => {
-                if pool { a.trim() } else { b.trim() }
+                if pool {
+                    a.trim()
+                } else {
+                    b.trim()
+                }
             }
             Op::HandOff { which } if !held.is_empty() => {
                 let h = held.swap_remove(pick(which, held.len()));
@@ -156,7 +203,10 @@ fuzz_target!(|input: Input| {
         addresses.clear();
         for h in &held {
             if h.buf.capacity() > 0 {
-                assert!(addresses.insert(h.buf.as_ptr() as usize), "a buffer is out twice");
+                assert!(
+                    addresses.insert(h.buf.as_ptr() as usize),
+                    "a buffer is out twice"
+                );
             }
         }
         check_stats(&a);
