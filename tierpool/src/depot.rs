@@ -43,7 +43,7 @@ impl DepotTier {
     fn release_oldest(&mut self, n: usize) -> usize {
         let n = n.min(self.bufs.len());
         let freed: usize = self.bufs.drain(..n).map(|b| b.capacity()).sum();
-        if self.bufs.is_empty() {
+        if n > 0 && self.bufs.is_empty() {
             // Free the stack's own storage too: it was allocated while the buffers came in,
             // so it often sits above them in the heap, and a malloc that returns memory only
             // from the top of its heap (glibc) could give none of them back while it lived.
