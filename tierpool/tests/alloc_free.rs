@@ -210,8 +210,9 @@ fn shared_views_dropped_on_another_thread_recycle_their_blocks() {
     consumer.join().unwrap();
     // Blocks freed on the consumer come back to the producer in batches through the
     // process-wide stack; the producer allocates only while that exchange warms up.
+    // (Plus a few while the exchange warms up, which matter only in Miri's short run.)
     assert!(
-        allocs * 100 < n as u64,
+        allocs <= n as u64 / 100 + 4,
         "{allocs} allocations on the producer for {n} frozen buffers"
     );
 }
