@@ -171,14 +171,16 @@
 //!
 //! # Performance
 //!
-//! `BENCHMARKS.md` in the repository has the measured figures with the commands that produce
-//! them. In short, on the project's 2-core VM: a get+put from the thread cache costs the same
-//! whatever the size (about 12 ns there, 256 B to 1 MiB), which is ahead of glibc and mimalloc
-//! from 4 KiB and about 20x faster than mimalloc and jemalloc at 1 MiB; handing buffers from one
-//! thread to another it is about 2x faster than a crossbeam `ArrayQueue` pool and 2.3x to 65x
-//! faster than the allocators. For small buffers that stay on one thread jemalloc's thread cache is
-//! faster (5 to 10 ns at 256 B, 7 ns at 4 KiB). The tier lookup takes 1.4 ns per get+return
-//! pair whatever the number of tiers, 3 to 6x faster than a binary search.
+//! `BENCHMARKS.md` in the repository has the measured figures, from the comparison report
+//! (`cargo run --release -p tierpool-bench`). In short, on the project's 2-core VM: a get+put
+//! from the thread cache costs about 14 ns whatever the size (256 B to 1 MiB), 17x less than
+//! jemalloc and 126x less than mimalloc at 1 MiB; a buffer handed from one thread to another
+//! costs 65-70 ns at 4 and 64 KiB, 2x less than a crossbeam `ArrayQueue` pool and 7-9x less
+//! than glibc; many threads at once do not collapse it. It loses where an allocator's thread
+//! cache is at its best (jemalloc: 6.8 ns at 256 B, 9 ns at 4 KiB on one thread) and on 1 MiB
+//! hand-offs, which the default 2 MiB thread budget sends through the depot's lock one buffer
+//! at a time. The tier lookup takes 1.4 ns per get+return pair whatever the number of tiers,
+//! 3 to 6x faster than a binary search.
 
 #![warn(missing_docs, missing_debug_implementations, rust_2018_idioms)]
 
