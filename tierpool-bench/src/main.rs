@@ -173,6 +173,9 @@ fn contender_order() -> Vec<String> {
     order.extend(lookup::METHODS.iter().skip(1).map(|m| m.to_string()));
     order.extend(Strategy::ALL.iter().skip(1).map(|s| s.label().to_string()));
     order.insert(0, Strategy::NoPool.label().to_string());
+    for a in [Allocator::Mimalloc, Allocator::Jemalloc] {
+        order.insert(1, workloads::streaming::label(Strategy::NoPool, a));
+    }
     let mut seen = std::collections::HashSet::new();
     order.retain(|name| seen.insert(name.clone()));
     order
@@ -193,6 +196,16 @@ fn descriptions() -> BTreeMap<String, String> {
         "linear scan".into(),
         "position / rposition over the sorted tier sizes".into(),
     );
+    for a in [Allocator::Mimalloc, Allocator::Jemalloc] {
+        m.insert(
+            workloads::streaming::label(Strategy::NoPool, a),
+            format!(
+                "streaming workload: {} (the process runs under {})",
+                Strategy::NoPool.description(),
+                a.name()
+            ),
+        );
+    }
     for s in Strategy::ALL {
         let text = format!("streaming workload: {}", s.description());
         m.entry(s.label().to_string())
@@ -223,9 +236,20 @@ fn run_workload(w: &str, quick: bool) -> Result<Output, String> {
             for round in 1..=rounds {
                 for (i, shape) in workloads::streaming::shapes(quick).iter().enumerate() {
                     eprintln!("  streaming round {round}/{rounds}: {}", shape.label());
-                    for s in Strategy::ALL {
-                        let child = spawn_with(w, Allocator::System, s.id(), Some(i), quick)?;
-                        records.extend(collect(child, s.label())?.records);
+                    let mut runs: Vec<(Strategy, Allocator)> = Strategy::ALL
+                        .iter()
+                        .map(|&s| (s, Allocator::System))
+                        .collect();
+                    if i == 0 {
+                        // The seed's shape also against "no pool" under the allocators a Rust
+                        // user would reach for first.
+                        runs.push((Strategy::NoPool, Allocator::Mimalloc));
+                        runs.push((Strategy::NoPool, Allocator::Jemalloc));
+                    }
+                    for (s, a) in runs {
+                        let child = spawn_with(w, a, s.id(), Some(i), quick)?;
+                        let what = workloads::streaming::label(s, a);
+                        records.extend(collect(child, &what)?.records);
                     }
                 }
             }

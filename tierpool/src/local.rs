@@ -132,6 +132,20 @@ struct Slot {
     low_water: u32,
 }
 
+/// Buffers moved per exchange with the depot for a tier whose stack holds at most `limit`:
+/// half the stack, so that a thread alternating gets and returns at the boundary does not
+/// exchange on every call, except for the largest tiers (a stack of one or two), whose
+/// whole stack moves at once: half of two would send every buffer through the depot's lock
+/// alone.
+#[inline]
+fn batch_size(limit: u32) -> usize {
+    if limit <= 2 {
+        limit as usize
+    } else {
+        (limit as usize).div_ceil(2)
+    }
+}
+
 /// Tier `t`'s stack and counters. `t` must be a tier index (`< classes.len()`).
 #[inline(always)]
 fn tier<'a>(
@@ -257,7 +271,7 @@ impl ThreadCache {
             if slot.stack.capacity() == 0 {
                 slot.stack.reserve_exact(slot.limit as usize);
             }
-            let batch = (slot.limit as usize).div_ceil(2);
+            let batch = batch_size(slot.limit);
             let need = batch * self.classes.size(t);
             if self.budget - self.bytes < need {
                 self.make_room(t, need.min(self.budget));
@@ -342,7 +356,7 @@ impl ThreadCache {
             let slot = &mut self.slots[t];
             if slot.stack.len() == slot.stack.capacity() || self.bytes + cap > self.budget {
                 // Hand the older half of this tier to the depot.
-                let batch = (slot.limit as usize).div_ceil(2);
+                let batch = batch_size(slot.limit);
                 let (moved, bytes) = self.shared.depot.put_from(t, &mut slot.stack, batch);
                 self.gave(t, moved, bytes);
             }

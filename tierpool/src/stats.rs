@@ -60,13 +60,26 @@ pub(crate) struct LocalTier {
 
 impl LocalTier {
     /// Buffers on the stack now.
+    ///
+    /// Read by other threads while the owner works, the counters are not a consistent set (a
+    /// pop may be seen without the push before it), so the difference can come out below
+    /// zero for an instant: it is clamped at zero rather than wrapping to a huge count.
     pub(crate) fn retained(&self) -> u64 {
         let r = |a: &AtomicU64| a.load(Ordering::Relaxed);
-        r(&self.pushes)
+        let n = r(&self.pushes)
             .wrapping_add(r(&self.refilled))
             .wrapping_sub(r(&self.pops))
             .wrapping_sub(r(&self.flushed))
-            .wrapping_sub(r(&self.released))
+            .wrapping_sub(r(&self.released));
+        (n as i64).max(0) as u64
+    }
+
+    /// Bytes on the stack now, for a tier of `size` bytes holding `n` buffers (see
+    /// [`Self::retained`]); clamped at zero for the same reason.
+    pub(crate) fn retained_bytes(&self, n: u64, size: usize) -> usize {
+        // `odd_bytes` accumulates signed differences in two's complement.
+        let odd = self.odd_bytes.load(Ordering::Relaxed) as i64;
+        ((n as i64).saturating_mul(size as i64).saturating_add(odd)).max(0) as usize
     }
 }
 
@@ -100,10 +113,8 @@ impl LocalCounters {
             t.discarded += r(&l.discarded);
             if with_retained {
                 let n = l.retained();
-                t.retained_buffers += n as usize;
-                t.retained_bytes += (n as usize)
-                    .wrapping_mul(t.size)
-                    .wrapping_add(r(&l.odd_bytes) as usize);
+                t.retained_buffers = t.retained_buffers.saturating_add(n as usize);
+                t.retained_bytes = t.retained_bytes.saturating_add(l.retained_bytes(n, t.size));
             }
         }
         into.oversize += r(&self.oversize);
@@ -199,8 +210,12 @@ impl Stats {
         self.gets = self.hits + self.misses + self.oversize;
         self.returned = t.iter().map(|t| t.returned).sum::<u64>() + self.untiered_returned;
         self.discarded = t.iter().map(|t| t.discarded).sum::<u64>() + self.untiered_returned;
-        self.retained_buffers = t.iter().map(|t| t.retained_buffers).sum();
-        self.retained_bytes = t.iter().map(|t| t.retained_bytes).sum();
+        // Saturating: a snapshot taken while other threads work is only approximately
+        // consistent, and must never overflow (a panic in debug builds).
+        self.retained_buffers = t
+            .iter()
+            .fold(0, |a, t| a.saturating_add(t.retained_buffers));
+        self.retained_bytes = t.iter().fold(0, |a, t| a.saturating_add(t.retained_bytes));
         self
     }
 

@@ -297,3 +297,40 @@ fn a_full_cache_makes_room_and_its_idle_buffers_reach_other_threads() {
         "the other thread reused an idle buffer"
     );
 }
+
+/// `stats()` taken while other threads take and return buffers of many sizes is an
+/// approximate snapshot, but never absurd and never a panic (in a debug build a racing read
+/// once made a per-thread count wrap below zero and the sum overflow: found by the
+/// LeakSanitizer run of the soak test).
+#[test]
+fn stats_read_while_threads_work_stay_sane() {
+    let pool = BufferPool::builder()
+        .max_retained_bytes(8 << 20)
+        .thread_cache_bytes(1 << 20)
+        .build()
+        .unwrap();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let workers: Vec<_> = (0..3)
+        .map(|w| {
+            let (pool, stop) = (pool.clone(), stop.clone());
+            thread::spawn(move || {
+                let mut i = w;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    let held: Vec<_> = (0..20).map(|k| pool.get(256 << ((i + k) % 12))).collect();
+                    drop(held);
+                    i += 1;
+                }
+            })
+        })
+        .collect();
+    let bound = 8 << 20 | (4 << 20); // cap + a thread budget per worker and this thread
+    for _ in 0..if cfg!(miri) { 20 } else { 20_000 } {
+        let s = pool.stats();
+        assert!(s.retained_bytes <= bound, "{s}");
+        assert!(s.retained_buffers < 100_000, "{s}");
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for w in workers {
+        w.join().unwrap();
+    }
+}

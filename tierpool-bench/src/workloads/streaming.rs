@@ -102,6 +102,15 @@ pub fn merge_rounds(records: Vec<Record>) -> Vec<Record> {
         .collect()
 }
 
+/// The report label of `strategy` in a process running under `alloc`.
+pub fn label(strategy: Strategy, alloc: crate::alloc::Allocator) -> String {
+    if alloc == crate::alloc::Allocator::System {
+        strategy.label().to_string()
+    } else {
+        format!("{} on {}", strategy.label(), alloc.name())
+    }
+}
+
 /// Runs one shape with one strategy in this process (2 worker threads) and reports it.
 pub fn run_one(ctx: &Ctx, shape: Shape, strategy: Strategy) -> Output {
     let (warmup, duration) = durations(ctx.quick);
@@ -161,7 +170,7 @@ pub fn run_one(ctx: &Ctx, shape: Shape, strategy: Strategy) -> Output {
     Output {
         records: vec![Record {
             workload: "streaming".into(),
-            contender: strategy.label().into(),
+            contender: label(strategy, ctx.alloc),
             allocator: ctx.alloc.name().into(),
             param: shape.label(),
             metric: "ns/round trip (1/QPS)".into(),
