@@ -173,14 +173,13 @@
 //!
 //! `BENCHMARKS.md` in the repository has the measured figures, from the comparison report
 //! (`cargo run --release -p tierpool-bench`). In short, on the project's 2-core VM: a get+put
-//! from the thread cache costs about 14 ns whatever the size (256 B to 1 MiB), 17x less than
-//! jemalloc and 126x less than mimalloc at 1 MiB; a buffer handed from one thread to another
-//! costs 65-70 ns at 4 and 64 KiB, 2x less than a crossbeam `ArrayQueue` pool and 7-9x less
-//! than glibc; many threads at once do not collapse it. It loses where an allocator's thread
-//! cache is at its best (jemalloc: 6.8 ns at 256 B, 9 ns at 4 KiB on one thread) and on 1 MiB
-//! hand-offs, which the default 2 MiB thread budget sends through the depot's lock one buffer
-//! at a time. The tier lookup takes 1.4 ns per get+return pair whatever the number of tiers,
-//! 3 to 6x faster than a binary search.
+//! from the thread cache costs about 15 ns whatever the size (256 B to 1 MiB), 17x less than
+//! jemalloc and 250x less than mimalloc at 1 MiB; a buffer handed from one thread to another
+//! costs about 45 ns at 4 and 64 KiB and 97 ns at 1 MiB, 1.4-3x less than a crossbeam
+//! `ArrayQueue` pool and 9-20x less than glibc; many threads at once do not collapse it. It
+//! loses where an allocator's thread cache is at its best (jemalloc: 7.7 ns at 256 B, 9.3 ns at
+//! 4 KiB on one thread). The tier lookup takes 1.4 ns per get+return pair whatever the number
+//! of tiers, 3 to 6x faster than a binary search.
 
 #![warn(missing_docs, missing_debug_implementations, rust_2018_idioms)]
 
