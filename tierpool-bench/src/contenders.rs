@@ -6,6 +6,7 @@
 //! pools), and [`Kind::adaptation`] says so. Pools whose handles borrow the pool are leaked for
 //! the life of the process, as a `static` pool would be; each workload builds fresh ones.
 
+use std::ops::DerefMut;
 use std::sync::{Arc, Mutex};
 
 use crossbeam_queue::ArrayQueue;
@@ -494,37 +495,44 @@ impl ObjectPool {
     }
 }
 
-/// An object-pool buffer (or a plain `Vec` above the largest class).
-pub enum ObjectPoolBuf {
+/// A buffer from a crate's per-class pool (a guard that dereferences to the `Vec`), or a plain
+/// `Vec` above the largest class.
+pub enum ClassOrHeap<G> {
     /// From a class pool.
-    Pooled(object_pool::Reusable<'static, Vec<u8>>),
+    Pooled(G),
     /// Larger than every class.
     Heap(Vec<u8>),
 }
 
-impl std::fmt::Debug for ObjectPoolBuf {
+impl<G> std::fmt::Debug for ClassOrHeap<G> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("ObjectPoolBuf")
+        f.write_str(match self {
+            ClassOrHeap::Pooled(_) => "ClassOrHeap::Pooled",
+            ClassOrHeap::Heap(_) => "ClassOrHeap::Heap",
+        })
     }
 }
 
-// SAFETY: either way the memory is a `Vec`'s owned capacity.
-unsafe impl Buf for ObjectPoolBuf {
+// SAFETY: either way the memory is a `Vec`'s owned capacity, held until the value is dropped.
+unsafe impl<G: DerefMut<Target = Vec<u8>> + Send + 'static> Buf for ClassOrHeap<G> {
     #[inline(always)]
     fn ptr(&mut self) -> *mut u8 {
         match self {
-            ObjectPoolBuf::Pooled(r) => r.as_mut_ptr(),
-            ObjectPoolBuf::Heap(v) => v.as_mut_ptr(),
+            ClassOrHeap::Pooled(g) => g.as_mut_ptr(),
+            ClassOrHeap::Heap(v) => v.as_mut_ptr(),
         }
     }
     #[inline(always)]
     fn capacity(&self) -> usize {
         match self {
-            ObjectPoolBuf::Pooled(r) => r.capacity(),
-            ObjectPoolBuf::Heap(v) => v.capacity(),
+            ClassOrHeap::Pooled(g) => g.capacity(),
+            ClassOrHeap::Heap(v) => v.capacity(),
         }
     }
 }
+
+/// An object-pool buffer.
+pub type ObjectPoolBuf = ClassOrHeap<object_pool::Reusable<'static, Vec<u8>>>;
 
 impl Contender for ObjectPool {
     type B = ObjectPoolBuf;
@@ -621,37 +629,8 @@ impl Opool {
     }
 }
 
-/// An opool buffer (or a plain `Vec` above the largest class).
-pub enum OpoolBuf {
-    /// From a class pool.
-    Pooled(opool::RefGuard<'static, ClassAlloc, Vec<u8>>),
-    /// Larger than every class.
-    Heap(Vec<u8>),
-}
-
-impl std::fmt::Debug for OpoolBuf {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("OpoolBuf")
-    }
-}
-
-// SAFETY: either way the memory is a `Vec`'s owned capacity.
-unsafe impl Buf for OpoolBuf {
-    #[inline(always)]
-    fn ptr(&mut self) -> *mut u8 {
-        match self {
-            OpoolBuf::Pooled(r) => r.as_mut_ptr(),
-            OpoolBuf::Heap(v) => v.as_mut_ptr(),
-        }
-    }
-    #[inline(always)]
-    fn capacity(&self) -> usize {
-        match self {
-            OpoolBuf::Pooled(r) => r.capacity(),
-            OpoolBuf::Heap(v) => v.capacity(),
-        }
-    }
-}
+/// An opool buffer.
+pub type OpoolBuf = ClassOrHeap<opool::RefGuard<'static, ClassAlloc, Vec<u8>>>;
 
 impl Contender for Opool {
     type B = OpoolBuf;
@@ -692,37 +671,8 @@ impl LockfreePool {
     }
 }
 
-/// A lockfree-object-pool buffer (or a plain `Vec` above the largest class).
-pub enum LockfreeBuf {
-    /// From a class pool.
-    Pooled(lockfree_object_pool::LinearReusable<'static, Vec<u8>>),
-    /// Larger than every class.
-    Heap(Vec<u8>),
-}
-
-impl std::fmt::Debug for LockfreeBuf {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("LockfreeBuf")
-    }
-}
-
-// SAFETY: either way the memory is a `Vec`'s owned capacity.
-unsafe impl Buf for LockfreeBuf {
-    #[inline(always)]
-    fn ptr(&mut self) -> *mut u8 {
-        match self {
-            LockfreeBuf::Pooled(r) => r.as_mut_ptr(),
-            LockfreeBuf::Heap(v) => v.as_mut_ptr(),
-        }
-    }
-    #[inline(always)]
-    fn capacity(&self) -> usize {
-        match self {
-            LockfreeBuf::Pooled(r) => r.capacity(),
-            LockfreeBuf::Heap(v) => v.capacity(),
-        }
-    }
-}
+/// A lockfree-object-pool buffer.
+pub type LockfreeBuf = ClassOrHeap<lockfree_object_pool::LinearReusable<'static, Vec<u8>>>;
 
 impl Contender for LockfreePool {
     type B = LockfreeBuf;

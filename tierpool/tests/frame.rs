@@ -8,18 +8,8 @@ use tierpool::frame::{FrameError, FramePart, FrameReader, FrameWriter};
 use tierpool::BufferPool;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-/// SplitMix64, for reproducible random sizes and contents.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-}
+mod common;
+use common::Rng;
 
 fn payload(seed: u64, len: usize) -> Vec<u8> {
     let mut r = Rng(seed);

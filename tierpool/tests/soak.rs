@@ -10,14 +10,16 @@
 //! back at the baseline.
 
 use std::alloc::{GlobalAlloc, Layout, System};
-use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, AtomicIsize, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
 
 use tierpool::{BufferPool, PooledBuf, Stats};
+
+mod common;
+use common::{Outstanding, Rng};
 
 /// Live heap bytes of the whole process.
 static LIVE: AtomicIsize = AtomicIsize::new(0);
@@ -60,36 +62,6 @@ const OPS: u64 = if cfg!(debug_assertions) {
 const THREADS: usize = 12;
 const CAP: usize = 4 << 20;
 const THREAD_CACHE: usize = 256 << 10;
-
-/// Addresses of buffers currently handed out, shared by every pool of a round.
-#[derive(Default)]
-struct Outstanding(Mutex<HashSet<usize>>);
-
-impl Outstanding {
-    fn take(&self, b: &PooledBuf) {
-        let fresh = self.0.lock().unwrap().insert(b.as_ptr() as usize);
-        assert!(fresh, "buffer {:p} handed out twice at once", b.as_ptr());
-    }
-    fn release(&self, b: &PooledBuf) {
-        let was = self.0.lock().unwrap().remove(&(b.as_ptr() as usize));
-        assert!(was, "released a buffer that was not out");
-    }
-}
-
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
 
 /// A buffer with its owner's stamp in its first and last byte. However it is dropped (by its
 /// holder, with a channel, or while a panicking thread unwinds), it checks its contents and

@@ -6,7 +6,6 @@
 //! wrote are still there when it (or the thread it handed the buffer to) drops it. Checked at
 //! the end: caps held, counters consistent.
 
-use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::{Arc, Mutex};
@@ -14,34 +13,8 @@ use std::thread;
 
 use tierpool::{BufferPool, PooledBuf};
 
-/// Addresses of buffers currently handed out.
-struct Outstanding(Mutex<HashSet<usize>>);
-
-impl Outstanding {
-    fn take(&self, b: &PooledBuf) {
-        let fresh = self.0.lock().unwrap().insert(b.as_ptr() as usize);
-        assert!(fresh, "buffer {:p} handed out twice at once", b.as_ptr());
-    }
-    fn release(&self, b: &PooledBuf) {
-        let was = self.0.lock().unwrap().remove(&(b.as_ptr() as usize));
-        assert!(was, "released a buffer that was not out");
-    }
-}
-
-/// A small deterministic PRNG (xorshift), so the test needs no dependency and is repeatable.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
+mod common;
+use common::{Outstanding, Rng};
 
 fn stamp(b: &mut PooledBuf, tag: u8) {
     b.clear();
@@ -138,7 +111,7 @@ fn many_threads_random_hand_off_with_concurrent_trim() {
         .background_trim(true)
         .build()
         .unwrap();
-    let out = Arc::new(Outstanding(Mutex::new(HashSet::new())));
+    let out = Arc::new(Outstanding::default());
     let (tx, rx) = sync_channel(64);
     let rx = Arc::new(Mutex::new(rx));
     let stop = Arc::new(AtomicBool::new(false));
