@@ -23,6 +23,17 @@ const COLORS: [RGBColor; 12] = [
 
 type Error = Box<dyn std::error::Error>;
 
+/// The line style of the `i`th series: its colour, and a thicker line for tierpool.
+fn series_style(i: usize, name: &str) -> ShapeStyle {
+    let width = if name == "tierpool" { 4 } else { 2 };
+    COLORS[i % COLORS.len()].stroke_width(width)
+}
+
+/// A legend entry drawn in `style`.
+fn legend(style: ShapeStyle) -> impl Fn((i32, i32)) -> PathElement<(i32, i32)> {
+    move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], style)
+}
+
 /// A line per contender of its median over the workload's parameters (x, in order), log y.
 /// Records of other metrics than the first one seen are left out.
 pub fn by_param(
@@ -79,16 +90,13 @@ pub fn by_param(
         if points.is_empty() {
             continue;
         }
-        let c = COLORS[color % COLORS.len()];
-        let width = if name == "tierpool" { 4 } else { 2 };
+        let style = series_style(color, name);
         color += 1;
         chart
-            .draw_series(LineSeries::new(points.clone(), c.stroke_width(width)))?
+            .draw_series(LineSeries::new(points.clone(), style))?
             .label(name.as_str())
-            .legend(move |(x, y)| {
-                PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(width))
-            });
-        chart.draw_series(points.iter().map(|&p| Circle::new(p, 3, c.filled())))?;
+            .legend(legend(style));
+        chart.draw_series(points.iter().map(|&p| Circle::new(p, 3, style.filled())))?;
     }
     chart
         .configure_series_labels()
@@ -127,17 +135,14 @@ pub fn timelines(path: &Path, title: &str, lines: &[Timeline]) -> Result<(), Err
         .y_desc("process RSS (MiB)")
         .draw()?;
     for (i, l) in lines.iter().enumerate() {
-        let c = COLORS[i % COLORS.len()];
-        let width = if l.contender == "tierpool" { 4 } else { 2 };
+        let style = series_style(i, &l.contender);
         chart
             .draw_series(LineSeries::new(
                 l.t_ms.iter().copied().zip(l.rss_mib.iter().copied()),
-                c.stroke_width(width),
+                style,
             ))?
             .label(l.contender.as_str())
-            .legend(move |(x, y)| {
-                PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(width))
-            });
+            .legend(legend(style));
     }
     chart
         .configure_series_labels()

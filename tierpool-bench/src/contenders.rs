@@ -341,17 +341,24 @@ impl<P: ClassStore> Drop for ClassBuf<P> {
     }
 }
 
-#[inline(always)]
-fn class_get<P: ClassStore>(pool: &P, n: usize) -> ClassBuf<P> {
-    let v = match class_for(n) {
-        Some(c) => pool
-            .pop(c)
-            .unwrap_or_else(|| Vec::with_capacity(class_size(c))),
-        None => Vec::with_capacity(n),
-    };
-    ClassBuf {
-        v,
-        pool: pool.clone(),
+/// Every hand-written per-class store is a contender: pop the class or allocate it.
+impl<P: ClassStore> Contender for P {
+    type B = ClassBuf<P>;
+    #[inline(always)]
+    fn get(&self, n: usize) -> ClassBuf<P> {
+        let v = match class_for(n) {
+            Some(c) => self
+                .pop(c)
+                .unwrap_or_else(|| Vec::with_capacity(class_size(c))),
+            None => Vec::with_capacity(n),
+        };
+        ClassBuf {
+            v,
+            pool: self.clone(),
+        }
+    }
+    fn retained_bytes(&self) -> Option<u64> {
+        Some(self.retained())
     }
 }
 
@@ -390,17 +397,6 @@ impl ClassStore for MutexPool {
     }
 }
 
-impl Contender for MutexPool {
-    type B = ClassBuf<MutexPool>;
-    #[inline(always)]
-    fn get(&self, n: usize) -> Self::B {
-        class_get(self, n)
-    }
-    fn retained_bytes(&self) -> Option<u64> {
-        Some(self.retained())
-    }
-}
-
 /// The lock-free tiered pool: a crossbeam `ArrayQueue` per power-of-two class.
 #[derive(Clone, Debug)]
 pub struct QueuePool(Arc<Vec<ArrayQueue<Vec<u8>>>>);
@@ -427,17 +423,6 @@ impl ClassStore for QueuePool {
         (0..CLASSES)
             .map(|c| (self.0[c].len() * class_size(c)) as u64)
             .sum()
-    }
-}
-
-impl Contender for QueuePool {
-    type B = ClassBuf<QueuePool>;
-    #[inline(always)]
-    fn get(&self, n: usize) -> Self::B {
-        class_get(self, n)
-    }
-    fn retained_bytes(&self) -> Option<u64> {
-        Some(self.retained())
     }
 }
 

@@ -199,5 +199,9 @@ mod tests {
         }];
         let m = measure(&mut cases, Budget::quick(), |_, _| {});
         assert!(m[0].time.median > 0.0 && m[0].time.min <= m[0].time.max);
+        // The crate's global allocator counts: one `Vec` per iteration (other tests running
+        // at the same time can only add to the count).
+        assert!(m[0].allocs_per_op >= 1.0, "{:?}", m[0]);
+        assert!(m[0].bytes_per_op >= 100.0, "{:?}", m[0]);
     }
 }

@@ -4,9 +4,9 @@
 
 use std::time::Duration;
 
-use tierpool::frame::{FrameError, FramePart, FrameReader, FrameWriter};
+use tierpool::frame::{FrameError, FrameFormat, FramePart, FrameReader, FrameWriter, Grpc};
 use tierpool::BufferPool;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 
 mod common;
 use common::Rng;
@@ -248,14 +248,57 @@ async fn shared_frames_and_writer_errors() {
     assert_eq!((flags, &tail[..]), (1, &b"def"[..]));
     drop(tail);
     assert_all_returned(&pool);
-    // A payload the header cannot express is refused before anything is written.
+    // The writer puts header and payload back to back.
     let mut sink = Vec::new();
     let mut w = FrameWriter::new(&mut sink);
-    let huge = vec![0u8; 1];
-    w.write_frame(0, &huge).await.unwrap();
-    assert_eq!(sink.len(), 6);
-    let mut reader = &sink[..];
+    w.write_frame(0, &[9]).await.unwrap();
+    assert_eq!(sink, [0, 0, 0, 0, 1, 9]);
+}
+
+/// A format whose 1-byte length field cannot express more than 255 bytes.
+struct TinyFormat;
+
+impl FrameFormat for TinyFormat {
+    const HEADER_LEN: usize = 1;
+
+    fn decode(&self, header: &[u8]) -> Result<(u8, u64), FrameError> {
+        Ok((0, u64::from(header[0])))
+    }
+
+    fn encode(&self, _flags: u8, len: usize, header: &mut [u8]) -> Result<(), FrameError> {
+        header[0] = u8::try_from(len).map_err(|_| FrameError::TooLarge {
+            len: len as u64,
+            max: 255,
+        })?;
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn a_payload_the_header_cannot_express_is_refused_before_anything_is_written() {
+    let mut sink = Vec::new();
+    let mut w = FrameWriter::with_format(&mut sink, TinyFormat);
+    let err = w.write_frame(0, &[1; 300]).await.unwrap_err();
+    assert!(
+        matches!(err, FrameError::TooLarge { len: 300, max: 255 }),
+        "{err:?}"
+    );
+    assert!(sink.is_empty(), "nothing written");
+    // gRPC's 4-byte length: one byte more than u32::MAX is refused by the format itself.
     let mut header = [0u8; 5];
-    reader.read_exact(&mut header).await.unwrap();
-    assert_eq!(header, [0, 0, 0, 0, 1]);
+    let err = Grpc
+        .encode(0, u32::MAX as usize + 1, &mut header)
+        .unwrap_err();
+    assert!(matches!(err, FrameError::TooLarge { max, .. } if max == u32::MAX as usize));
+    // A pluggable format reads what it wrote.
+    let pool = BufferPool::new();
+    let mut bytes = Vec::new();
+    FrameWriter::with_format(&mut bytes, TinyFormat)
+        .write_frame(0, b"tiny")
+        .await
+        .unwrap();
+    let mut r = FrameReader::with_format(&bytes[..], pool.clone(), TinyFormat);
+    let (_, p) = r.read_frame().await.unwrap().unwrap();
+    assert_eq!(&p[..], b"tiny");
+    assert!(r.read_frame().await.unwrap().is_none());
 }

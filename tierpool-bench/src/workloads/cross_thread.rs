@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use crossbeam_queue::ArrayQueue;
 
-use super::{run_cases, size_label, Ctx, MakeCases};
+use super::{run_cases, size_params, Ctx, MakeCases};
 use crate::contenders::{touch, Contender, Kind};
 use crate::measure::Case;
 use crate::report::Output;
@@ -72,7 +72,7 @@ struct CrossThread;
 
 impl MakeCases for CrossThread {
     fn params(&self) -> Vec<String> {
-        SIZES.iter().map(|&n| size_label(n)).collect()
+        size_params(&SIZES)
     }
 
     fn cases<C: Contender>(&self, c: C) -> Vec<Case> {

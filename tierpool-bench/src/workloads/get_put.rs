@@ -3,7 +3,7 @@
 use std::hint::black_box;
 use std::time::Duration;
 
-use super::{run_cases, size_label, Ctx, MakeCases};
+use super::{run_cases, size_params, Ctx, MakeCases};
 use crate::contenders::{touch, Contender, Kind};
 use crate::measure::{timed, Case};
 use crate::report::Output;
@@ -15,7 +15,7 @@ struct GetPut;
 
 impl MakeCases for GetPut {
     fn params(&self) -> Vec<String> {
-        SIZES.iter().map(|&n| size_label(n)).collect()
+        size_params(&SIZES)
     }
 
     fn cases<C: Contender>(&self, c: C) -> Vec<Case> {

@@ -110,6 +110,11 @@ pub fn size_label(n: usize) -> String {
     }
 }
 
+/// The labels of a list of sizes, as a workload's parameters.
+pub fn size_params(sizes: &[usize]) -> Vec<String> {
+    sizes.iter().map(|&n| size_label(n)).collect()
+}
+
 /// A case for each parameter of a workload, for one contender.
 pub trait MakeCases {
     /// The parameters, as labels, in order.
