@@ -6,8 +6,9 @@ use std::io;
 use std::mem::{self, ManuallyDrop};
 use std::ops::{Deref, DerefMut};
 
-use crate::pool::give_back;
-use crate::registry::PoolId;
+use crate::policy;
+use crate::registry;
+use crate::tls;
 
 /// A `Vec<u8>` on loan from a [`BufferPool`](crate::BufferPool); dropping it returns the buffer.
 ///
@@ -32,49 +33,63 @@ use crate::registry::PoolId;
 /// ```
 pub struct PooledBuf {
     buf: Vec<u8>,
-    /// The pool's [`PoolId`], unpacked so that `tier` fits in its padding (32 bytes in all).
-    pool_idx: u32,
-    pool_gen: u16,
+    /// The pool's key (`registry.rs`).
+    key: u32,
     /// The tier the buffer was handed out from, or [`NO_TIER`]: a hint that lets the return
-    /// path skip the tier lookup when the capacity is unchanged (it is verified, not trusted).
-    tier: u16,
+    /// path skip the tier lookup (it is verified, not trusted).
+    tier: u32,
 }
 
+// The size the docs promise: a `Vec` and eight bytes.
+const _: () = assert!(mem::size_of::<PooledBuf>() == 32);
+
 /// `PooledBuf::tier` when the tier is not known.
-pub(crate) const NO_TIER: u16 = u16::MAX;
+pub(crate) const NO_TIER: u32 = u32::MAX;
+
+/// Returns `v` to the pool with key `key`: the drop path of [`PooledBuf`] and
+/// [`BufferPool::put`](crate::BufferPool::put). `tier` is a hint.
+#[inline(always)]
+pub(crate) fn give_back(key: u32, tier: u32, v: Vec<u8>) {
+    match tls::fast_push(key, tier, v) {
+        Ok(false) => {}
+        Ok(true) => tls::service(key),
+        Err(v) => give_back_slow(key, v),
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn give_back_slow(key: u32, v: Vec<u8>) {
+    let put = policy::put_slow;
+    let Err(v) = tls::with_owner(key, v, put) else {
+        return;
+    };
+    let Err(v) = tls::attach(key, v, || registry::lookup(key), put) else {
+        return;
+    };
+    match registry::lookup(key) {
+        Some(pool) => pool.put_direct(v),
+        None => drop(v), // the pool is gone
+    }
+}
 
 impl PooledBuf {
     #[inline(always)]
-    pub(crate) fn new(buf: Vec<u8>, pool: PoolId, tier: u16) -> Self {
-        PooledBuf {
-            buf,
-            pool_idx: pool.idx,
-            pool_gen: pool.gen,
-            tier,
-        }
+    pub(crate) fn new(buf: Vec<u8>, key: u32, tier: u32) -> Self {
+        PooledBuf { buf, key, tier }
     }
 
+    /// The key of the pool it came from.
     #[inline(always)]
-    pub(crate) fn pool_id(&self) -> PoolId {
-        self.pool()
+    pub(crate) fn key(&self) -> u32 {
+        self.key
     }
 
+    /// The parts of a `PooledBuf`, without running its destructor.
     #[inline(always)]
-    pub(crate) fn tier_hint(&self) -> u16 {
-        self.tier
-    }
-
-    #[inline(always)]
-    pub(crate) fn vec_mut(&mut self) -> &mut Vec<u8> {
-        &mut self.buf
-    }
-
-    #[inline(always)]
-    fn pool(&self) -> PoolId {
-        PoolId {
-            idx: self.pool_idx,
-            gen: self.pool_gen,
-        }
+    pub(crate) fn into_parts(self) -> (Vec<u8>, u32) {
+        let mut this = ManuallyDrop::new(self);
+        (mem::take(&mut this.buf), this.tier)
     }
 
     /// Detaches the buffer from its pool: the returned `Vec` is an ordinary one and will not be
@@ -89,7 +104,7 @@ impl PooledBuf {
 impl Drop for PooledBuf {
     #[inline(always)]
     fn drop(&mut self) {
-        give_back(self.pool(), self.tier, mem::take(&mut self.buf));
+        give_back(self.key, self.tier, mem::take(&mut self.buf));
     }
 }
 
@@ -157,7 +172,7 @@ impl fmt::Debug for PooledBuf {
         f.debug_struct("PooledBuf")
             .field("len", &self.buf.len())
             .field("capacity", &self.buf.capacity())
-            .field("pool", &self.pool_idx)
+            .field("pool", &self.key)
             .finish()
     }
 }

@@ -39,10 +39,20 @@ pub const MAX_TIERS: usize = 4096;
 pub(crate) fn bucket(n: usize) -> usize {
     // Work on n - 1 so that a size with five significant bits (a tier boundary) is the *last*
     // size of its bucket, not the first of the next one.
-    let x = n.saturating_sub(1);
+    bucket_of_pred(n.saturating_sub(1))
+}
+
+/// The bucket of `x + 1` (`x` is a size minus one), for every `x` including `usize::MAX`
+/// (which the fast path gets for a request of 0 bytes, and maps to the last bucket).
+#[inline(always)]
+pub(crate) fn bucket_of_pred(x: usize) -> usize {
     let shift = (x | SUB_BUCKETS).ilog2() - SUB_BITS;
     ((shift as usize) << SUB_BITS) + (x >> shift)
 }
+
+/// Number of buckets that cover every `usize`: `bucket_of_pred(usize::MAX) + 1`.
+pub(crate) const ALL_BUCKETS: usize =
+    ((usize::BITS - 1 - SUB_BITS) as usize) * SUB_BUCKETS + 2 * SUB_BUCKETS;
 
 /// The smallest size that maps to bucket `b` (inverse of [`bucket`] on bucket starts).
 fn bucket_start(b: usize) -> usize {
@@ -65,6 +75,10 @@ pub(crate) struct Classes {
     table: Box<[u16]>,
     max: usize,
     max_probes: usize,
+    /// The thread caches' lookup: `ALL_BUCKETS` entries, one for every bucket of `usize`;
+    /// buckets above the largest tier map to `len()`, the index of the caches' sentinel tier.
+    /// Shared by every thread cache of the pool.
+    fast: std::sync::Arc<[u16]>,
 }
 
 impl Classes {
@@ -86,11 +100,16 @@ impl Classes {
             max_probes = max_probes.max(last - first + 1);
             table.push(first as u16);
         }
+        let sentinel = sizes.len() as u16;
+        let fast: std::sync::Arc<[u16]> = (0..ALL_BUCKETS)
+            .map(|b| table.get(b).copied().unwrap_or(sentinel))
+            .collect();
         Classes {
             sizes: sizes.into_boxed_slice(),
             table: table.into_boxed_slice(),
             max,
             max_probes,
+            fast,
         }
     }
 
@@ -110,6 +129,12 @@ impl Classes {
     #[inline]
     pub(crate) fn max(&self) -> usize {
         self.max
+    }
+
+    /// The thread caches' lookup table (see the field's documentation).
+    #[inline]
+    pub(crate) fn fast_table(&self) -> &std::sync::Arc<[u16]> {
+        &self.fast
     }
 
     /// The most size comparisons any lookup makes (1 for power-of-two and geometric tiers).
@@ -155,25 +180,6 @@ impl Classes {
         debug_assert!(t < self.sizes.len() && self.sizes[t] >= n);
         debug_assert!(t == 0 || self.sizes[t - 1] < n.max(1));
         t
-    }
-
-    /// The tier whose size is exactly `cap`, if any: the fast return path.
-    #[inline(always)]
-    pub(crate) fn exact(&self, cap: usize) -> Option<usize> {
-        if cap > self.max {
-            return None;
-        }
-        let t = self.for_get_in_range(cap);
-        (self.sizes[t] == cap).then_some(t)
-    }
-
-    /// `Some(hint)` if tier `hint` exists and has exactly size `cap`; otherwise the lookup.
-    #[inline(always)]
-    pub(crate) fn exact_with_hint(&self, cap: usize, hint: u16) -> Option<usize> {
-        match self.sizes.get(hint as usize) {
-            Some(&size) if size == cap => Some(hint as usize),
-            _ => self.exact(cap),
-        }
     }
 
     /// The largest tier whose size is `<= cap`: where a returned buffer of capacity `cap` is
@@ -264,6 +270,16 @@ mod tests {
     }
 
     #[test]
+    fn all_buckets_cover_usize() {
+        assert_eq!(bucket_of_pred(usize::MAX), ALL_BUCKETS - 1);
+        assert_eq!(bucket_of_pred(0), 0);
+        let c = Classes::new(vec![256, 4096]);
+        assert_eq!(c.fast_table().len(), ALL_BUCKETS);
+        assert_eq!(c.fast_table()[ALL_BUCKETS - 1], 2, "above the largest tier: the sentinel");
+        assert_eq!(c.fast_table()[bucket(4096)], 1);
+    }
+
+    #[test]
     fn bucket_ends_on_five_significant_bits() {
         // Every size with at most 5 significant bits is the last size of its bucket.
         for h in 5..40 {
@@ -306,10 +322,14 @@ mod tests {
                 reference_put(&sizes, n),
                 "put {n} in {sizes:?}"
             );
-            let exact = sizes.iter().position(|&s| s == n);
-            assert_eq!(c.exact(n), exact, "exact {n}");
-            assert_eq!(c.exact_with_hint(n, 0), exact, "exact {n} hint 0");
-            assert_eq!(c.exact_with_hint(n, u16::MAX), exact, "exact {n} no hint");
+            // The thread caches' table: first candidate, then walk up (cache.rs).
+            let fast = c.fast_table();
+            let mut t = usize::from(fast[bucket_of_pred(n.wrapping_sub(1))]);
+            while t < sizes.len() && sizes[t] < n {
+                t += 1;
+            }
+            let want = if n == 0 { sizes.len() } else { reference_get(&sizes, n).unwrap_or(sizes.len()) };
+            assert_eq!(t, want, "fast lookup {n} in {sizes:?}");
         }
         c
     }

@@ -1,10 +1,12 @@
 //! Giving memory back over time: the interval clock and the optional background trimmer.
 //!
 //! Time is cut into intervals of the configured length, numbered from the pool's creation
-//! (*epochs*). Nothing is released on a timer by default; instead, every thread cache checks
-//! the clock every 64 gets and on every trip to the depot. When a cache sees a new epoch it
-//! releases its own buffers that stayed unused through the previous interval (its low-water
-//! mark) and asks the pool to do the same for the depot, once per epoch whoever gets there first.
+//! (*epochs*). Nothing is released on a timer by default; instead, every thread cache reads
+//! the clock on its housekeeping: every 64 returns to a tier, every 16 slow-path operations,
+//! and whenever its doorbell rang. When a cache sees a new epoch it releases its own buffers
+//! that stayed unused through the previous interval (its low-water mark), gives back the
+//! budget of tiers it stopped using, and asks the pool to do the same for the depot, once per
+//! epoch whoever gets there first.
 //! A buffer that becomes idle is therefore released within about two intervals while the
 //! program keeps running, even at a low rate.
 //!
@@ -16,7 +18,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::pool::Shared;
+use crate::state::PoolState;
 use crate::sync::{Arc, Weak};
 
 /// Numbers the decay intervals since the pool was created.
@@ -44,10 +46,10 @@ impl Clock {
 /// `interval` (or when unparked by the pool closing), and exits once the pool is closed or gone.
 /// Returns `None` if the OS refuses to start a thread; the pool then works without it.
 pub(crate) fn spawn_trimmer(
-    shared: &Arc<Shared>,
+    shared: &Arc<PoolState>,
     interval: Duration,
 ) -> Option<std::thread::Thread> {
-    let weak: Weak<Shared> = Arc::downgrade(shared);
+    let weak: Weak<PoolState> = Arc::downgrade(shared);
     std::thread::Builder::new()
         .name("tierpool-trim".into())
         .spawn(move || loop {

@@ -8,9 +8,11 @@
 //!   inside an operation: a byte count is *reserved* (added) before buffers are pushed and
 //!   *released* (subtracted) after they are popped, so `bytes <= cap` at every instant and the
 //!   buffers actually present never exceed `bytes`.
-//! - Every buffer in tier `t`'s stack has capacity `>= sizes[t]` (callers file buffers with
-//!   [`Classes::for_put`](crate::class::Classes::for_put)), so handing one out never makes a
-//!   false hit.
+//! - Every buffer in tier `t`'s `exact` stack has capacity exactly `sizes[t]` (these are the
+//!   ones thread caches take in batches); every buffer in its `odd` stack has a larger capacity
+//!   (foreign or grown buffers, filed with
+//!   [`Classes::for_put`](crate::class::Classes::for_put)), handed out one at a time. So handing
+//!   one out never makes a false hit.
 //! - Once `closed` is set, no buffer stays in the depot: [`Depot::close`] empties every tier
 //!   after setting the flag, and every push checks the flag under the tier's lock, so a push
 //!   either sees the flag (and refuses) or lands before `close` empties that tier.
@@ -22,55 +24,83 @@
 //! same effect: memory unused for one interval is gone by the end of the next).
 
 use crate::stats::Stats;
-use crate::sync::{lock, AtomicBool, AtomicUsize, CachePadded, Mutex, Ordering};
+use crate::sync::{lock, AtomicBool, AtomicUsize, CachePadded, Mutex, MutexGuard, Ordering};
 
 #[derive(Debug, Default)]
 struct DepotTier {
-    /// Oldest at the bottom, most recently returned at the top.
-    bufs: Vec<Vec<u8>>,
-    /// Sum of capacities in `bufs`.
+    /// Buffers of exactly the tier's size; oldest at the bottom.
+    exact: Vec<Vec<u8>>,
+    /// Buffers of a larger capacity; oldest at the bottom.
+    odd: Vec<Vec<u8>>,
+    /// Sum of capacities in both stacks.
     bytes: usize,
-    /// Lowest `bufs.len()` since the last decay.
-    low_water: usize,
+    /// Lowest `exact.len()` / `odd.len()` since the last decay.
+    low_exact: usize,
+    low_odd: usize,
     /// Buffers released by decay and trim.
     discarded: u64,
 }
 
+/// Removes the `n` oldest buffers of `stack` and returns their total capacity. They are
+/// dropped here, under the tier's lock; decay and trim are rare, and dropping in place needs
+/// no scratch allocation.
+fn release_oldest(stack: &mut Vec<Vec<u8>>, n: usize) -> usize {
+    let n = n.min(stack.len());
+    let freed: usize = stack.drain(..n).map(|b| b.capacity()).sum();
+    if n > 0 && stack.is_empty() {
+        // Free the stack's own storage too: it was allocated while the buffers came in,
+        // so it often sits above them in the heap, and a malloc that returns memory only
+        // from the top of its heap (glibc) could give none of them back while it lived.
+        *stack = Vec::new();
+    }
+    freed
+}
+
 impl DepotTier {
-    /// Removes the `n` oldest buffers and returns their total capacity. They are dropped here,
-    /// under the tier's lock; decay and trim are rare, and dropping in place needs no scratch
-    /// allocation.
-    fn release_oldest(&mut self, n: usize) -> usize {
-        let n = n.min(self.bufs.len());
-        let freed: usize = self.bufs.drain(..n).map(|b| b.capacity()).sum();
-        if n > 0 && self.bufs.is_empty() {
-            // Free the stack's own storage too: it was allocated while the buffers came in,
-            // so it often sits above them in the heap, and a malloc that returns memory only
-            // from the top of its heap (glibc) could give none of them back while it lived.
-            self.bufs = Vec::new();
-        }
+    /// Releases the `exact` and `odd` oldest buffers; returns the bytes freed.
+    fn release(&mut self, exact: usize, odd: usize) -> usize {
+        let before = self.exact.len() + self.odd.len();
+        let freed = release_oldest(&mut self.exact, exact) + release_oldest(&mut self.odd, odd);
+        self.discarded += (before - self.exact.len() - self.odd.len()) as u64;
         self.bytes -= freed;
-        self.discarded += n as u64;
-        self.low_water = self.low_water.min(self.bufs.len());
         freed
+    }
+
+    fn popped(&mut self) {
+        self.low_exact = self.low_exact.min(self.exact.len());
+        self.low_odd = self.low_odd.min(self.odd.len());
     }
 }
 
-/// The shared, bounded store of retained buffers, one stack per tier.
+/// The shared, bounded store of retained buffers, one pair of stacks per tier.
 #[derive(Debug)]
 pub(crate) struct Depot {
     tiers: Box<[CachePadded<Mutex<DepotTier>>]>,
+    sizes: Box<[usize]>,
     bytes: CachePadded<AtomicUsize>,
     cap: usize,
     closed: AtomicBool,
 }
 
+/// One tier of the depot, locked: for moving a batch between a thread cache and the depot
+/// under one lock acquisition. The depot's byte count is settled when the guard drops.
+pub(crate) struct Guard<'a> {
+    depot: &'a Depot,
+    tier: MutexGuard<'a, DepotTier>,
+    size: usize,
+    /// Bytes taken out under this guard, unreserved when it drops (outside the lock).
+    taken: usize,
+}
+
 impl Depot {
-    pub(crate) fn new(tiers: usize, cap: usize) -> Self {
+    /// A depot for tiers of these sizes, holding at most `cap` bytes.
+    pub(crate) fn new(sizes: &[usize], cap: usize) -> Self {
         Depot {
-            tiers: (0..tiers)
+            tiers: sizes
+                .iter()
                 .map(|_| CachePadded(Mutex::new(DepotTier::default())))
                 .collect(),
+            sizes: sizes.into(),
             bytes: CachePadded(AtomicUsize::new(0)),
             cap,
             closed: AtomicBool::new(false),
@@ -99,109 +129,65 @@ impl Depot {
         }
     }
 
-    /// Moves up to `max` of the oldest buffers of `src` (a thread cache's stack for tier `t`)
-    /// into the depot, as far as the cap allows. Returns `(moved, moved_bytes)`; buffers that did
-    /// not fit stay in `src`.
-    pub(crate) fn put_from(&self, t: usize, src: &mut Vec<Vec<u8>>, max: usize) -> (usize, usize) {
-        let want = max.min(src.len());
-        if want == 0 {
-            return (0, 0);
+    /// Locks tier `t` for a batch move.
+    pub(crate) fn lock(&self, t: usize) -> Guard<'_> {
+        Guard {
+            depot: self,
+            tier: lock(&self.tiers[t]),
+            size: self.sizes[t],
+            taken: 0,
         }
-        let mut tier = lock(&self.tiers[t]);
-        if self.closed.load(Ordering::Relaxed) {
-            return (0, 0);
-        }
-        // Reserve the whole batch at once; near the cap, fall back to one buffer at a time.
-        let total: usize = src[..want].iter().map(Vec::capacity).sum();
-        let (n, bytes) = if self.reserve(total) {
-            (want, total)
-        } else {
-            let mut n = 0;
-            let mut bytes = 0;
-            while n < want && self.reserve(src[n].capacity()) {
-                bytes += src[n].capacity();
-                n += 1;
-            }
-            (n, bytes)
-        };
-        tier.bufs.extend(src.drain(..n));
-        tier.bytes += bytes;
-        (n, bytes)
     }
 
-    /// Puts one buffer into tier `t`; gives it back if the cap is reached or the pool closed.
+    /// Puts one buffer of capacity `>= sizes[t]` into tier `t`; gives it back if the cap is
+    /// reached or the pool closed.
     pub(crate) fn put_one(&self, t: usize, buf: Vec<u8>) -> Result<(), Vec<u8>> {
+        debug_assert!(buf.capacity() >= self.sizes[t]);
         let mut tier = lock(&self.tiers[t]);
         if self.closed.load(Ordering::Relaxed) || !self.reserve(buf.capacity()) {
             return Err(buf);
         }
         tier.bytes += buf.capacity();
-        tier.bufs.push(buf);
+        if buf.capacity() == self.sizes[t] {
+            tier.exact.push(buf);
+        } else {
+            tier.odd.push(buf);
+        }
         Ok(())
     }
 
-    /// Moves up to `max` buffers of tier `t` (the most recently returned, warmest in cache),
-    /// of total capacity at most `max_bytes`, to the end of `dst`, never growing `dst` beyond its
-    /// capacity. Returns `(moved, moved_bytes)`.
-    pub(crate) fn take_into(
-        &self,
-        t: usize,
-        dst: &mut Vec<Vec<u8>>,
-        max: usize,
-        max_bytes: usize,
-    ) -> (usize, usize) {
-        let room = max.min(dst.capacity() - dst.len());
-        let mut tier = lock(&self.tiers[t]);
-        let mut n = 0;
-        let mut bytes = 0;
-        for b in tier.bufs.iter().rev().take(room) {
-            if bytes + b.capacity() > max_bytes {
-                break;
-            }
-            bytes += b.capacity();
-            n += 1;
-        }
-        if n == 0 {
-            return (0, 0);
-        }
-        let from = tier.bufs.len() - n;
-        dst.extend(tier.bufs.drain(from..));
-        tier.bytes -= bytes;
-        tier.low_water = tier.low_water.min(tier.bufs.len());
-        drop(tier);
-        self.unreserve(bytes);
-        (n, bytes)
+    /// Takes the most recently returned buffer of tier `t`, if any: of exactly the tier's size
+    /// if there is one, otherwise a larger one.
+    pub(crate) fn take_one(&self, t: usize) -> Option<Vec<u8>> {
+        let mut g = self.lock(t);
+        g.pop_exact().or_else(|| g.pop_odd())
     }
 
-    /// Takes the most recently returned buffer of tier `t`, if any.
-    pub(crate) fn take_one(&self, t: usize) -> Option<Vec<u8>> {
-        let mut tier = lock(&self.tiers[t]);
-        let buf = tier.bufs.pop()?;
-        tier.bytes -= buf.capacity();
-        tier.low_water = tier.low_water.min(tier.bufs.len());
-        drop(tier);
-        self.unreserve(buf.capacity());
-        Some(buf)
+    /// Takes the most recently returned buffer of tier `t` whose capacity is larger than the
+    /// tier's size, if any.
+    pub(crate) fn take_odd(&self, t: usize) -> Option<Vec<u8>> {
+        self.lock(t).pop_odd()
     }
 
     /// Releases, in every tier, the buffers that stayed unused since the previous call
-    /// (the tier's low-water mark), and starts a new interval. Returns the bytes released.
+    /// (the tier's low-water marks), and starts a new interval. Returns the bytes released.
     pub(crate) fn decay(&self) -> usize {
-        self.release(|tier| tier.low_water)
+        self.release(|tier| (tier.low_exact, tier.low_odd))
     }
 
     /// Releases every buffer in the depot. Returns the bytes released.
     pub(crate) fn trim(&self) -> usize {
-        self.release(|tier| tier.bufs.len())
+        self.release(|tier| (tier.exact.len(), tier.odd.len()))
     }
 
-    fn release(&self, how_many: impl Fn(&DepotTier) -> usize) -> usize {
+    fn release(&self, how_many: impl Fn(&DepotTier) -> (usize, usize)) -> usize {
         let mut total = 0;
         for tier in self.tiers.iter() {
             let mut tier = lock(tier);
-            let n = how_many(&tier);
-            let freed = tier.release_oldest(n);
-            tier.low_water = tier.bufs.len();
+            let (exact, odd) = how_many(&tier);
+            let freed = tier.release(exact, odd);
+            tier.low_exact = tier.exact.len();
+            tier.low_odd = tier.odd.len();
             drop(tier);
             self.unreserve(freed);
             total += freed;
@@ -222,10 +208,77 @@ impl Depot {
         for (tier, t) in self.tiers.iter().zip(into.tiers.iter_mut()) {
             let tier = lock(tier);
             t.discarded += tier.discarded;
-            t.retained_buffers += tier.bufs.len();
+            t.retained_buffers += tier.exact.len() + tier.odd.len();
             t.retained_bytes += tier.bytes;
         }
         into.depot_bytes += self.bytes();
+    }
+}
+
+impl Guard<'_> {
+    /// How many of `n` buffers of the tier's exact size fit under the cap (0 once the pool is
+    /// closed); reserves their bytes, to be filled with [`Self::push_exact`].
+    pub(crate) fn reserve_exact(&mut self, n: usize) -> usize {
+        if self.depot.closed.load(Ordering::Relaxed) {
+            return 0;
+        }
+        if n > 0 && self.depot.reserve(n * self.size) {
+            return n;
+        }
+        // Near the cap: one at a time.
+        let mut k = 0;
+        while k < n && self.depot.reserve(self.size) {
+            k += 1;
+        }
+        k
+    }
+
+    /// Adds a buffer of exactly the tier's size whose bytes were reserved with
+    /// [`Self::reserve_exact`].
+    pub(crate) fn push_exact(&mut self, buf: Vec<u8>) {
+        assert_eq!(buf.capacity(), self.size, "only exact buffers are reserved so");
+        self.tier.bytes += buf.capacity();
+        self.tier.exact.push(buf);
+    }
+
+    /// Buffers of exactly the tier's size in the depot.
+    pub(crate) fn exact_len(&self) -> usize {
+        self.tier.exact.len()
+    }
+
+    /// Takes the newest buffer of exactly the tier's size.
+    pub(crate) fn pop_exact(&mut self) -> Option<Vec<u8>> {
+        let buf = self.tier.exact.pop()?;
+        self.taken(buf.capacity());
+        Some(buf)
+    }
+
+    /// Takes the newest buffer larger than the tier's size.
+    pub(crate) fn pop_odd(&mut self) -> Option<Vec<u8>> {
+        let buf = self.tier.odd.pop()?;
+        self.taken(buf.capacity());
+        Some(buf)
+    }
+
+    fn taken(&mut self, cap: usize) {
+        self.tier.bytes -= cap;
+        self.tier.popped();
+        self.taken += cap;
+    }
+}
+
+impl Drop for Guard<'_> {
+    fn drop(&mut self) {
+        // The buffers taken are out of the tier already; their bytes leave the cap's count
+        // here. (Unreserving after the unlock would need the guard's fields moved out; the
+        // count is a plain atomic, so doing it under the lock only lengthens it by one RMW.)
+        self.depot.unreserve(self.taken);
+    }
+}
+
+impl std::fmt::Debug for Guard<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Guard").field("size", &self.size).finish()
     }
 }
 
@@ -233,42 +286,50 @@ impl Depot {
 mod tests {
     use super::*;
 
-    fn bufs(caps: &[usize]) -> Vec<Vec<u8>> {
-        caps.iter().map(|&c| Vec::with_capacity(c)).collect()
+    /// Moves `caps.len()` exact buffers into tier `t` through a guard; returns how many fit.
+    fn put_exact(d: &Depot, t: usize, n: usize) -> usize {
+        let mut g = d.lock(t);
+        let k = g.reserve_exact(n);
+        for _ in 0..k {
+            g.push_exact(Vec::with_capacity(g.size));
+        }
+        k
     }
 
     #[test]
     fn put_respects_cap_and_take_returns_newest() {
-        let d = Depot::new(2, 100);
-        let mut src = bufs(&[40, 40, 40]);
-        assert_eq!(d.put_from(0, &mut src, 3), (2, 80));
-        assert_eq!(
-            src.len(),
-            1,
-            "the buffer that did not fit stays with the caller"
-        );
+        let d = Depot::new(&[40, 20], 100);
+        assert_eq!(put_exact(&d, 0, 3), 2, "only two fit under the cap");
         assert_eq!(d.bytes(), 80);
-        assert!(d.put_one(1, Vec::with_capacity(30)).is_err());
+        assert!(d.put_one(1, Vec::with_capacity(30)).is_err(), "over the cap");
         assert!(d.put_one(1, Vec::with_capacity(20)).is_ok());
         assert_eq!(d.bytes(), 100);
-
-        let mut dst = Vec::with_capacity(1);
-        assert_eq!(d.take_into(0, &mut dst, 5, 39), (0, 0), "bounded by bytes");
-        assert_eq!(
-            d.take_into(0, &mut dst, 5, 1000),
-            (1, 40),
-            "bounded by dst's spare capacity"
-        );
+        {
+            let mut g = d.lock(0);
+            assert_eq!(g.exact_len(), 2);
+            assert_eq!(g.pop_exact().map(|b| b.capacity()), Some(40));
+        }
+        assert_eq!(d.bytes(), 60, "settled when the guard dropped");
         assert_eq!(d.take_one(1).map(|b| b.capacity()), Some(20));
         assert_eq!(d.take_one(1), None);
-        assert_eq!(d.bytes(), 40);
+    }
+
+    #[test]
+    fn odd_buffers_are_kept_apart_and_handed_out_one_at_a_time() {
+        let d = Depot::new(&[10], 1000);
+        d.put_one(0, Vec::with_capacity(15)).unwrap();
+        d.put_one(0, Vec::with_capacity(10)).unwrap();
+        assert_eq!(d.lock(0).exact_len(), 1);
+        assert_eq!(d.take_odd(0).map(|b| b.capacity()), Some(15));
+        assert_eq!(d.take_odd(0), None);
+        assert_eq!(d.take_one(0).map(|b| b.capacity()), Some(10));
+        assert_eq!(d.bytes(), 0);
     }
 
     #[test]
     fn decay_releases_only_what_stayed_idle() {
-        let d = Depot::new(1, 1000);
-        let mut src = bufs(&[10; 6]);
-        d.put_from(0, &mut src, 6);
+        let d = Depot::new(&[10], 1000);
+        put_exact(&d, 0, 6);
         assert_eq!(
             d.decay(),
             0,
@@ -290,13 +351,12 @@ mod tests {
 
     #[test]
     fn close_empties_and_refuses() {
-        let d = Depot::new(1, 1000);
+        let d = Depot::new(&[10], 1000);
         d.put_one(0, Vec::with_capacity(10)).unwrap();
         d.close();
         assert_eq!(d.bytes(), 0);
         assert!(d.put_one(0, Vec::with_capacity(10)).is_err());
-        let mut src = bufs(&[10]);
-        assert_eq!(d.put_from(0, &mut src, 1), (0, 0));
+        assert_eq!(put_exact(&d, 0, 1), 0);
         assert_eq!(d.take_one(0), None);
     }
 }

@@ -183,19 +183,24 @@
 
 #![warn(missing_docs, missing_debug_implementations, rust_2018_idioms)]
 
-mod buf;
-mod class;
-mod config;
-mod decay;
-mod depot;
-mod error;
-mod global;
-mod local;
-mod pool;
-mod registry;
-mod shared;
-mod stats;
+// Bottom-up: each module imports only those above it in this list.
 mod sync;
+mod class;
+mod error;
+mod stats;
+mod fresh;
+mod depot;
+mod cache;
+mod decay;
+mod config;
+mod state;
+mod registry;
+mod policy;
+mod tls;
+mod buf;
+mod pooled_bytes;
+mod pool;
+mod global;
 
 #[cfg(feature = "bytes")]
 mod bytes_impls;
@@ -214,7 +219,7 @@ pub use config::{
 pub use error::{AllocError, ConfigError};
 pub use global::{default_pool, set_default_pool};
 pub use pool::BufferPool;
-pub use shared::{PooledBytes, GLOBAL_BLOCKS, LOCAL_BLOCKS};
+pub use pooled_bytes::PooledBytes;
 pub use stats::{Stats, TierStats};
 
 #[doc(hidden)]

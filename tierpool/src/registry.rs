@@ -1,49 +1,39 @@
-//! The process-wide registry of live pools, and the [`PoolId`] that names one.
+//! The process-wide registry of live pools, and the key that names one.
 //!
 //! A [`PooledBuf`](crate::PooledBuf) must be `'static` and `Send`, yet taking a reference count
 //! on its pool for every buffer handed out would put a write to one shared cache line on every
-//! get and every drop. So a buffer carries no pointer to its pool at all, only a `PoolId`: a
-//! slot index and the generation of the pool that held the slot when the buffer was handed out.
+//! get and every drop. So a buffer carries no pointer to its pool at all, only the pool's
+//! *key*: a 32-bit number given to no other live pool (and to no other pool at all until four
+//! billion more have been made).
 //!
-//! - On the fast path the id is resolved against the current thread's own table of caches
-//!   (`local.rs`), which stores the same pair; nothing shared is read.
+//! - On the fast path the key is compared with the doorbell of the current thread's current
+//!   cache (`tls.rs`, `cache.rs`); nothing shared is read.
 //! - On the cold path (first use of a pool on a thread, or a thread whose table is already gone)
-//!   the id is resolved here, under a mutex, into an `Arc<Shared>` if and only if the slot still
-//!   holds that generation.
-//! - When a pool is dropped its slot's generation is bumped before the slot can be reused, so a
-//!   buffer that outlives its pool resolves to nothing and is simply freed.
+//!   the key is resolved here, under a mutex, into the pool's state if and only if the pool is
+//!   still alive.
+//! - When a pool is dropped its key is removed, so a buffer that outlives its pool resolves to
+//!   nothing and is simply freed.
 //!
-//! No id can ever resolve to freed memory: the registry holds only `Weak` references and
-//! upgrades them under its lock. This is the whole soundness argument for `PooledBuf` outliving
-//! its pool, and it needs no `unsafe`.
+//! No key can ever resolve to freed memory: the registry holds only `Weak` references and
+//! upgrades them under its lock. After 2^32 pools the counter wraps (skipping keys still in
+//! use); a buffer that outlived its pool by that many pools would then be adopted by the new
+//! pool like any foreign `Vec` (filed by its capacity, its tier hint checked), which is safe.
 
+use std::collections::BTreeMap;
 use std::sync::Mutex;
 
-use crate::pool::Shared;
+use crate::state::PoolState;
 use crate::sync::{Arc, Weak};
-
-/// Names a pool for as long as it lives; never names a later pool in the same slot.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub(crate) struct PoolId {
-    pub(crate) idx: u32,
-    pub(crate) gen: u16,
-}
-
-#[derive(Debug)]
-struct Slot {
-    gen: u16,
-    pool: Option<Weak<Shared>>,
-}
 
 #[derive(Debug)]
 struct Registry {
-    slots: Vec<Slot>,
-    free: Vec<u32>,
+    pools: BTreeMap<u32, Weak<PoolState>>,
+    last: u32,
 }
 
 static REGISTRY: Mutex<Registry> = Mutex::new(Registry {
-    slots: Vec::new(),
-    free: Vec::new(),
+    pools: BTreeMap::new(),
+    last: 0,
 });
 
 fn registry() -> std::sync::MutexGuard<'static, Registry> {
@@ -53,47 +43,31 @@ fn registry() -> std::sync::MutexGuard<'static, Registry> {
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-/// Gives `pool` a slot and returns its id.
+/// Gives `pool` a key: non-zero, and not the key of any live pool.
 ///
 /// # Panics
-/// If more than `u32::MAX` pools are alive at once.
-pub(crate) fn register(pool: &Arc<Shared>) -> PoolId {
+/// If 2^32 - 1 pools are alive at once (the registry alone would need over 100 GiB).
+pub(crate) fn register(pool: &Arc<PoolState>) -> u32 {
     let mut reg = registry();
-    let weak = Arc::downgrade(pool);
-    if let Some(idx) = reg.free.pop() {
-        let slot = &mut reg.slots[idx as usize];
-        slot.pool = Some(weak);
-        return PoolId { idx, gen: slot.gen };
+    assert!(reg.pools.len() < u32::MAX as usize - 1, "too many live pools");
+    let mut key = reg.last;
+    loop {
+        key = key.wrapping_add(1);
+        if key != crate::cache::RUNG && !reg.pools.contains_key(&key) {
+            break;
+        }
     }
-    let idx = u32::try_from(reg.slots.len()).expect("more than u32::MAX live pools");
-    reg.slots.push(Slot {
-        gen: 0,
-        pool: Some(weak),
-    });
-    PoolId { idx, gen: 0 }
+    reg.last = key;
+    reg.pools.insert(key, Arc::downgrade(pool));
+    key
 }
 
-/// The live pool named by `id`, if it is still alive.
-pub(crate) fn lookup(id: PoolId) -> Option<Arc<Shared>> {
-    let reg = registry();
-    let slot = reg.slots.get(id.idx as usize)?;
-    if slot.gen != id.gen {
-        return None;
-    }
-    slot.pool.as_ref()?.upgrade()
+/// The live pool with key `key`, if it is still alive.
+pub(crate) fn lookup(key: u32) -> Option<Arc<PoolState>> {
+    registry().pools.get(&key)?.upgrade()
 }
 
-/// Retires `id`: later lookups of it fail, and its slot may serve a new pool under a new
-/// generation.
-pub(crate) fn unregister(id: PoolId) {
-    let mut reg = registry();
-    let slot = &mut reg.slots[id.idx as usize];
-    debug_assert_eq!(slot.gen, id.gen);
-    // Wrapping: a stale id can be confused with a live one only after 65,536 pools have come
-    // and gone in the same slot while a buffer of the first was still out. That buffer would
-    // then be adopted by the new pool like any foreign `Vec` (filed by its capacity), which is
-    // always safe; the generation only keeps buffers from wandering into unrelated pools.
-    slot.gen = slot.gen.wrapping_add(1);
-    slot.pool = None;
-    reg.free.push(id.idx);
+/// Retires `key`: later lookups of it fail.
+pub(crate) fn unregister(key: u32) {
+    registry().pools.remove(&key);
 }

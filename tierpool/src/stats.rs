@@ -1,13 +1,13 @@
-//! Counters: the public [`Stats`] snapshot and the per-thread counters it is summed from.
+//! Counters: the public [`Stats`] snapshot, and how threads count without sharing a line.
 //!
-//! Counting must not put a shared write on the fast path, so every thread cache owns a
-//! [`LocalCounters`] block that only its own thread writes (with plain `load` + `store`, no
-//! read-modify-write instruction) and that [`BufferPool::stats`](crate::BufferPool::stats) reads
-//! from any thread. The depot keeps its own counts under its per-tier locks. When a thread exits,
-//! its counts are folded into the pool's `retired` totals, so nothing is lost. The figures are
-//! exact whenever no other thread is using the pool at that moment (and the reader has
-//! synchronized with the threads that did, e.g. by joining them); while other threads run they
-//! are a close approximation.
+//! Counting must not put a shared write on the fast path, so every thread cache keeps counters
+//! that only its own thread writes (with plain `load` + `store`, no read-modify-write
+//! instruction; see `cache.rs` for which ones, and how hits are derived from the stack's length)
+//! and that [`BufferPool::stats`](crate::BufferPool::stats) reads from any thread. The depot
+//! keeps its own counts under its per-tier locks. When a thread exits, its counts are folded
+//! into the pool's `retired` totals, so nothing is lost. The figures are exact whenever no other
+//! thread is using the pool at that moment (and the reader has synchronized with the threads
+//! that did, e.g. by joining them); while other threads run they are a close approximation.
 
 use std::fmt;
 
@@ -23,103 +23,6 @@ pub(crate) fn bump(counter: &AtomicU64, by: u64) {
         counter.load(Ordering::Relaxed).wrapping_add(by),
         Ordering::Relaxed,
     );
-}
-
-/// One tier's counters in one thread cache. Only the owning thread writes them.
-///
-/// The fast path touches exactly one of them per operation (`pops` on a get, `pushes` on a
-/// return); every other figure changes only on slow paths. What the cache retains is derived:
-/// `pushes + refilled - pops - flushed - released` buffers, of `size` bytes each plus
-/// `odd_bytes` for buffers whose capacity is not exactly the tier size (foreign or grown ones).
-///
-/// Aligned to 128 bytes (x86-64 prefetches line pairs) so that no other allocation, possibly
-/// written by another thread, shares a line with a counter this thread writes on every call.
-#[derive(Debug, Default)]
-#[repr(align(128))]
-pub(crate) struct LocalTier {
-    /// Buffers popped from the thread's stack and handed out (hits).
-    pub(crate) pops: AtomicU64,
-    /// Buffers handed back and pushed on the thread's stack.
-    pub(crate) pushes: AtomicU64,
-    /// Hits served straight from the depot, bypassing the stack.
-    pub(crate) direct_hits: AtomicU64,
-    pub(crate) misses: AtomicU64,
-    /// Returns that did not land on the stack (went to the depot directly, or were released).
-    pub(crate) other_returns: AtomicU64,
-    /// Buffers this thread released to the allocator (cap reached, decay, trim).
-    pub(crate) discarded: AtomicU64,
-    /// Buffers moved from the depot onto the stack.
-    pub(crate) refilled: AtomicU64,
-    /// Buffers moved from the stack to the depot.
-    pub(crate) flushed: AtomicU64,
-    /// Buffers released from the stack to the allocator (also counted in `discarded`).
-    pub(crate) released: AtomicU64,
-    /// Sum over the stack's buffers of `capacity - size` (wrapping arithmetic).
-    pub(crate) odd_bytes: AtomicU64,
-}
-
-impl LocalTier {
-    /// Buffers on the stack now.
-    ///
-    /// Read by other threads while the owner works, the counters are not a consistent set (a
-    /// pop may be seen without the push before it), so the difference can come out below
-    /// zero for an instant: it is clamped at zero rather than wrapping to a huge count.
-    pub(crate) fn retained(&self) -> u64 {
-        let r = |a: &AtomicU64| a.load(Ordering::Relaxed);
-        let n = r(&self.pushes)
-            .wrapping_add(r(&self.refilled))
-            .wrapping_sub(r(&self.pops))
-            .wrapping_sub(r(&self.flushed))
-            .wrapping_sub(r(&self.released));
-        (n as i64).max(0) as u64
-    }
-
-    /// Bytes on the stack now, for a tier of `size` bytes holding `n` buffers (see
-    /// [`Self::retained`]); clamped at zero for the same reason.
-    pub(crate) fn retained_bytes(&self, n: u64, size: usize) -> usize {
-        // `odd_bytes` accumulates signed differences in two's complement.
-        let odd = self.odd_bytes.load(Ordering::Relaxed) as i64;
-        ((n as i64).saturating_mul(size as i64).saturating_add(odd)).max(0) as usize
-    }
-}
-
-/// The counters one thread keeps for one pool. Only the owning thread writes them.
-#[derive(Debug)]
-pub(crate) struct LocalCounters {
-    pub(crate) tiers: Box<[LocalTier]>,
-    /// Gets above the largest tier.
-    pub(crate) oversize: AtomicU64,
-    /// Buffers handed back that fit no tier (below the smallest, above the largest): always
-    /// released. Counted as both returned and discarded.
-    pub(crate) untiered_returned: AtomicU64,
-}
-
-impl LocalCounters {
-    pub(crate) fn new(tiers: usize) -> Self {
-        LocalCounters {
-            tiers: (0..tiers).map(|_| LocalTier::default()).collect(),
-            oversize: AtomicU64::new(0),
-            untiered_returned: AtomicU64::new(0),
-        }
-    }
-
-    /// Adds this block's counts into `into`; with `with_retained`, also what the cache holds.
-    pub(crate) fn add_to(&self, into: &mut Stats, with_retained: bool) {
-        let r = |a: &AtomicU64| a.load(Ordering::Relaxed);
-        for (l, t) in self.tiers.iter().zip(into.tiers.iter_mut()) {
-            t.hits += r(&l.pops) + r(&l.direct_hits);
-            t.misses += r(&l.misses);
-            t.returned += r(&l.pushes) + r(&l.other_returns);
-            t.discarded += r(&l.discarded);
-            if with_retained {
-                let n = l.retained();
-                t.retained_buffers = t.retained_buffers.saturating_add(n as usize);
-                t.retained_bytes = t.retained_bytes.saturating_add(l.retained_bytes(n, t.size));
-            }
-        }
-        into.oversize += r(&self.oversize);
-        into.untiered_returned += r(&self.untiered_returned);
-    }
 }
 
 /// Counters of one tier, part of [`Stats`].

@@ -27,13 +27,11 @@
 use std::borrow::Borrow;
 use std::fmt;
 use std::hash::{Hash, Hasher};
-use std::mem::{self, ManuallyDrop};
+use std::mem;
 use std::ops::{Bound, Deref, RangeBounds};
 use std::ptr::NonNull;
 
-use crate::buf::{PooledBuf, NO_TIER};
-use crate::pool::give_back;
-use crate::registry::PoolId;
+use crate::buf::{give_back, PooledBuf, NO_TIER};
 use crate::sync::{AtomicUsize, Ordering};
 
 /// Empty control blocks a thread keeps for reuse.
@@ -42,13 +40,14 @@ pub const LOCAL_BLOCKS: usize = 64;
 pub const GLOBAL_BLOCKS: usize = 4096;
 
 /// `Inner.tier` of a block whose `Vec` belongs to no pool (made with `From<Vec<u8>>`).
-const FOREIGN: u16 = NO_TIER - 1;
+const FOREIGN: u32 = NO_TIER - 1;
 
 struct Inner {
     refs: AtomicUsize,
     buf: Vec<u8>,
-    pool: PoolId,
-    tier: u16,
+    /// The pool's key.
+    pool: u32,
+    tier: u32,
 }
 
 /// A shared, read-only view of (part of) a pooled buffer; the buffer returns to its pool when
@@ -86,7 +85,7 @@ unsafe impl Send for PooledBytes {}
 unsafe impl Sync for PooledBytes {}
 
 impl PooledBytes {
-    fn from_parts(buf: Vec<u8>, pool: PoolId, tier: u16) -> Self {
+    fn from_parts(buf: Vec<u8>, pool: u32, tier: u32) -> Self {
         let ptr = buf.as_ptr();
         let len = buf.len();
         let inner = blocks::take(Inner {
@@ -237,8 +236,9 @@ impl PooledBuf {
     /// (`len()` bytes), without copying. The buffer returns to its pool when the last view is
     /// dropped. Allocates nothing in steady state (the control block is recycled).
     pub fn into_shared(self) -> PooledBytes {
-        let (buf, pool, tier) = self.into_parts();
-        PooledBytes::from_parts(buf, pool, tier)
+        let key = self.key();
+        let (buf, tier) = self.into_parts();
+        PooledBytes::from_parts(buf, key, tier)
     }
 }
 
@@ -251,7 +251,7 @@ impl From<PooledBuf> for PooledBytes {
 impl From<Vec<u8>> for PooledBytes {
     /// A shared view of a `Vec` that belongs to no pool: it is freed with the last view.
     fn from(v: Vec<u8>) -> Self {
-        PooledBytes::from_parts(v, PoolId { idx: 0, gen: 0 }, FOREIGN)
+        PooledBytes::from_parts(v, 0, FOREIGN)
     }
 }
 
@@ -360,15 +360,6 @@ impl PartialEq<[u8]> for PooledBytes {
 impl Hash for PooledBytes {
     fn hash<H: Hasher>(&self, state: &mut H) {
         self.as_slice().hash(state);
-    }
-}
-
-impl PooledBuf {
-    /// The parts of a `PooledBuf`, without running its destructor.
-    pub(crate) fn into_parts(self) -> (Vec<u8>, PoolId, u16) {
-        let mut this = ManuallyDrop::new(self);
-        let buf = mem::take(this.vec_mut());
-        (buf, this.pool_id(), this.tier_hint())
     }
 }
 

@@ -1,0 +1,745 @@
+//! A thread's cache for one pool: its layout, the fast path, and the owner's primitive
+//! operations. The policy (when to refill, flush, decay) is in `policy.rs`; how a thread finds
+//! its cache is in `tls.rs`.
+//!
+//! # Layout
+//!
+//! ```text
+//!  Cache (one per thread and pool, shared by an Arc between the thread's table and the pool)
+//!  ┌──────────────────────────────────────────────────────────────────────────┐
+//!  │ key: AtomicU32  ← the doorbell: the pool's key while the fast path may   │
+//!  │                   run; RUNG (0) when another thread wants the owner's    │
+//!  │                   attention (trim, close) or the cache is dead           │
+//!  │ table: bucket → tier (shared with the pool, covers every usize)          │
+//!  │ tiers: [Tier; tiers + 1]  (the last is a sentinel that never matches)    │
+//!  └──────────────────────────────────────────────────────────────────────────┘
+//!  Tier (64 bytes, one cache line)
+//!  ┌──────┬──────┬────────────┬───────┬──────┬───────┬────────┬──────────────┐
+//!  │ len  │ low  │ fast_limit │ limit │ size │ slots │ pushes │ refilled ... │
+//!  └──────┴──────┴────────────┴───────┴──────┴───────┴────────┴──────────────┘
+//!  slots: [*mut u8; cap]: the buffers, as raw pointers, all of capacity exactly `size`
+//! ```
+//!
+//! A get pops the top pointer of its tier's stack and rebuilds the `Vec` with the tier's size as
+//! capacity; a return checks that the buffer's capacity is the tier's size and pushes its
+//! pointer. Buffers of any other capacity (foreign, grown) never enter a thread cache: the slow
+//! path files them in the depot. So the fast path touches the cache's first line, one table
+//! entry, the tier's line and one slot, and writes only the tier's line and the slot.
+//!
+//! # Counting without counting twice
+//!
+//! Every field the owner writes is an atomic accessed with `Relaxed` loads and stores (plain
+//! `mov`s on x86-64, never a locked instruction), so that `stats()` on another thread may read
+//! them. The fast path writes `len` (which it must anyway) and, on a return, `pushes`; the number
+//! of hits from the stack is derived: `pops = pushes + refilled - flushed - released - len`.
+//! `pushes` doubles as the housekeeping countdown: every `CHECK_EVERY`-th return asks the owner
+//! to look at the clock.
+//!
+//! `low` is the lowest `len` since the last decay (the buffers below it stayed idle for the
+//! whole interval, and decay releases them). The fast path pops only while `len > low`, so it
+//! never has to update `low`: the pop that would go below it takes the slow path once.
+//!
+//! # Who may do what
+//!
+//! The stacks are owned by one thread. Only an [`Owner`] may pop, push or resize them; one is
+//! made only by `tls.rs`, on the owning thread, while no other owner operation is in progress
+//! (its constructor is `unsafe` with that contract). Any thread may [`ring`](Cache::ring) the
+//! doorbell and read the counters. When the last `Arc` goes, `Drop` frees whatever is left.
+
+use std::marker::PhantomData;
+use std::mem::{size_of, ManuallyDrop};
+
+use crate::class::{bucket_of_pred, Classes};
+use crate::stats::{bump, Stats};
+use crate::sync::{Arc, AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+
+use Ordering::Relaxed;
+
+/// The doorbell's value when the owner must take the slow path. No pool has key 0.
+pub(crate) const RUNG: u32 = 0;
+
+/// Returns between two housekeeping checks (clock, decay), per tier.
+pub(crate) const CHECK_EVERY: u64 = 64;
+
+/// The most buffers a thread cache keeps per tier; a tier of size `s` keeps at most
+/// `min(MAX_LOCAL_PER_TIER, thread_cache_bytes / s)`, and none if that is 0.
+pub(crate) const MAX_LOCAL_PER_TIER: usize = 64;
+
+/// The hot part of one tier of a thread cache: one cache line.
+///
+/// Invariants (kept by [`Owner`]): `low <= len <= limit <= cap`, `fast_limit` is `limit` or 0;
+/// `slots` is null while `limit == 0 && len == 0` and otherwise holds `cap` entries, of which
+/// the first `len` are pointers of buffers of capacity exactly `size`, owned by this stack.
+#[derive(Debug)]
+#[repr(C, align(64))]
+pub(crate) struct Tier {
+    len: AtomicU32,
+    low: AtomicU32,
+    fast_limit: AtomicU32,
+    limit: AtomicU32,
+    size: usize,
+    slots: AtomicPtr<AtomicPtr<u8>>,
+    /// Buffers pushed onto the stack by returns (fast or slow).
+    pushes: AtomicU64,
+    /// Buffers moved onto the stack from the depot.
+    refilled: AtomicU64,
+    /// Buffers moved from the stack to the depot.
+    flushed: AtomicU64,
+    /// Buffers released from the stack to the allocator (decay, trim, close, no room).
+    released: AtomicU64,
+}
+
+impl Tier {
+    fn new(size: usize) -> Self {
+        Tier {
+            len: AtomicU32::new(0),
+            low: AtomicU32::new(0),
+            fast_limit: AtomicU32::new(0),
+            limit: AtomicU32::new(0),
+            size,
+            slots: AtomicPtr::new(std::ptr::null_mut()),
+            pushes: AtomicU64::new(0),
+            refilled: AtomicU64::new(0),
+            flushed: AtomicU64::new(0),
+            released: AtomicU64::new(0),
+        }
+    }
+
+    /// Slot `i`.
+    ///
+    /// # Safety
+    /// `slots` is allocated and `i < cap`.
+    #[inline(always)]
+    unsafe fn slot(&self, i: u32) -> &AtomicPtr<u8> {
+        // SAFETY: the caller guarantees an allocated array of `cap > i` entries, which lives
+        // as long as `self` does (freed only by `set_limit(0)` on an empty stack, or `Drop`).
+        unsafe { &*self.slots.load(Relaxed).add(i as usize) }
+    }
+}
+
+/// The cold part of a tier: counters of slow paths and decay bookkeeping.
+#[derive(Debug, Default)]
+struct TierCold {
+    /// Capacity of `slots` once allocated: the most `limit` may be.
+    cap: u32,
+    /// `pushes` at the last decay: a tier with an empty stack and no return since gives its
+    /// reservation back.
+    pushes_seen: AtomicU64,
+    misses: AtomicU64,
+    /// Hits served straight from the depot (odd capacities, bypassed tiers).
+    direct_hits: AtomicU64,
+    /// Returns that did not land on the stack.
+    other_returns: AtomicU64,
+    /// Buffers released to the allocator by this cache (including `released`).
+    discarded: AtomicU64,
+}
+
+/// One thread's cache for one pool (module docs).
+#[derive(Debug)]
+#[repr(C)]
+pub(crate) struct Cache {
+    /// The doorbell; first, so that `tls.rs` can point at it (module docs).
+    key: AtomicU32,
+    own_key: u32,
+    /// Bucket → byte offset of the first candidate tier in `tiers` (see [`offset_table`]).
+    table: Arc<[u32]>,
+    /// One per pool tier, then the sentinel (size `usize::MAX`, never holds a buffer).
+    tiers: Box<[Tier]>,
+    /// `tiers.len() * size_of::<Tier>()`: tier hints (byte offsets) below this are valid.
+    hint_end: usize,
+    cold: Box<[TierCold]>,
+    budget: usize,
+    /// Sum over tiers of `limit * size`; never above `budget`.
+    reserved: AtomicUsize,
+    wipe: bool,
+    dead: AtomicBool,
+    /// Slow operations until the next housekeeping.
+    countdown: AtomicU32,
+    epoch: AtomicU64,
+    trim_gen: AtomicU64,
+    /// Gets above the largest tier.
+    oversize: AtomicU64,
+    /// Returned buffers that fit no tier (released).
+    untiered_returned: AtomicU64,
+}
+
+/// Slow operations between two housekeeping checks.
+pub(crate) const SLOW_CHECK_EVERY: u32 = 16;
+
+impl Cache {
+    /// The tier at byte offset `off` of `tiers`.
+    ///
+    /// # Safety
+    /// `off` is `t * size_of::<Tier>()` for some `t < tiers.len()`.
+    #[inline(always)]
+    unsafe fn tier_at(&self, off: usize) -> &Tier {
+        debug_assert!(off % size_of::<Tier>() == 0 && off < self.hint_end);
+        // SAFETY: the caller guarantees the offset of an element of `tiers`.
+        unsafe { &*self.tiers.as_ptr().byte_add(off) }
+    }
+
+    /// A cache for the pool with key `key`, with nothing reserved yet.
+    pub(crate) fn new(
+        key: u32,
+        classes: &Classes,
+        table: &Arc<[u32]>,
+        budget: usize,
+        wipe: bool,
+        epoch: u64,
+        trim_gen: u64,
+    ) -> Arc<Cache> {
+        debug_assert_ne!(key, RUNG);
+        let tiers: Box<[Tier]> = classes
+            .sizes()
+            .iter()
+            .map(|&size| Tier::new(size))
+            .chain(std::iter::once(Tier::new(usize::MAX)))
+            .collect();
+        let hint_end = tiers.len() * size_of::<Tier>();
+        let cold = classes
+            .sizes()
+            .iter()
+            .map(|&size| TierCold {
+                cap: (budget / size).min(MAX_LOCAL_PER_TIER) as u32,
+                ..TierCold::default()
+            })
+            .collect();
+        Arc::new(Cache {
+            key: AtomicU32::new(key),
+            own_key: key,
+            table: Arc::clone(table),
+            tiers,
+            hint_end,
+            cold,
+            budget,
+            reserved: AtomicUsize::new(0),
+            wipe,
+            dead: AtomicBool::new(false),
+            countdown: AtomicU32::new(SLOW_CHECK_EVERY),
+            epoch: AtomicU64::new(epoch),
+            trim_gen: AtomicU64::new(trim_gen),
+            oversize: AtomicU64::new(0),
+            untiered_returned: AtomicU64::new(0),
+        })
+    }
+
+    /// Asks the owner to take the slow path at its next operation (trim, close). Any thread.
+    ///
+    /// `SeqCst`: a ringer first publishes why it rings (the pool's `closed` flag or trim
+    /// generation, also `SeqCst`), then rings; the owner re-arms (a `SeqCst` store) before it
+    /// reads why. In the single total order either the ring comes after the re-arm (the owner
+    /// sees it at its next operation) or before it, and then so does the reason, which the
+    /// owner's read after re-arming sees. A ring is never lost.
+    pub(crate) fn ring(&self) {
+        self.key.store(RUNG, Ordering::SeqCst);
+    }
+
+    /// True once the pool closed and the owner freed everything.
+    pub(crate) fn is_dead(&self) -> bool {
+        self.dead.load(Relaxed)
+    }
+
+    /// Adds this cache's counts to `into`; with `with_retained`, also what it holds.
+    ///
+    /// Read while the owner works, the counters are not a consistent set, so derived figures
+    /// are clamped at zero; they are exact once the owner is quiescent and the reader has
+    /// synchronized with it.
+    pub(crate) fn add_to(&self, into: &mut Stats, with_retained: bool) {
+        let r = |a: &AtomicU64| a.load(Relaxed);
+        for ((tier, cold), t) in self.tiers.iter().zip(self.cold.iter()).zip(&mut into.tiers) {
+            let len = u64::from(tier.len.load(Relaxed));
+            let pops = r(&tier.pushes)
+                .wrapping_add(r(&tier.refilled))
+                .wrapping_sub(r(&tier.flushed))
+                .wrapping_sub(r(&tier.released))
+                .wrapping_sub(len);
+            let pops = (pops as i64).max(0) as u64;
+            t.hits += pops + r(&cold.direct_hits);
+            t.misses += r(&cold.misses);
+            t.returned += r(&tier.pushes) + r(&cold.other_returns);
+            t.discarded += r(&cold.discarded);
+            if with_retained {
+                t.retained_buffers = t.retained_buffers.saturating_add(len as usize);
+                t.retained_bytes = t
+                    .retained_bytes
+                    .saturating_add((len as usize).saturating_mul(tier.size));
+            }
+        }
+        into.oversize += r(&self.oversize);
+        into.untiered_returned += r(&self.untiered_returned);
+    }
+}
+
+/// The thread caches' lookup table for `classes`: for every bucket of `usize`, the byte
+/// offset in a cache's `tiers` of the bucket's first candidate tier (the sentinel's above the
+/// largest tier). Byte offsets rather than indices: the fast path adds them to the array's
+/// address as they are, and they serve as the tier hint a `PooledBuf` carries back. Built once
+/// per pool and shared by its caches.
+pub(crate) fn offset_table(classes: &Classes) -> Arc<[u32]> {
+    classes
+        .fast_table()
+        .iter()
+        .map(|&t| (usize::from(t) * size_of::<Tier>()) as u32)
+        .collect()
+}
+
+/// The tier hint (byte offset) of tier `t`.
+pub(crate) fn hint_of(t: usize) -> u32 {
+    (t * size_of::<Tier>()) as u32
+}
+
+impl Drop for Cache {
+    /// Frees whatever the stacks still hold (normally nothing: the owner empties them when the
+    /// thread exits or the pool closes) and the stacks' storage. `&mut self`: no owner is left.
+    fn drop(&mut self) {
+        for (tier, cold) in self.tiers.iter().zip(self.cold.iter()) {
+            let slots = tier.slots.load(Relaxed);
+            if slots.is_null() {
+                continue;
+            }
+            for i in 0..tier.len.load(Relaxed) {
+                // SAFETY: `slots` is allocated with `cap > len > i` entries (type invariant).
+                let p = unsafe { tier.slot(i) }.load(Relaxed);
+                // SAFETY: slots below `len` own buffers of capacity exactly `size`, allocated by
+                // the global allocator; nothing else refers to them any more.
+                drop(unsafe { Vec::from_raw_parts(p, 0, tier.size) });
+            }
+            free_slots(slots, cold.cap);
+        }
+    }
+}
+
+/// Allocates `cap` empty slots.
+fn alloc_slots(cap: u32) -> *mut AtomicPtr<u8> {
+    let slots: Box<[AtomicPtr<u8>]> = (0..cap)
+        .map(|_| AtomicPtr::new(std::ptr::null_mut()))
+        .collect();
+    Box::into_raw(slots).cast::<AtomicPtr<u8>>()
+}
+
+/// Frees slots made by [`alloc_slots`]`(cap)`.
+fn free_slots(slots: *mut AtomicPtr<u8>, cap: u32) {
+    let slice = std::ptr::slice_from_raw_parts_mut(slots, cap as usize);
+    // SAFETY: `slots` came from `alloc_slots(cap)` (`Box::into_raw` of a slice of `cap`
+    // entries) and is freed once: callers reset or drop the field holding it.
+    drop(unsafe { Box::from_raw(slice) });
+}
+
+/// A buffer just popped by the fast path, as parts: plain scalars, so that the compiler keeps
+/// them in registers all the way into the caller's `PooledBuf` (a niche-encoded
+/// `Option<(Vec<u8>, u32)>` made it copy the handle through the stack: 17 instructions).
+#[derive(Debug)]
+#[must_use = "dropping a Popped leaks its buffer"]
+pub(crate) struct Popped {
+    /// Owns a buffer of capacity exactly `cap` from the global allocator (made only by
+    /// `pop_fast`).
+    ptr: *mut u8,
+    cap: usize,
+    /// The tier it came from.
+    pub(crate) tier: u32,
+}
+
+impl Popped {
+    /// The buffer, empty.
+    #[inline(always)]
+    pub(crate) fn into_vec(self) -> Vec<u8> {
+        // SAFETY: `ptr` owns a buffer of capacity exactly `cap` from the global allocator
+        // (field invariant), and `self` is consumed, so the `Vec` is its only owner.
+        unsafe { Vec::from_raw_parts(self.ptr, 0, self.cap) }
+    }
+}
+
+/// The owning thread's access to its cache: the only way to move buffers in or out of it.
+/// Neither `Send` nor `Sync`; made only by `tls.rs`.
+pub(crate) struct Owner<'a> {
+    cache: &'a Cache,
+    _not_send: PhantomData<*const ()>,
+}
+
+impl std::fmt::Debug for Owner<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Owner").field("key", &self.cache.own_key).finish()
+    }
+}
+
+/// Which counter of a tier an owner operation adds to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Count {
+    /// A buffer handed out fresh from the allocator.
+    Miss,
+    /// A buffer handed out straight from the depot.
+    DirectHit,
+    /// A buffer handed back that did not land on the stack.
+    OtherReturn,
+    /// A buffer released to the allocator by this cache.
+    Discarded,
+}
+
+impl<'a> Owner<'a> {
+    /// Owner access to `cache`.
+    ///
+    /// # Safety
+    /// The calling thread owns `cache` (it was made for and is held by this thread's table),
+    /// and no other `Owner` of it is used while this one lives: the fast path's reads and
+    /// writes of a stack are not atomic as a whole, and two owners could hand out one buffer
+    /// twice.
+    #[inline(always)]
+    pub(crate) unsafe fn new(cache: &'a Cache) -> Self {
+        Owner {
+            cache,
+            _not_send: PhantomData,
+        }
+    }
+
+    /// The cache.
+    #[inline(always)]
+    pub(crate) fn cache(&self) -> &'a Cache {
+        self.cache
+    }
+
+    /// The fast path of a get: the newest buffer of the tier for `n` bytes, with the tier's
+    /// index, or `None` for the slow path (tier empty or at its low-water mark, size 0, size
+    /// above the largest tier). Never a false hit: the tier's size is checked against `n`.
+    #[inline(always)]
+    pub(crate) fn pop_fast(&self, n: usize) -> Option<Popped> {
+        let c = self.cache;
+        let b = bucket_of_pred(n.wrapping_sub(1));
+        debug_assert!(b < c.table.len());
+        // SAFETY: the table has an entry for every bucket of `usize` (`ALL_BUCKETS`), and
+        // `bucket_of_pred` maps every `usize` below that.
+        let off = unsafe { *c.table.get_unchecked(b) } as usize;
+        // SAFETY: table entries are offsets of tiers (or of the sentinel) in `tiers`.
+        let tier = unsafe { c.tier_at(off) };
+        if tier.size < n {
+            // A tier with more than five significant bits inside the bucket, or a size above
+            // the largest tier: rare, out of line.
+            return self.pop_walk(n, off);
+        }
+        self.pop_tier(tier, off)
+    }
+
+    /// [`Self::pop_fast`] when the bucket's first candidate is too small: walks up.
+    #[cold]
+    #[inline(never)]
+    fn pop_walk(&self, n: usize, mut off: usize) -> Option<Popped> {
+        loop {
+            off += size_of::<Tier>();
+            // SAFETY: the walk starts at a tier and stops at the sentinel at the latest (its
+            // size, `usize::MAX`, is `>= n`), so `off` never passes it.
+            let tier = unsafe { self.cache.tier_at(off) };
+            if tier.size >= n {
+                return self.pop_tier(tier, off);
+            }
+        }
+    }
+
+    /// Pops the newest buffer of `tier` (at byte offset `off`) if it is above its low-water
+    /// mark.
+    #[inline(always)]
+    fn pop_tier(&self, tier: &Tier, off: usize) -> Option<Popped> {
+        let len = tier.len.load(Relaxed);
+        if len <= tier.low.load(Relaxed) {
+            return None;
+        }
+        let len = len - 1;
+        tier.len.store(len, Relaxed);
+        // SAFETY: `len` was above `low >= 0`, so the stack held buffers and its slots are
+        // allocated with `cap >= old len > len` entries.
+        let ptr = unsafe { tier.slot(len) }.load(Relaxed);
+        // Slots below the old `len` own buffers of capacity exactly `tier.size` from the
+        // global allocator; lowering `len` removed this one from the stack, so the `Popped` is
+        // its only owner. Only this owner touches the stack (`Owner::new`'s contract).
+        Some(Popped {
+            ptr,
+            cap: tier.size,
+            tier: off as u32,
+        })
+    }
+
+    /// The fast path of a return of `v`, handed out from tier `t` (a hint, checked): pushed
+    /// if its capacity is exactly the tier's size and the stack is below its fast limit.
+    /// `Ok(true)` means housekeeping is due. Anything else gives `v` back for the slow path.
+    #[inline(always)]
+    pub(crate) fn push_fast(&self, hint: u32, v: Vec<u8>) -> Result<bool, Vec<u8>> {
+        let off = hint as usize;
+        if off >= self.cache.hint_end {
+            return Err(v);
+        }
+        // SAFETY: every hint is a multiple of `size_of::<Tier>()` (made by `pop_fast` or
+        // `hint_of`, by this pool or, after the key wrapped, another), and this one is below
+        // `hint_end`: the offset of a tier of this cache.
+        let tier = unsafe { self.cache.tier_at(off) };
+        if v.capacity() != tier.size {
+            return Err(v);
+        }
+        let len = tier.len.load(Relaxed);
+        if len >= tier.fast_limit.load(Relaxed) {
+            return Err(v);
+        }
+        let mut v = ManuallyDrop::new(v);
+        // SAFETY: `len < fast_limit <= limit <= cap`, and `limit > 0` means the slots are
+        // allocated.
+        unsafe { tier.slot(len) }.store(v.as_mut_ptr(), Relaxed);
+        tier.len.store(len + 1, Relaxed);
+        let pushes = tier.pushes.load(Relaxed).wrapping_add(1);
+        tier.pushes.store(pushes, Relaxed);
+        Ok(pushes % CHECK_EVERY == 0)
+    }
+
+    /// Number of tiers (not counting the sentinel).
+    pub(crate) fn tiers(&self) -> usize {
+        self.cache.cold.len()
+    }
+
+    /// Size of tier `t`.
+    pub(crate) fn size(&self, t: usize) -> usize {
+        self.cache.tiers[t].size
+    }
+
+    /// Buffers on tier `t`'s stack.
+    pub(crate) fn len(&self, t: usize) -> usize {
+        self.cache.tiers[t].len.load(Relaxed) as usize
+    }
+
+    /// Tier `t`'s low-water mark since the last decay.
+    pub(crate) fn low(&self, t: usize) -> usize {
+        self.cache.tiers[t].low.load(Relaxed) as usize
+    }
+
+    /// Starts a new decay interval for tier `t`: its low-water mark is its length now.
+    pub(crate) fn reset_low(&self, t: usize) {
+        let tier = &self.cache.tiers[t];
+        tier.low.store(tier.len.load(Relaxed), Relaxed);
+    }
+
+    /// Tier `t`'s current limit (its reservation, in buffers).
+    pub(crate) fn limit(&self, t: usize) -> usize {
+        self.cache.tiers[t].limit.load(Relaxed) as usize
+    }
+
+    /// The most tier `t`'s limit may be: `min(64, budget / size)`; 0 if the tier bypasses
+    /// the thread cache.
+    pub(crate) fn cap(&self, t: usize) -> usize {
+        self.cache.cold[t].cap as usize
+    }
+
+    /// Bytes of the budget not reserved by any tier.
+    pub(crate) fn unreserved(&self) -> usize {
+        self.cache.budget - self.cache.reserved.load(Relaxed)
+    }
+
+    /// True if returns must be wiped (and so take the slow path).
+    pub(crate) fn wipes(&self) -> bool {
+        self.cache.wipe
+    }
+
+    /// True once the pool closed and the cache gave everything up.
+    pub(crate) fn is_dead(&self) -> bool {
+        self.cache.is_dead()
+    }
+
+    /// True if another thread rang the doorbell since the last [`Self::rearm`].
+    pub(crate) fn rung(&self) -> bool {
+        self.cache.key.load(Relaxed) != self.cache.own_key
+    }
+
+    /// Re-arms the doorbell, before looking at why it rang (see [`Cache::ring`]).
+    pub(crate) fn rearm(&self) {
+        self.cache.key.store(self.cache.own_key, Ordering::SeqCst);
+    }
+
+    /// Counts a slow operation; true when housekeeping is due.
+    pub(crate) fn tick_countdown(&self) -> bool {
+        let left = self.cache.countdown.load(Relaxed).saturating_sub(1);
+        if left == 0 {
+            self.cache.countdown.store(SLOW_CHECK_EVERY, Relaxed);
+            true
+        } else {
+            self.cache.countdown.store(left, Relaxed);
+            false
+        }
+    }
+
+    /// The decay epoch this cache last saw.
+    pub(crate) fn epoch(&self) -> u64 {
+        self.cache.epoch.load(Relaxed)
+    }
+
+    /// Records the decay epoch seen.
+    pub(crate) fn set_epoch(&self, epoch: u64) {
+        self.cache.epoch.store(epoch, Relaxed);
+    }
+
+    /// The pool's trim generation this cache last acted on.
+    pub(crate) fn trim_gen(&self) -> u64 {
+        self.cache.trim_gen.load(Relaxed)
+    }
+
+    /// Records the trim generation acted on.
+    pub(crate) fn set_trim_gen(&self, generation: u64) {
+        self.cache.trim_gen.store(generation, Relaxed);
+    }
+
+    /// Sets tier `t`'s limit (`<= cap`, `>= len`), allocating the stack's slots on first use
+    /// and freeing them when the limit drops to 0 on an empty stack; keeps `reserved` and
+    /// `fast_limit` in step. Returns false (and changes nothing) if the reservation would not
+    /// fit the budget.
+    pub(crate) fn set_limit(&self, t: usize, limit: usize) -> bool {
+        let c = self.cache;
+        let tier = &c.tiers[t];
+        let cap = c.cold[t].cap;
+        let limit = limit.min(cap as usize) as u32;
+        assert!(limit >= tier.len.load(Relaxed), "limit below the stack");
+        let old = tier.limit.load(Relaxed);
+        let reserved = c.reserved.load(Relaxed) - old as usize * tier.size + limit as usize * tier.size;
+        if reserved > c.budget {
+            return false;
+        }
+        if limit > 0 && tier.slots.load(Relaxed).is_null() {
+            tier.slots.store(alloc_slots(cap), Relaxed);
+        }
+        c.reserved.store(reserved, Relaxed);
+        tier.limit.store(limit, Relaxed);
+        let fast = if c.wipe || c.is_dead() { 0 } else { limit };
+        tier.fast_limit.store(fast, Relaxed);
+        if limit == 0 && tier.len.load(Relaxed) == 0 {
+            let slots = tier.slots.swap(std::ptr::null_mut(), Relaxed);
+            if !slots.is_null() {
+                // Free the storage with the reservation: it was allocated while buffers came
+                // in, so it may sit above them in the heap and pin it (glibc trims only the top).
+                free_slots(slots, cap);
+            }
+        }
+        true
+    }
+
+    /// Pops the newest buffer of tier `t`, if any (below the low-water mark too, which it
+    /// lowers).
+    pub(crate) fn pop(&self, t: usize) -> Option<Vec<u8>> {
+        let tier = &self.cache.tiers[t];
+        let len = tier.len.load(Relaxed);
+        if len == 0 {
+            return None;
+        }
+        let len = len - 1;
+        tier.len.store(len, Relaxed);
+        if len < tier.low.load(Relaxed) {
+            tier.low.store(len, Relaxed);
+        }
+        // SAFETY: the stack held `len + 1 > 0` buffers, so its slots are allocated with at
+        // least that many entries.
+        let p = unsafe { tier.slot(len) }.load(Relaxed);
+        // SAFETY: as in `pop_fast`: the slot owned a buffer of capacity exactly `size`, now
+        // removed from the stack.
+        Some(unsafe { Vec::from_raw_parts(p, 0, tier.size) })
+    }
+
+    /// Pushes `v` on tier `t`'s stack if its capacity is exactly the tier's size and the
+    /// stack is below its limit; counts it as a return, or with `from_depot` as a refill.
+    pub(crate) fn push(&self, t: usize, v: Vec<u8>, from_depot: bool) -> Result<(), Vec<u8>> {
+        let tier = &self.cache.tiers[t];
+        let len = tier.len.load(Relaxed);
+        if v.capacity() != tier.size || len >= tier.limit.load(Relaxed) {
+            return Err(v);
+        }
+        let mut v = ManuallyDrop::new(v);
+        // SAFETY: `len < limit <= cap` and `limit > 0`: the slots are allocated.
+        unsafe { tier.slot(len) }.store(v.as_mut_ptr(), Relaxed);
+        tier.len.store(len + 1, Relaxed);
+        bump(if from_depot { &tier.refilled } else { &tier.pushes }, 1);
+        Ok(())
+    }
+
+    /// Removes the `n` oldest buffers of tier `t` (at most all of them) and hands each to
+    /// `f`, oldest first; counts them as moved to the depot, or with `release` as released
+    /// (and discarded). Returns how many.
+    pub(crate) fn drain_oldest(
+        &self,
+        t: usize,
+        n: usize,
+        release: bool,
+        mut f: impl FnMut(Vec<u8>),
+    ) -> usize {
+        let tier = &self.cache.tiers[t];
+        let len = tier.len.load(Relaxed);
+        let n = (n.min(len as usize)) as u32;
+        if n == 0 {
+            return 0;
+        }
+        // Take the pointers out and fix the stack up first, then hand the buffers over: if
+        // `f` unwinds, the rest leak instead of being owned twice.
+        let mut out = [std::ptr::null_mut::<u8>(); MAX_LOCAL_PER_TIER];
+        for (i, o) in (0..n).zip(out.iter_mut()) {
+            // SAFETY: `i < n <= len`: a filled slot of an allocated stack.
+            *o = unsafe { tier.slot(i) }.load(Relaxed);
+        }
+        for i in n..len {
+            // SAFETY: `i < len` and `i - n < len`: both within the allocated, filled slots.
+            let p = unsafe { tier.slot(i) }.load(Relaxed);
+            // SAFETY: as above.
+            unsafe { tier.slot(i - n) }.store(p, Relaxed);
+        }
+        let left = len - n;
+        tier.len.store(left, Relaxed);
+        if left < tier.low.load(Relaxed) {
+            tier.low.store(left, Relaxed);
+        }
+        if release {
+            bump(&tier.released, u64::from(n));
+            bump(&self.cache.cold[t].discarded, u64::from(n));
+        } else {
+            bump(&tier.flushed, u64::from(n));
+        }
+        for &p in &out[..n as usize] {
+            // SAFETY: the slot owned a buffer of capacity exactly `size` from the global
+            // allocator; it has left the stack, so this `Vec` is its only owner.
+            f(unsafe { Vec::from_raw_parts(p, 0, tier.size) });
+        }
+        n as usize
+    }
+
+    /// Adds `n` to one of tier `t`'s slow-path counters.
+    pub(crate) fn count(&self, t: usize, what: Count, n: u64) {
+        let cold = &self.cache.cold[t];
+        bump(
+            match what {
+                Count::Miss => &cold.misses,
+                Count::DirectHit => &cold.direct_hits,
+                Count::OtherReturn => &cold.other_returns,
+                Count::Discarded => &cold.discarded,
+            },
+            n,
+        );
+    }
+
+    /// Counts a get above the largest tier.
+    pub(crate) fn count_oversize(&self) {
+        bump(&self.cache.oversize, 1);
+    }
+
+    /// Counts a returned buffer that fits no tier.
+    pub(crate) fn count_untiered(&self) {
+        bump(&self.cache.untiered_returned, 1);
+    }
+
+    /// True if tier `t` saw no return since the last call (and records the current count).
+    pub(crate) fn idle_since_last_look(&self, t: usize) -> bool {
+        let pushes = self.cache.tiers[t].pushes.load(Relaxed);
+        let seen = &self.cache.cold[t].pushes_seen;
+        let idle = seen.load(Relaxed) == pushes;
+        seen.store(pushes, Relaxed);
+        idle
+    }
+
+    /// Marks the cache dead (the pool closed): every operation takes the slow path from now
+    /// on, which keeps nothing. The stacks must already be empty.
+    pub(crate) fn mark_dead(&self) {
+        let c = self.cache;
+        c.dead.store(true, Relaxed);
+        c.key.store(RUNG, Ordering::SeqCst);
+        for t in 0..self.tiers() {
+            debug_assert_eq!(self.len(t), 0);
+            self.set_limit(t, 0);
+        }
+    }
+}

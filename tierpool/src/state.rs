@@ -1,0 +1,214 @@
+//! `PoolState`: everything one pool shares between its handles, its thread caches and its
+//! trimmer. It sits below the caches' policy and the thread-local table and imports neither.
+
+use crate::cache::Cache;
+use crate::class::Classes;
+use crate::config::Config;
+use crate::decay::Clock;
+use crate::depot::Depot;
+use crate::error::AllocError;
+use crate::fresh::{alloc_fresh, prepare_hit, scrub, Fresh};
+use crate::stats::Stats;
+use crate::sync::{lock, Arc, AtomicBool, AtomicU64, Mutex, Ordering};
+
+/// Bumped whenever any pool closes, so that thread tables know when to look for dead caches.
+static CLOSED_POOLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// How many pools have closed so far. `Acquire`: pairs with the `Release` increment in
+/// [`PoolState::close`], which comes after that pool's `closed` flag is set, so a table that
+/// sees a new count and then reads `closed` flags sees the flag of the pool that bumped it.
+pub(crate) fn closed_pools() -> u64 {
+    CLOSED_POOLS.load(std::sync::atomic::Ordering::Acquire)
+}
+
+/// Registered thread caches, and the counts of threads that have gone.
+#[derive(Debug)]
+struct Attached {
+    caches: Vec<Arc<Cache>>,
+    /// Counts folded in from exited threads, and from operations that ran without a thread
+    /// cache (during thread exit, or re-entrant calls). Never holds retained figures.
+    retired: Stats,
+}
+
+/// The state of one pool.
+#[derive(Debug)]
+pub(crate) struct PoolState {
+    /// Never written after construction.
+    pub(crate) classes: Classes,
+    pub(crate) thread_cache_bytes: usize,
+    pub(crate) zero_on_return: bool,
+    pub(crate) max_retained_bytes: usize,
+    pub(crate) clock: Clock,
+    /// The thread caches' shared lookup table (`cache::offset_table`).
+    cache_table: Arc<[u32]>,
+    pub(crate) depot: Depot,
+    /// Set once, by `close` (`SeqCst`: see [`Cache::ring`]).
+    pub(crate) closed: AtomicBool,
+    /// Bumped by `trim()`; thread caches compare it with the value they last acted on
+    /// (`SeqCst`: see [`Cache::ring`]).
+    pub(crate) trim_gen: AtomicU64,
+    /// The last epoch whose depot decay has been done.
+    depot_epoch: AtomicU64,
+    attached: Mutex<Attached>,
+    pub(crate) trimmer: Mutex<Option<std::thread::Thread>>,
+    pub(crate) interval: std::time::Duration,
+}
+
+impl PoolState {
+    pub(crate) fn new(config: Config) -> Self {
+        let empty = Stats::empty(config.classes.sizes());
+        let cache_table = crate::cache::offset_table(&config.classes);
+        PoolState {
+            depot: Depot::new(config.classes.sizes(), config.max_retained_bytes),
+            classes: config.classes,
+            thread_cache_bytes: config.thread_cache_bytes,
+            zero_on_return: config.zero_on_return,
+            max_retained_bytes: config.max_retained_bytes,
+            clock: Clock::new(config.interval_nanos),
+            cache_table,
+            closed: AtomicBool::new(false),
+            trim_gen: AtomicU64::new(0),
+            depot_epoch: AtomicU64::new(0),
+            attached: Mutex::new(Attached {
+                caches: Vec::new(),
+                retired: empty,
+            }),
+            trimmer: Mutex::new(None),
+            interval: config.decay_interval,
+        }
+    }
+
+    pub(crate) fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::SeqCst)
+    }
+
+    /// A new thread cache for this pool (key `key`), registered so that `stats()` reads it
+    /// and `trim`/`close` can ring it.
+    pub(crate) fn new_cache(&self, key: u32) -> Arc<Cache> {
+        let cache = Cache::new(
+            key,
+            &self.classes,
+            &self.cache_table,
+            self.thread_cache_bytes,
+            self.zero_on_return,
+            self.clock.epoch(),
+            self.trim_gen.load(Ordering::SeqCst),
+        );
+        let mut a = lock(&self.attached);
+        if self.closed.load(Ordering::SeqCst) {
+            // Too late to be rung by `close`: born rung, so its owner finds the pool closed.
+            cache.ring();
+        }
+        a.caches.push(Arc::clone(&cache));
+        cache
+    }
+
+    /// Unregisters a thread cache, folding its counts into the retired totals in the same
+    /// critical section so that `stats()` never sees them twice or not at all.
+    pub(crate) fn detach(&self, cache: &Cache) {
+        let mut a = lock(&self.attached);
+        if let Some(i) = a.caches.iter().position(|c| std::ptr::eq(&**c, cache)) {
+            a.caches.swap_remove(i);
+            cache.add_to(&mut a.retired, false);
+        }
+    }
+
+    /// Rings every thread cache's doorbell: each owner takes the slow path at its next
+    /// operation and looks at the pool's flags.
+    pub(crate) fn ring_all(&self) {
+        for c in &lock(&self.attached).caches {
+            c.ring();
+        }
+    }
+
+    /// Runs the depot's decay once for `epoch`, whichever thread gets here first.
+    pub(crate) fn tick(&self, epoch: u64) {
+        let seen = self.depot_epoch.load(Ordering::Relaxed);
+        if epoch > seen
+            && self
+                .depot_epoch
+                .compare_exchange(seen, epoch, Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok()
+        {
+            self.depot.decay();
+        }
+    }
+
+    /// Starts a trim: bumps the generation and rings every cache. Returns the new generation,
+    /// which the calling thread's own cache acts on at once.
+    pub(crate) fn start_trim(&self) -> u64 {
+        let generation = self.trim_gen.fetch_add(1, Ordering::SeqCst) + 1;
+        self.ring_all();
+        generation
+    }
+
+    /// Closes the pool: no buffer is kept from now on. Thread caches are rung and free what
+    /// they hold at their next operation (or when their thread exits).
+    pub(crate) fn close(&self) {
+        self.closed.store(true, Ordering::SeqCst);
+        self.depot.close();
+        self.ring_all();
+        // Release: see `closed_pools`.
+        CLOSED_POOLS.fetch_add(1, std::sync::atomic::Ordering::Release);
+    }
+
+    fn with_retired(&self, f: impl FnOnce(&mut Stats)) {
+        f(&mut lock(&self.attached).retired);
+    }
+
+    /// A get that cannot use a thread cache (the thread is exiting, or a re-entrant call).
+    #[cold]
+    pub(crate) fn get_direct(&self, n: usize, how: Fresh) -> Result<Vec<u8>, AllocError> {
+        let Some(t) = self.classes.for_get(n) else {
+            let v = alloc_fresh(n, n, how)?;
+            self.with_retired(|s| s.oversize += 1);
+            return Ok(v);
+        };
+        if let Some(mut v) = self.depot.take_one(t) {
+            prepare_hit(&mut v, n, how);
+            self.with_retired(|s| s.tiers[t].hits += 1);
+            return Ok(v);
+        }
+        let v = alloc_fresh(self.classes.size(t), n, how)?;
+        self.with_retired(|s| s.tiers[t].misses += 1);
+        Ok(v)
+    }
+
+    /// A return that cannot use a thread cache.
+    #[cold]
+    pub(crate) fn put_direct(&self, mut v: Vec<u8>) {
+        scrub(&mut v, self.zero_on_return);
+        let Some(t) = self.classes.for_put(v.capacity()) else {
+            self.with_retired(|s| s.untiered_returned += 1);
+            return;
+        };
+        let kept = self.depot.put_one(t, v).is_ok();
+        self.with_retired(|s| {
+            s.tiers[t].returned += 1;
+            if !kept {
+                s.tiers[t].discarded += 1;
+            }
+        });
+    }
+
+    pub(crate) fn stats(&self) -> Stats {
+        let mut s = Stats::empty(self.classes.sizes());
+        {
+            let a = lock(&self.attached);
+            for c in &a.caches {
+                c.add_to(&mut s, true);
+            }
+            s.thread_caches = a.caches.len();
+            for (into, r) in s.tiers.iter_mut().zip(&a.retired.tiers) {
+                into.hits += r.hits;
+                into.misses += r.misses;
+                into.returned += r.returned;
+                into.discarded += r.discarded;
+            }
+            s.oversize += a.retired.oversize;
+            s.untiered_returned += a.retired.untiered_returned;
+        }
+        self.depot.add_to(&mut s);
+        s.finish()
+    }
+}
