@@ -52,7 +52,7 @@ pub(crate) const NO_TIER: u32 = u32::MAX;
 pub(crate) fn give_back(key: u32, tier: u32, v: Vec<u8>) {
     match tls::fast_push(key, tier, v) {
         Ok(false) => {}
-        Ok(true) => tls::service(key),
+        Ok(true) => tls::service(key, tier),
         Err(v) => give_back_slow(key, v),
     }
 }

@@ -14,15 +14,21 @@
 //!  │ tiers: [Tier; tiers + 1]  (the last is a sentinel that never matches)    │
 //!  └──────────────────────────────────────────────────────────────────────────┘
 //!  Tier (64 bytes, one cache line)
-//!  ┌──────┬──────┬────────────┬───────┬──────┬───────┬────────┬──────────────┐
-//!  │ len  │ low  │ fast_limit │ limit │ size │ slots │ pushes │ refilled ... │
-//!  └──────┴──────┴────────────┴───────┴──────┴───────┴────────┴──────────────┘
-//!  slots: [*mut u8; cap]: the buffers, as raw pointers, all of capacity exactly `size`
+//!  ┌──────┬─────┬──────┬──────┬───────┬──────────────┬──────────┬─────────┐
+//!  │ head │ low │ full │ size │ slots │ returns_left │ refilled │ flushed │
+//!  └──────┴─────┴──────┴──────┴───────┴──────────────┴──────────┴─────────┘
+//!  slots: [*mut u8; cap], the stack growing down from the end (as jemalloc's cache bins):
+//!
+//!   slots        full            head               low              end = slots + cap
+//!   │  ...       │   ...         │ newest ... ...   │ idle since decay │
+//!   └────────────┴───────────────┴──────────────────┴──────────────────┘
+//!                                 ◄─── len = end - head ────────────────►
 //! ```
 //!
-//! A get pops the top pointer of its tier's stack and rebuilds the `Vec` with the tier's size as
-//! capacity; a return checks that the buffer's capacity is the tier's size and pushes its
-//! pointer. Buffers of any other capacity (foreign, grown) never enter a thread cache: the slow
+//! A get pops the pointer at `head` if `head < low` and rebuilds the `Vec` with the tier's size
+//! as capacity; a return checks that the buffer's capacity is the tier's size and, if
+//! `head > full`, pushes its pointer below `head`. One load, one compare with a neighbouring
+//! field, one load or store of the slot, one store of `head`. Buffers of any other capacity (foreign, grown) never enter a thread cache: the slow
 //! path files them in the depot. So the fast path touches the cache's first line, one table
 //! entry, the tier's line and one slot, and writes only the tier's line and the slot.
 //!
@@ -30,14 +36,17 @@
 //!
 //! Every field the owner writes is an atomic accessed with `Relaxed` loads and stores (plain
 //! `mov`s on x86-64, never a locked instruction), so that `stats()` on another thread may read
-//! them. The fast path writes `len` (which it must anyway) and, on a return, `pushes`; the number
-//! of hits from the stack is derived: `pops = pushes + refilled - flushed - released - len`.
-//! `pushes` doubles as the housekeeping countdown: every `CHECK_EVERY`-th return asks the owner
-//! to look at the clock.
+//! them. The fast path writes `head` (which it must anyway) and, on a return, `pushes`; the
+//! stack's length is `end - head`, and the number of hits from the stack is derived:
+//! `pops = pushes + refilled - flushed - released - len`.
+//! The return counter is kept as a countdown (`returns_left`, folded into a total every
+//! `CHECK_EVERY` returns), so it doubles as the housekeeping countdown: every `CHECK_EVERY`-th
+//! return asks the owner to look at the clock.
 //!
-//! `low` is the lowest `len` since the last decay (the buffers below it stayed idle for the
-//! whole interval, and decay releases them). The fast path pops only while `len > low`, so it
-//! never has to update `low`: the pop that would go below it takes the slow path once.
+//! `low` marks the lowest length since the last decay (the buffers beyond it stayed idle for
+//! the whole interval, and decay releases them). The fast path pops only while `head < low`, so
+//! it never has to move `low`: the pop that would pass it takes the slow path once. `full` is
+//! `end - limit` (`end` when returns must take the slow path: wiping pools, a dead cache).
 //!
 //! # Who may do what
 //!
@@ -58,70 +67,83 @@ use Ordering::Relaxed;
 /// The doorbell's value when the owner must take the slow path. No pool has key 0.
 pub(crate) const RUNG: u32 = 0;
 
-/// Returns between two housekeeping checks (clock, decay), per tier.
-pub(crate) const CHECK_EVERY: u64 = 64;
+/// Returns between two housekeeping checks (clock, decay), per tier. A check costs about 230
+/// instructions (most of them reading the clock): 0.9 per return at 256, 3.6 at 64
+/// (`examples/hot_loop.rs` under callgrind). At one return per millisecond a new decay
+/// interval is still noticed within a quarter of the default 1 s.
+pub(crate) const CHECK_EVERY: u64 = 256;
 
 /// The most buffers a thread cache keeps per tier; a tier of size `s` keeps at most
 /// `min(MAX_LOCAL_PER_TIER, thread_cache_bytes / s)`, and none if that is 0.
 pub(crate) const MAX_LOCAL_PER_TIER: usize = 64;
 
+/// A slot of a stack: a buffer's pointer.
+type Slot = AtomicPtr<u8>;
+
 /// The hot part of one tier of a thread cache: one cache line.
 ///
-/// Invariants (kept by [`Owner`]): `low <= len <= limit <= cap`, `fast_limit` is `limit` or 0;
-/// `slots` is null while `limit == 0 && len == 0` and otherwise holds `cap` entries, of which
-/// the first `len` are pointers of buffers of capacity exactly `size`, owned by this stack.
+/// Invariants (kept by [`Owner`]), with `end = slots + cap` and `len = end - head`: all four
+/// pointers are null while the tier holds nothing and has no limit; otherwise
+/// `slots <= full <= head <= low <= end`, `full` is `end - limit` or `end`, `limit <= cap`, and
+/// the slots from `head` to `end` own buffers of capacity exactly `size`.
 #[derive(Debug)]
 #[repr(C, align(64))]
 pub(crate) struct Tier {
-    len: AtomicU32,
-    low: AtomicU32,
-    fast_limit: AtomicU32,
-    limit: AtomicU32,
+    head: AtomicPtr<Slot>,
+    low: AtomicPtr<Slot>,
+    full: AtomicPtr<Slot>,
     size: usize,
-    slots: AtomicPtr<AtomicPtr<u8>>,
-    /// Buffers pushed onto the stack by returns (fast or slow).
-    pushes: AtomicU64,
+    slots: AtomicPtr<Slot>,
+    /// Returns onto the stack (fast or slow) left until the next housekeeping: counts down
+    /// from `CHECK_EVERY` to 0, when the owner folds `CHECK_EVERY` into `pushes_folded` and
+    /// starts over. So the fast path's one counter is also its countdown, and the test for
+    /// "housekeeping due" is the decrement's own zero flag.
+    returns_left: AtomicU64,
     /// Buffers moved onto the stack from the depot.
     refilled: AtomicU64,
     /// Buffers moved from the stack to the depot.
     flushed: AtomicU64,
-    /// Buffers released from the stack to the allocator (decay, trim, close, no room).
-    released: AtomicU64,
 }
 
 impl Tier {
     fn new(size: usize) -> Self {
+        let null = || AtomicPtr::new(std::ptr::null_mut());
         Tier {
-            len: AtomicU32::new(0),
-            low: AtomicU32::new(0),
-            fast_limit: AtomicU32::new(0),
-            limit: AtomicU32::new(0),
+            head: null(),
+            low: null(),
+            full: null(),
             size,
-            slots: AtomicPtr::new(std::ptr::null_mut()),
-            pushes: AtomicU64::new(0),
+            slots: null(),
+            returns_left: AtomicU64::new(CHECK_EVERY),
             refilled: AtomicU64::new(0),
             flushed: AtomicU64::new(0),
-            released: AtomicU64::new(0),
         }
     }
 
-    /// Slot `i`.
-    ///
-    /// # Safety
-    /// `slots` is allocated and `i < cap`.
-    #[inline(always)]
-    unsafe fn slot(&self, i: u32) -> &AtomicPtr<u8> {
-        // SAFETY: the caller guarantees an allocated array of `cap > i` entries, which lives
-        // as long as `self` does (freed only by `set_limit(0)` on an empty stack, or `Drop`).
-        unsafe { &*self.slots.load(Relaxed).add(i as usize) }
+    /// Slots from `p` back to index: `(p - slots) / size_of::<Slot>()`, by address (no
+    /// dereference, so any racing read is harmless; see `Cache::add_to`).
+    fn index(&self, p: *mut Slot) -> usize {
+        let base = self.slots.load(Relaxed);
+        (p as usize).wrapping_sub(base as usize) / size_of::<Slot>()
+    }
+
+    /// The address of slot `i` (`i <= cap`, slots allocated).
+    fn at(&self, i: usize) -> *mut Slot {
+        self.slots.load(Relaxed).wrapping_add(i)
     }
 }
 
-/// The cold part of a tier: counters of slow paths and decay bookkeeping.
+/// The cold part of a tier: its limits, counters of slow paths, decay bookkeeping.
 #[derive(Debug, Default)]
 struct TierCold {
     /// Capacity of `slots` once allocated: the most `limit` may be.
     cap: u32,
+    /// The tier's reservation, in buffers (`<= cap`).
+    limit: AtomicU32,
+    /// Buffers released from the stack to the allocator (decay, trim, close, no room).
+    released: AtomicU64,
+    /// Returns onto the stack counted before the current countdown (module docs).
+    pushes_folded: AtomicU64,
     /// `pushes` at the last decay: a tier with an empty stack and no return since gives its
     /// reservation back.
     pushes_seen: AtomicU64,
@@ -132,6 +154,33 @@ struct TierCold {
     other_returns: AtomicU64,
     /// Buffers released to the allocator by this cache (including `released`).
     discarded: AtomicU64,
+}
+
+impl TierCold {
+    /// Returns pushed onto `tier`'s stack so far.
+    fn pushes(&self, tier: &Tier) -> u64 {
+        let left = tier.returns_left.load(Relaxed);
+        self.pushes_folded
+            .load(Relaxed)
+            .wrapping_add(CHECK_EVERY.wrapping_sub(left))
+    }
+
+    /// Moves a finished countdown into `pushes_folded`.
+    fn fold(&self, tier: &Tier) {
+        if tier.returns_left.load(Relaxed) == 0 {
+            bump(&self.pushes_folded, CHECK_EVERY);
+            tier.returns_left.store(CHECK_EVERY, Relaxed);
+        }
+    }
+
+    /// Length of `tier`'s stack, from its pointers (0 when unallocated). Clamped to `cap`, so
+    /// that a read racing with the owner never yields an absurd figure.
+    fn len(&self, tier: &Tier) -> usize {
+        if tier.slots.load(Relaxed).is_null() {
+            return 0;
+        }
+        (self.cap as usize).saturating_sub(tier.index(tier.head.load(Relaxed)))
+    }
 }
 
 /// One thread's cache for one pool (module docs).
@@ -149,8 +198,11 @@ pub(crate) struct Cache {
     hint_end: usize,
     cold: Box<[TierCold]>,
     budget: usize,
-    /// Sum over tiers of `limit * size`; never above `budget`.
+    /// Sum over tiers within the budget of `limit * size`; never above `budget`.
     reserved: AtomicUsize,
+    /// The large slot: 1 + the index of the one tier above the budget that may hold a buffer
+    /// (its limit is 1), or 0.
+    large: AtomicUsize,
     wipe: bool,
     dead: AtomicBool,
     /// Slow operations until the next housekeeping.
@@ -200,7 +252,7 @@ impl Cache {
             .sizes()
             .iter()
             .map(|&size| TierCold {
-                cap: (budget / size).min(MAX_LOCAL_PER_TIER) as u32,
+                cap: stack_cap(budget, size),
                 ..TierCold::default()
             })
             .collect();
@@ -213,6 +265,7 @@ impl Cache {
             cold,
             budget,
             reserved: AtomicUsize::new(0),
+            large: AtomicUsize::new(0),
             wipe,
             dead: AtomicBool::new(false),
             countdown: AtomicU32::new(SLOW_CHECK_EVERY),
@@ -247,16 +300,17 @@ impl Cache {
     pub(crate) fn add_to(&self, into: &mut Stats, with_retained: bool) {
         let r = |a: &AtomicU64| a.load(Relaxed);
         for ((tier, cold), t) in self.tiers.iter().zip(self.cold.iter()).zip(&mut into.tiers) {
-            let len = u64::from(tier.len.load(Relaxed));
-            let pops = r(&tier.pushes)
+            let len = cold.len(tier) as u64;
+            let pushes = cold.pushes(tier);
+            let pops = pushes
                 .wrapping_add(r(&tier.refilled))
                 .wrapping_sub(r(&tier.flushed))
-                .wrapping_sub(r(&tier.released))
+                .wrapping_sub(r(&cold.released))
                 .wrapping_sub(len);
             let pops = (pops as i64).max(0) as u64;
             t.hits += pops + r(&cold.direct_hits);
             t.misses += r(&cold.misses);
-            t.returned += r(&tier.pushes) + r(&cold.other_returns);
+            t.returned += pushes + r(&cold.other_returns);
             t.discarded += r(&cold.discarded);
             if with_retained {
                 t.retained_buffers = t.retained_buffers.saturating_add(len as usize);
@@ -283,6 +337,19 @@ pub(crate) fn offset_table(classes: &Classes) -> Arc<[u32]> {
         .collect()
 }
 
+/// Buffers a thread cache may keep of a tier of `size` bytes under a budget of `budget`:
+/// `min(64, budget / size)`, or 1 for a tier above the budget (the large slot), or none
+/// when the budget is 0 (thread caches off).
+fn stack_cap(budget: usize, size: usize) -> u32 {
+    if budget == 0 {
+        0
+    } else if size > budget {
+        1
+    } else {
+        (budget / size).min(MAX_LOCAL_PER_TIER) as u32
+    }
+}
+
 /// The tier hint (byte offset) of tier `t`.
 pub(crate) fn hint_of(t: usize) -> u32 {
     (t * size_of::<Tier>()) as u32
@@ -297,11 +364,12 @@ impl Drop for Cache {
             if slots.is_null() {
                 continue;
             }
-            for i in 0..tier.len.load(Relaxed) {
-                // SAFETY: `slots` is allocated with `cap > len > i` entries (type invariant).
-                let p = unsafe { tier.slot(i) }.load(Relaxed);
-                // SAFETY: slots below `len` own buffers of capacity exactly `size`, allocated by
-                // the global allocator; nothing else refers to them any more.
+            let cap = cold.cap as usize;
+            for i in cap - cold.len(tier)..cap {
+                // SAFETY: `i < cap`: a slot of the allocated array.
+                let p = unsafe { &*tier.at(i) }.load(Relaxed);
+                // SAFETY: slots from `head` to `end` own buffers of capacity exactly `size`,
+                // from the global allocator; nothing else refers to them any more.
                 drop(unsafe { Vec::from_raw_parts(p, 0, tier.size) });
             }
             free_slots(slots, cold.cap);
@@ -310,15 +378,15 @@ impl Drop for Cache {
 }
 
 /// Allocates `cap` empty slots.
-fn alloc_slots(cap: u32) -> *mut AtomicPtr<u8> {
-    let slots: Box<[AtomicPtr<u8>]> = (0..cap)
+fn alloc_slots(cap: u32) -> *mut Slot {
+    let slots: Box<[Slot]> = (0..cap)
         .map(|_| AtomicPtr::new(std::ptr::null_mut()))
         .collect();
-    Box::into_raw(slots).cast::<AtomicPtr<u8>>()
+    Box::into_raw(slots).cast::<Slot>()
 }
 
 /// Frees slots made by [`alloc_slots`]`(cap)`.
-fn free_slots(slots: *mut AtomicPtr<u8>, cap: u32) {
+fn free_slots(slots: *mut Slot, cap: u32) {
     let slice = std::ptr::slice_from_raw_parts_mut(slots, cap as usize);
     // SAFETY: `slots` came from `alloc_slots(cap)` (`Box::into_raw` of a slice of `cap`
     // entries) and is freed once: callers reset or drop the field holding it.
@@ -358,7 +426,9 @@ pub(crate) struct Owner<'a> {
 
 impl std::fmt::Debug for Owner<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Owner").field("key", &self.cache.own_key).finish()
+        f.debug_struct("Owner")
+            .field("key", &self.cache.own_key)
+            .finish()
     }
 }
 
@@ -373,6 +443,45 @@ pub(crate) enum Count {
     OtherReturn,
     /// A buffer released to the allocator by this cache.
     Discarded,
+}
+
+/// [`Owner::pop_fast`] when the bucket's first candidate is too small: walks up. A free
+/// function taking the cache (not `&Owner`), so that the fast path need not keep its `Owner`
+/// in memory for this call. Only for the cache's owner.
+#[cold]
+#[inline(never)]
+fn pop_walk(cache: &Cache, n: usize, mut off: usize) -> Option<Popped> {
+    loop {
+        off += size_of::<Tier>();
+        // SAFETY: the walk starts at a tier and stops at the sentinel at the latest (its
+        // size, `usize::MAX`, is `>= n`), so `off` never passes it.
+        let tier = unsafe { cache.tier_at(off) };
+        if tier.size >= n {
+            return pop_tier(tier, off);
+        }
+    }
+}
+
+/// Pops the newest buffer of `tier` (at byte offset `off`) if the stack is above its
+/// low-water mark.
+#[inline(always)]
+fn pop_tier(tier: &Tier, off: usize) -> Option<Popped> {
+    let head = tier.head.load(Relaxed);
+    if head >= tier.low.load(Relaxed) {
+        return None; // also when unallocated: null >= null
+    }
+    // SAFETY: `slots <= head < low <= end`: a filled slot of the allocated array.
+    let ptr = unsafe { &*head }.load(Relaxed);
+    // `head < end`, so one past it is still within (or at the end of) the array.
+    tier.head.store(head.wrapping_add(1), Relaxed);
+    // The slot owned a buffer of capacity exactly `tier.size` from the global allocator;
+    // moving `head` past it removed it from the stack, so the `Popped` is its only owner.
+    // Only this owner touches the stack (`Owner::new`'s contract).
+    Some(Popped {
+        ptr,
+        cap: tier.size,
+        tier: off as u32,
+    })
 }
 
 impl<'a> Owner<'a> {
@@ -413,47 +522,9 @@ impl<'a> Owner<'a> {
         if tier.size < n {
             // A tier with more than five significant bits inside the bucket, or a size above
             // the largest tier: rare, out of line.
-            return self.pop_walk(n, off);
+            return pop_walk(c, n, off);
         }
-        self.pop_tier(tier, off)
-    }
-
-    /// [`Self::pop_fast`] when the bucket's first candidate is too small: walks up.
-    #[cold]
-    #[inline(never)]
-    fn pop_walk(&self, n: usize, mut off: usize) -> Option<Popped> {
-        loop {
-            off += size_of::<Tier>();
-            // SAFETY: the walk starts at a tier and stops at the sentinel at the latest (its
-            // size, `usize::MAX`, is `>= n`), so `off` never passes it.
-            let tier = unsafe { self.cache.tier_at(off) };
-            if tier.size >= n {
-                return self.pop_tier(tier, off);
-            }
-        }
-    }
-
-    /// Pops the newest buffer of `tier` (at byte offset `off`) if it is above its low-water
-    /// mark.
-    #[inline(always)]
-    fn pop_tier(&self, tier: &Tier, off: usize) -> Option<Popped> {
-        let len = tier.len.load(Relaxed);
-        if len <= tier.low.load(Relaxed) {
-            return None;
-        }
-        let len = len - 1;
-        tier.len.store(len, Relaxed);
-        // SAFETY: `len` was above `low >= 0`, so the stack held buffers and its slots are
-        // allocated with `cap >= old len > len` entries.
-        let ptr = unsafe { tier.slot(len) }.load(Relaxed);
-        // Slots below the old `len` own buffers of capacity exactly `tier.size` from the
-        // global allocator; lowering `len` removed this one from the stack, so the `Popped` is
-        // its only owner. Only this owner touches the stack (`Owner::new`'s contract).
-        Some(Popped {
-            ptr,
-            cap: tier.size,
-            tier: off as u32,
-        })
+        pop_tier(tier, off)
     }
 
     /// The fast path of a return of `v`, handed out from tier `t` (a hint, checked): pushed
@@ -472,18 +543,19 @@ impl<'a> Owner<'a> {
         if v.capacity() != tier.size {
             return Err(v);
         }
-        let len = tier.len.load(Relaxed);
-        if len >= tier.fast_limit.load(Relaxed) {
-            return Err(v);
+        let head = tier.head.load(Relaxed);
+        if head <= tier.full.load(Relaxed) {
+            return Err(v); // also when unallocated: null <= null
         }
         let mut v = ManuallyDrop::new(v);
-        // SAFETY: `len < fast_limit <= limit <= cap`, and `limit > 0` means the slots are
-        // allocated.
-        unsafe { tier.slot(len) }.store(v.as_mut_ptr(), Relaxed);
-        tier.len.store(len + 1, Relaxed);
-        let pushes = tier.pushes.load(Relaxed).wrapping_add(1);
-        tier.pushes.store(pushes, Relaxed);
-        Ok(pushes % CHECK_EVERY == 0)
+        let head = head.wrapping_sub(1);
+        // SAFETY: `slots <= full < old head`, so `head` is a slot of the allocated array, and
+        // free (below the stack).
+        unsafe { &*head }.store(v.as_mut_ptr(), Relaxed);
+        tier.head.store(head, Relaxed);
+        let left = tier.returns_left.load(Relaxed).wrapping_sub(1);
+        tier.returns_left.store(left, Relaxed);
+        Ok(left == 0)
     }
 
     /// Number of tiers (not counting the sentinel).
@@ -498,29 +570,43 @@ impl<'a> Owner<'a> {
 
     /// Buffers on tier `t`'s stack.
     pub(crate) fn len(&self, t: usize) -> usize {
-        self.cache.tiers[t].len.load(Relaxed) as usize
+        self.cache.cold[t].len(&self.cache.tiers[t])
     }
 
     /// Tier `t`'s low-water mark since the last decay.
     pub(crate) fn low(&self, t: usize) -> usize {
-        self.cache.tiers[t].low.load(Relaxed) as usize
+        let (tier, cold) = (&self.cache.tiers[t], &self.cache.cold[t]);
+        if tier.slots.load(Relaxed).is_null() {
+            return 0;
+        }
+        cold.cap as usize - tier.index(tier.low.load(Relaxed))
     }
 
     /// Starts a new decay interval for tier `t`: its low-water mark is its length now.
     pub(crate) fn reset_low(&self, t: usize) {
         let tier = &self.cache.tiers[t];
-        tier.low.store(tier.len.load(Relaxed), Relaxed);
+        tier.low.store(tier.head.load(Relaxed), Relaxed);
     }
 
     /// Tier `t`'s current limit (its reservation, in buffers).
     pub(crate) fn limit(&self, t: usize) -> usize {
-        self.cache.tiers[t].limit.load(Relaxed) as usize
+        self.cache.cold[t].limit.load(Relaxed) as usize
     }
 
-    /// The most tier `t`'s limit may be: `min(64, budget / size)`; 0 if the tier bypasses
-    /// the thread cache.
+    /// The most tier `t`'s limit may be: `min(64, budget / size)`, 1 for a tier above the
+    /// budget; 0 if the tier bypasses the thread cache.
     pub(crate) fn cap(&self, t: usize) -> usize {
         self.cache.cold[t].cap as usize
+    }
+
+    /// True if tier `t` is above the budget: it may hold one buffer, in the large slot.
+    pub(crate) fn is_large(&self, t: usize) -> bool {
+        self.cache.tiers[t].size > self.cache.budget
+    }
+
+    /// The tier holding the large slot, if any.
+    pub(crate) fn large_holder(&self) -> Option<usize> {
+        self.cache.large.load(Relaxed).checked_sub(1)
     }
 
     /// Bytes of the budget not reserved by any tier.
@@ -582,54 +668,70 @@ impl<'a> Owner<'a> {
 
     /// Sets tier `t`'s limit (`<= cap`, `>= len`), allocating the stack's slots on first use
     /// and freeing them when the limit drops to 0 on an empty stack; keeps `reserved` and
-    /// `fast_limit` in step. Returns false (and changes nothing) if the reservation would not
-    /// fit the budget.
+    /// `full` in step. Returns false (and changes nothing) if the reservation would not fit the
+    /// budget.
     pub(crate) fn set_limit(&self, t: usize, limit: usize) -> bool {
         let c = self.cache;
-        let tier = &c.tiers[t];
-        let cap = c.cold[t].cap;
-        let limit = limit.min(cap as usize) as u32;
-        assert!(limit >= tier.len.load(Relaxed), "limit below the stack");
-        let old = tier.limit.load(Relaxed);
-        let reserved = c.reserved.load(Relaxed) - old as usize * tier.size + limit as usize * tier.size;
-        if reserved > c.budget {
-            return false;
+        let (tier, cold) = (&c.tiers[t], &c.cold[t]);
+        let cap = cold.cap as usize;
+        let limit = limit.min(cap);
+        assert!(limit >= cold.len(tier), "limit below the stack");
+        let old = cold.limit.load(Relaxed) as usize;
+        if tier.size > c.budget {
+            // The large slot, outside the budget: one tier at a time.
+            let holder = c.large.load(Relaxed);
+            if limit > 0 && holder != 0 && holder != t + 1 {
+                return false;
+            }
+            c.large.store(if limit > 0 { t + 1 } else { 0 }, Relaxed);
+        } else {
+            let reserved = c.reserved.load(Relaxed) - old * tier.size + limit * tier.size;
+            if reserved > c.budget {
+                return false;
+            }
+            c.reserved.store(reserved, Relaxed);
         }
+        cold.limit.store(limit as u32, Relaxed);
         if limit > 0 && tier.slots.load(Relaxed).is_null() {
-            tier.slots.store(alloc_slots(cap), Relaxed);
+            let slots = alloc_slots(cold.cap);
+            tier.slots.store(slots, Relaxed);
+            let end = tier.at(cap);
+            tier.head.store(end, Relaxed);
+            tier.low.store(end, Relaxed);
         }
-        c.reserved.store(reserved, Relaxed);
-        tier.limit.store(limit, Relaxed);
-        let fast = if c.wipe || c.is_dead() { 0 } else { limit };
-        tier.fast_limit.store(fast, Relaxed);
-        if limit == 0 && tier.len.load(Relaxed) == 0 {
+        if limit == 0 && cold.len(tier) == 0 {
             let slots = tier.slots.swap(std::ptr::null_mut(), Relaxed);
             if !slots.is_null() {
                 // Free the storage with the reservation: it was allocated while buffers came
                 // in, so it may sit above them in the heap and pin it (glibc trims only the top).
-                free_slots(slots, cap);
+                for p in [&tier.head, &tier.low, &tier.full] {
+                    p.store(std::ptr::null_mut(), Relaxed);
+                }
+                free_slots(slots, cold.cap);
             }
+            return true;
         }
+        let fast = if c.wipe || c.is_dead() { 0 } else { limit };
+        tier.full.store(tier.at(cap - fast), Relaxed);
         true
     }
 
-    /// Pops the newest buffer of tier `t`, if any (below the low-water mark too, which it
-    /// lowers).
+    /// Pops the newest buffer of tier `t`, if any (past the low-water mark too, which it
+    /// moves).
     pub(crate) fn pop(&self, t: usize) -> Option<Vec<u8>> {
-        let tier = &self.cache.tiers[t];
-        let len = tier.len.load(Relaxed);
-        if len == 0 {
+        let (tier, cold) = (&self.cache.tiers[t], &self.cache.cold[t]);
+        if cold.len(tier) == 0 {
             return None;
         }
-        let len = len - 1;
-        tier.len.store(len, Relaxed);
-        if len < tier.low.load(Relaxed) {
-            tier.low.store(len, Relaxed);
+        let head = tier.head.load(Relaxed);
+        // SAFETY: the stack is not empty: `head < end` is a filled slot.
+        let p = unsafe { &*head }.load(Relaxed);
+        let head = head.wrapping_add(1);
+        tier.head.store(head, Relaxed);
+        if head > tier.low.load(Relaxed) {
+            tier.low.store(head, Relaxed);
         }
-        // SAFETY: the stack held `len + 1 > 0` buffers, so its slots are allocated with at
-        // least that many entries.
-        let p = unsafe { tier.slot(len) }.load(Relaxed);
-        // SAFETY: as in `pop_fast`: the slot owned a buffer of capacity exactly `size`, now
+        // SAFETY: as in `pop_tier`: the slot owned a buffer of capacity exactly `size`, now
         // removed from the stack.
         Some(unsafe { Vec::from_raw_parts(p, 0, tier.size) })
     }
@@ -637,16 +739,23 @@ impl<'a> Owner<'a> {
     /// Pushes `v` on tier `t`'s stack if its capacity is exactly the tier's size and the
     /// stack is below its limit; counts it as a return, or with `from_depot` as a refill.
     pub(crate) fn push(&self, t: usize, v: Vec<u8>, from_depot: bool) -> Result<(), Vec<u8>> {
-        let tier = &self.cache.tiers[t];
-        let len = tier.len.load(Relaxed);
-        if v.capacity() != tier.size || len >= tier.limit.load(Relaxed) {
+        let (tier, cold) = (&self.cache.tiers[t], &self.cache.cold[t]);
+        if v.capacity() != tier.size || cold.len(tier) >= cold.limit.load(Relaxed) as usize {
             return Err(v);
         }
         let mut v = ManuallyDrop::new(v);
-        // SAFETY: `len < limit <= cap` and `limit > 0`: the slots are allocated.
-        unsafe { tier.slot(len) }.store(v.as_mut_ptr(), Relaxed);
-        tier.len.store(len + 1, Relaxed);
-        bump(if from_depot { &tier.refilled } else { &tier.pushes }, 1);
+        let head = tier.head.load(Relaxed).wrapping_sub(1);
+        // SAFETY: `len < limit <= cap` (so `limit > 0` and the slots are allocated): `head` is
+        // a free slot of the array.
+        unsafe { &*head }.store(v.as_mut_ptr(), Relaxed);
+        tier.head.store(head, Relaxed);
+        if from_depot {
+            bump(&tier.refilled, 1);
+        } else {
+            let left = tier.returns_left.load(Relaxed).wrapping_sub(1);
+            tier.returns_left.store(left, Relaxed);
+            cold.fold(tier);
+        }
         Ok(())
     }
 
@@ -660,42 +769,44 @@ impl<'a> Owner<'a> {
         release: bool,
         mut f: impl FnMut(Vec<u8>),
     ) -> usize {
-        let tier = &self.cache.tiers[t];
-        let len = tier.len.load(Relaxed);
-        let n = (n.min(len as usize)) as u32;
+        let (tier, cold) = (&self.cache.tiers[t], &self.cache.cold[t]);
+        let len = cold.len(tier);
+        let n = n.min(len);
         if n == 0 {
             return 0;
         }
+        let cap = cold.cap as usize;
         // Take the pointers out and fix the stack up first, then hand the buffers over: if
         // `f` unwinds, the rest leak instead of being owned twice.
         let mut out = [std::ptr::null_mut::<u8>(); MAX_LOCAL_PER_TIER];
-        for (i, o) in (0..n).zip(out.iter_mut()) {
-            // SAFETY: `i < n <= len`: a filled slot of an allocated stack.
-            *o = unsafe { tier.slot(i) }.load(Relaxed);
+        for (k, o) in out[..n].iter_mut().enumerate() {
+            // SAFETY: `cap - 1 - k >= cap - n >= cap - len`: a filled slot (the oldest is last).
+            *o = unsafe { &*tier.at(cap - 1 - k) }.load(Relaxed);
         }
-        for i in n..len {
-            // SAFETY: `i < len` and `i - n < len`: both within the allocated, filled slots.
-            let p = unsafe { tier.slot(i) }.load(Relaxed);
+        // Shift the rest toward the end, newest last moved.
+        for i in (cap - len..cap - n).rev() {
+            // SAFETY: `i` and `i + n` are below `cap`: slots of the allocated array.
+            let p = unsafe { &*tier.at(i) }.load(Relaxed);
             // SAFETY: as above.
-            unsafe { tier.slot(i - n) }.store(p, Relaxed);
+            unsafe { &*tier.at(i + n) }.store(p, Relaxed);
         }
-        let left = len - n;
-        tier.len.store(left, Relaxed);
-        if left < tier.low.load(Relaxed) {
-            tier.low.store(left, Relaxed);
+        let head = tier.at(cap - len + n);
+        tier.head.store(head, Relaxed);
+        if head > tier.low.load(Relaxed) {
+            tier.low.store(head, Relaxed);
         }
         if release {
-            bump(&tier.released, u64::from(n));
-            bump(&self.cache.cold[t].discarded, u64::from(n));
+            bump(&cold.released, n as u64);
+            bump(&cold.discarded, n as u64);
         } else {
-            bump(&tier.flushed, u64::from(n));
+            bump(&tier.flushed, n as u64);
         }
-        for &p in &out[..n as usize] {
+        for &p in &out[..n] {
             // SAFETY: the slot owned a buffer of capacity exactly `size` from the global
             // allocator; it has left the stack, so this `Vec` is its only owner.
             f(unsafe { Vec::from_raw_parts(p, 0, tier.size) });
         }
-        n as usize
+        n
     }
 
     /// Adds `n` to one of tier `t`'s slow-path counters.
@@ -712,6 +823,20 @@ impl<'a> Owner<'a> {
         );
     }
 
+    /// Folds the finished return countdown of the tier with hint `hint` (the fast path
+    /// reported housekeeping due for it).
+    pub(crate) fn fold_countdown(&self, hint: u32) {
+        let off = hint as usize;
+        if off < self.cache.hint_end {
+            // SAFETY: as in `push_fast`: a hint below `hint_end` is a tier's offset.
+            let tier = unsafe { self.cache.tier_at(off) };
+            let t = off / size_of::<Tier>();
+            if let Some(cold) = self.cache.cold.get(t) {
+                cold.fold(tier);
+            }
+        }
+    }
+
     /// Counts a get above the largest tier.
     pub(crate) fn count_oversize(&self) {
         bump(&self.cache.oversize, 1);
@@ -724,7 +849,7 @@ impl<'a> Owner<'a> {
 
     /// True if tier `t` saw no return since the last call (and records the current count).
     pub(crate) fn idle_since_last_look(&self, t: usize) -> bool {
-        let pushes = self.cache.tiers[t].pushes.load(Relaxed);
+        let pushes = self.cache.cold[t].pushes(&self.cache.tiers[t]);
         let seen = &self.cache.cold[t].pushes_seen;
         let idle = seen.load(Relaxed) == pushes;
         seen.store(pushes, Relaxed);

@@ -275,7 +275,11 @@ mod tests {
         assert_eq!(bucket_of_pred(0), 0);
         let c = Classes::new(vec![256, 4096]);
         assert_eq!(c.fast_table().len(), ALL_BUCKETS);
-        assert_eq!(c.fast_table()[ALL_BUCKETS - 1], 2, "above the largest tier: the sentinel");
+        assert_eq!(
+            c.fast_table()[ALL_BUCKETS - 1],
+            2,
+            "above the largest tier: the sentinel"
+        );
         assert_eq!(c.fast_table()[bucket(4096)], 1);
     }
 
@@ -328,7 +332,11 @@ mod tests {
             while t < sizes.len() && sizes[t] < n {
                 t += 1;
             }
-            let want = if n == 0 { sizes.len() } else { reference_get(&sizes, n).unwrap_or(sizes.len()) };
+            let want = if n == 0 {
+                sizes.len()
+            } else {
+                reference_get(&sizes, n).unwrap_or(sizes.len())
+            };
             assert_eq!(t, want, "fast lookup {n} in {sizes:?}");
         }
         c

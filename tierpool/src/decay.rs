@@ -2,7 +2,7 @@
 //!
 //! Time is cut into intervals of the configured length, numbered from the pool's creation
 //! (*epochs*). Nothing is released on a timer by default; instead, every thread cache reads
-//! the clock on its housekeeping: every 64 returns to a tier, every 16 slow-path operations,
+//! the clock on its housekeeping: every 256 returns to a tier, every 16 slow-path operations,
 //! and whenever its doorbell rang. When a cache sees a new epoch it releases its own buffers
 //! that stayed unused through the previous interval (its low-water mark), gives back the
 //! budget of tiers it stopped using, and asks the pool to do the same for the depot, once per

@@ -236,7 +236,11 @@ impl Guard<'_> {
     /// Adds a buffer of exactly the tier's size whose bytes were reserved with
     /// [`Self::reserve_exact`].
     pub(crate) fn push_exact(&mut self, buf: Vec<u8>) {
-        assert_eq!(buf.capacity(), self.size, "only exact buffers are reserved so");
+        assert_eq!(
+            buf.capacity(),
+            self.size,
+            "only exact buffers are reserved so"
+        );
         self.tier.bytes += buf.capacity();
         self.tier.exact.push(buf);
     }
@@ -301,7 +305,10 @@ mod tests {
         let d = Depot::new(&[40, 20], 100);
         assert_eq!(put_exact(&d, 0, 3), 2, "only two fit under the cap");
         assert_eq!(d.bytes(), 80);
-        assert!(d.put_one(1, Vec::with_capacity(30)).is_err(), "over the cap");
+        assert!(
+            d.put_one(1, Vec::with_capacity(30)).is_err(),
+            "over the cap"
+        );
         assert!(d.put_one(1, Vec::with_capacity(20)).is_ok());
         assert_eq!(d.bytes(), 100);
         {

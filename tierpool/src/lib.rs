@@ -184,23 +184,23 @@
 #![warn(missing_docs, missing_debug_implementations, rust_2018_idioms)]
 
 // Bottom-up: each module imports only those above it in this list.
-mod sync;
-mod class;
-mod error;
-mod stats;
-mod fresh;
-mod depot;
-mod cache;
-mod decay;
-mod config;
-mod state;
-mod registry;
-mod policy;
-mod tls;
 mod buf;
-mod pooled_bytes;
-mod pool;
+mod cache;
+mod class;
+mod config;
+mod decay;
+mod depot;
+mod error;
+mod fresh;
 mod global;
+mod policy;
+mod pool;
+mod pooled_bytes;
+mod registry;
+mod state;
+mod stats;
+mod sync;
+mod tls;
 
 #[cfg(feature = "bytes")]
 mod bytes_impls;

@@ -7,13 +7,16 @@
 //!
 //! # The budget
 //!
-//! A cache may hold at most `thread_cache_bytes`. Instead of adding and subtracting bytes on
-//! every operation, each tier *reserves* room for `limit` buffers of its size, and the
-//! reservations add up to at most the budget; the fast path then only compares the stack's
-//! length with its limit. A tier reserves when it is first used (up to `min(64, budget /
-//! size)` buffers, or what is left); when nothing is left, other tiers' whole stacks go to the
-//! depot, largest tier first, and give their reservations up; a tier that saw no return
-//! during a whole decay interval and holds nothing gives its reservation back.
+//! A cache may hold at most `thread_cache_bytes`, plus one buffer of a tier above that (the
+//! *large slot*, so that a thread cycling 16 MiB buffers does not take the depot's lock on
+//! every operation). Instead of adding and subtracting bytes on every operation, each tier
+//! *reserves* room for `limit` buffers of its size, and the reservations add up to at most the
+//! budget; the fast path then only compares the stack's top with its limit. A tier reserves
+//! when it is first used (up to `min(64, budget / size)` buffers, or what is left); when
+//! nothing is left, other tiers' whole stacks go to the depot, largest tier first, and give
+//! their reservations up; a tier that saw no return during a whole decay interval and holds
+//! nothing gives its reservation back. A tier above the budget takes the large slot from
+//! whichever tier held it.
 
 use crate::cache::{hint_of, Count, Owner};
 use crate::error::AllocError;
@@ -136,6 +139,15 @@ fn reserve(o: &Owner<'_>, pool: &PoolState, t: usize) {
     if o.limit(t) > 0 || o.cap(t) == 0 {
         return;
     }
+    if o.is_large(t) {
+        // The large slot: taken from the tier that holds it, whose buffer goes to the depot.
+        if let Some(u) = o.large_holder() {
+            give_up(o, pool, u);
+        }
+        let ok = o.set_limit(t, 1);
+        debug_assert!(ok, "the large slot was just freed");
+        return;
+    }
     let size = o.size(t);
     if o.unreserved() < size {
         make_room(o, pool, t, size);
@@ -162,13 +174,19 @@ fn make_room(o: &Owner<'_>, pool: &PoolState, t: usize, need: usize) {
         if o.unreserved() >= need {
             return;
         }
-        if u == t || o.limit(u) == 0 {
+        if u == t || o.limit(u) == 0 || o.is_large(u) {
             continue;
         }
-        flush(o, pool, u, usize::MAX);
-        o.drain_oldest(u, usize::MAX, true, drop); // the depot is at its cap (or closed)
-        o.set_limit(u, 0);
+        give_up(o, pool, u);
     }
+}
+
+/// Tier `u` gives up its reservation: its whole stack goes to the depot (what the depot
+/// cannot take is released).
+fn give_up(o: &Owner<'_>, pool: &PoolState, u: usize) {
+    flush(o, pool, u, usize::MAX);
+    o.drain_oldest(u, usize::MAX, true, drop); // the depot is at its cap (or closed)
+    o.set_limit(u, 0);
 }
 
 /// Counts a slow operation and runs [`service`] if the doorbell rang or housekeeping is due.

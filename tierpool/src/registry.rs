@@ -49,7 +49,10 @@ fn registry() -> std::sync::MutexGuard<'static, Registry> {
 /// If 2^32 - 1 pools are alive at once (the registry alone would need over 100 GiB).
 pub(crate) fn register(pool: &Arc<PoolState>) -> u32 {
     let mut reg = registry();
-    assert!(reg.pools.len() < u32::MAX as usize - 1, "too many live pools");
+    assert!(
+        reg.pools.len() < u32::MAX as usize - 1,
+        "too many live pools"
+    );
     let mut key = reg.last;
     loop {
         key = key.wrapping_add(1);

@@ -62,10 +62,30 @@ struct Entry {
     pool: Arc<PoolState>,
 }
 
+/// Hashes a pool key with one multiplication (Fibonacci hashing): keys are small sequential
+/// numbers chosen by the registry, not by an adversary, and the table is looked up on every
+/// slow path, where SipHash cost about a hundred instructions.
+#[derive(Default)]
+struct KeyHasher(u64);
+
+impl std::hash::Hasher for KeyHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+    fn write_u32(&mut self, key: u32) {
+        self.0 = u64::from(key).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
 /// This thread's caches, by pool key.
 #[derive(Default)]
 struct Table {
-    entries: HashMap<u32, Entry>,
+    entries: HashMap<u32, Entry, std::hash::BuildHasherDefault<KeyHasher>>,
     closed_seen: u64,
 }
 
@@ -215,11 +235,15 @@ pub(crate) fn fast_push(key: u32, tier: u32, v: Vec<u8>) -> Result<bool, Vec<u8>
     })
 }
 
-/// Housekeeping on this thread's cache for `key` (the fast path's countdown ran out).
+/// Housekeeping on this thread's cache for `key`: the return countdown of the tier with hint
+/// `hint` ran out.
 #[cold]
 #[inline(never)]
-pub(crate) fn service(key: u32) {
-    let _ = with_owner(key, (), |o, pool, ()| policy::service(o, pool));
+pub(crate) fn service(key: u32, hint: u32) {
+    let _ = with_owner(key, (), |o, pool, ()| {
+        o.fold_countdown(hint);
+        policy::service(o, pool);
+    });
 }
 
 /// Runs `f` with this thread's cache for the pool `key`, if it exists and may be used now, and

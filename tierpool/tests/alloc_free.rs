@@ -59,162 +59,179 @@ fn allocs_here() -> u64 {
 /// The tests here must not overlap: one reads the process-wide live byte count.
 static SERIAL: Mutex<()> = Mutex::new(());
 
+/// Runs `f` alone (no other counted test at the same time) on a thread of its own, joined
+/// before the lock is released: a test thread's thread-local destructors (thread caches,
+/// recycled control blocks) run at its exit, and must not allocate or free during another
+/// test's measurement.
+fn serial<R: Send + 'static>(f: impl FnOnce() -> R + Send + 'static) -> R {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    match std::thread::spawn(f).join() {
+        Ok(r) => r,
+        Err(panic) => std::panic::resume_unwind(panic),
+    }
+}
+
 #[test]
 fn the_counter_sees_plain_vec_allocations() {
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let before = allocs_here();
-    for _ in 0..10 {
-        let v: Vec<u8> = Vec::with_capacity(std::hint::black_box(4096));
-        drop(std::hint::black_box(v));
-    }
-    assert_eq!(allocs_here() - before, 10);
+    serial(|| {
+        let before = allocs_here();
+        for _ in 0..10 {
+            let v: Vec<u8> = Vec::with_capacity(std::hint::black_box(4096));
+            drop(std::hint::black_box(v));
+        }
+        assert_eq!(allocs_here() - before, 10);
+    });
 }
 
 #[test]
 fn steady_state_get_put_allocates_nothing() {
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    // Natively: 256 B .. 1 MiB are served by the thread cache; 4 MiB bypasses it (above the
-    // 2 MiB thread budget) and goes through the depot: neither may allocate once warm. Under
-    // Miri (which zeroes megabytes slowly) the same two paths with a 16 KiB thread budget.
-    let (pool, sizes) = if cfg!(miri) {
-        let pool = BufferPool::builder()
-            .thread_cache_bytes(16 << 10)
-            .build()
-            .unwrap();
-        (pool, [256, 4096, 8192, 16384, 65536, 100, 5000])
-    } else {
-        (
-            BufferPool::new(),
-            [256, 4096, 65536, 1 << 20, 4 << 20, 100, 5000],
-        )
-    };
-    for _ in 0..3 {
-        for &n in &sizes {
-            drop(pool.get(n));
-            drop(pool.get_zeroed(n));
-            drop(pool.try_get(n).unwrap());
+    serial(|| {
+        // Natively: 256 B .. 1 MiB are served by the thread cache; 4 MiB bypasses it (above the
+        // 2 MiB thread budget) and goes through the depot: neither may allocate once warm. Under
+        // Miri (which zeroes megabytes slowly) the same two paths with a 16 KiB thread budget.
+        let (pool, sizes) = if cfg!(miri) {
+            let pool = BufferPool::builder()
+                .thread_cache_bytes(16 << 10)
+                .build()
+                .unwrap();
+            (pool, [256, 4096, 8192, 16384, 65536, 100, 5000])
+        } else {
+            (
+                BufferPool::new(),
+                [256, 4096, 65536, 1 << 20, 4 << 20, 100, 5000],
+            )
+        };
+        for _ in 0..3 {
+            for &n in &sizes {
+                drop(pool.get(n));
+                drop(pool.get_zeroed(n));
+                drop(pool.try_get(n).unwrap());
+            }
+            drop(pool.get(300));
         }
-        drop(pool.get(300));
-    }
-    let before = allocs_here();
-    let cycles = if cfg!(miri) { 300 } else { 20_000 };
-    for i in 0..cycles {
-        let n = sizes[i % sizes.len()];
-        let mut b = pool.get(n);
-        b.push(1); // first byte
-        if let Some(last) = b.spare_capacity_mut().last_mut() {
-            last.write(2); // last byte of the capacity
+        let before = allocs_here();
+        let cycles = if cfg!(miri) { 300 } else { 20_000 };
+        for i in 0..cycles {
+            let n = sizes[i % sizes.len()];
+            let mut b = pool.get(n);
+            b.push(1); // first byte
+            if let Some(last) = b.spare_capacity_mut().last_mut() {
+                last.write(2); // last byte of the capacity
+            }
+            std::hint::black_box(&b);
+            drop(b);
+            let mut held = pool.get(std::hint::black_box(300));
+            held.push(3);
+            pool.put(held.into_vec());
         }
-        std::hint::black_box(&b);
-        drop(b);
-        let mut held = pool.get(std::hint::black_box(300));
-        held.push(3);
-        pool.put(held.into_vec());
-    }
-    let allocs = allocs_here() - before;
-    let s = pool.stats();
-    assert_eq!(allocs, 0, "allocations in {cycles} get/put cycles; {s}");
-    assert_eq!(s.misses, 7, "one miss per tier used, all during warm-up");
+        let allocs = allocs_here() - before;
+        let s = pool.stats();
+        assert_eq!(allocs, 0, "allocations in {cycles} get/put cycles; {s}");
+        assert_eq!(s.misses, 7, "one miss per tier used, all during warm-up");
+    });
 }
 
 #[test]
 fn dropping_the_pool_gives_every_byte_back() {
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let baseline = LIVE_BYTES.load(Ordering::Relaxed);
-    {
-        let pool = BufferPool::builder()
-            .max_retained_bytes(8 << 20)
-            .build()
-            .unwrap();
-        let mut held = Vec::new();
-        for i in 0..if cfg!(miri) { 200 } else { 2000 } {
-            held.push(pool.get(256 << (i % 10)));
-        }
-        // Hand some to other threads, which keep caches of their own and exit.
-        let moved: Vec<_> = held.drain(..held.len() / 4).collect();
-        let p2 = pool.clone();
-        std::thread::spawn(move || {
-            drop(moved);
-            drop(p2.get(1000));
-        })
-        .join()
-        .unwrap();
-        let outstanding: Vec<_> = held.drain(..held.len() / 5).collect();
-        drop(held);
-        assert!(pool.stats().retained_bytes > 0);
-        drop(pool);
-        // Buffers still out after the pool is gone are freed when dropped.
-        std::thread::spawn(move || drop(outstanding))
+    serial(|| {
+        let baseline = LIVE_BYTES.load(Ordering::Relaxed);
+        {
+            let pool = BufferPool::builder()
+                .max_retained_bytes(8 << 20)
+                .build()
+                .unwrap();
+            let mut held = Vec::new();
+            for i in 0..if cfg!(miri) { 200 } else { 2000 } {
+                held.push(pool.get(256 << (i % 10)));
+            }
+            // Hand some to other threads, which keep caches of their own and exit.
+            let moved: Vec<_> = held.drain(..held.len() / 4).collect();
+            let p2 = pool.clone();
+            std::thread::spawn(move || {
+                drop(moved);
+                drop(p2.get(1000));
+            })
             .join()
             .unwrap();
-    }
-    let after = LIVE_BYTES.load(Ordering::Relaxed);
-    // The pool registry keeps one slot per pool ever alive at once (a few bytes, reused).
-    assert!(
-        after - baseline < 4096,
-        "leaked {} bytes after dropping the pool",
-        after - baseline
-    );
+            let outstanding: Vec<_> = held.drain(..held.len() / 5).collect();
+            drop(held);
+            assert!(pool.stats().retained_bytes > 0);
+            drop(pool);
+            // Buffers still out after the pool is gone are freed when dropped.
+            std::thread::spawn(move || drop(outstanding))
+                .join()
+                .unwrap();
+        }
+        let after = LIVE_BYTES.load(Ordering::Relaxed);
+        // The pool registry keeps one slot per pool ever alive at once (a few bytes, reused).
+        assert!(
+            after - baseline < 4096,
+            "leaked {} bytes after dropping the pool",
+            after - baseline
+        );
+    });
 }
 
 #[test]
 fn steady_state_into_shared_allocates_nothing() {
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let pool = BufferPool::new();
-    let round = |i: usize| {
-        let mut b = pool.get(4096);
-        b.extend_from_slice(&[i as u8; 100]);
-        let mut all = b.into_shared();
-        let head = all.split_to(10);
-        let copy = all.slice(5..);
-        assert_eq!(head[0], i as u8);
-        drop((all, head, copy));
-    };
-    for i in 0..100 {
-        round(i); // warm: the first control block and buffer are allocated here
-    }
-    let before = allocs_here();
-    let cycles = if cfg!(miri) { 200 } else { 20_000 };
-    for i in 0..cycles {
-        round(i);
-    }
-    let allocs = allocs_here() - before;
-    assert_eq!(allocs, 0, "allocations in {cycles} into_shared cycles");
+    serial(|| {
+        let pool = BufferPool::new();
+        let round = |i: usize| {
+            let mut b = pool.get(4096);
+            b.extend_from_slice(&[i as u8; 100]);
+            let mut all = b.into_shared();
+            let head = all.split_to(10);
+            let copy = all.slice(5..);
+            assert_eq!(head[0], i as u8);
+            drop((all, head, copy));
+        };
+        for i in 0..100 {
+            round(i); // warm: the first control block and buffer are allocated here
+        }
+        let before = allocs_here();
+        let cycles = if cfg!(miri) { 200 } else { 20_000 };
+        for i in 0..cycles {
+            round(i);
+        }
+        let allocs = allocs_here() - before;
+        assert_eq!(allocs, 0, "allocations in {cycles} into_shared cycles");
+    });
 }
 
 #[test]
 fn shared_views_dropped_on_another_thread_recycle_their_blocks() {
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let pool = BufferPool::new();
-    let (tx, rx) = std::sync::mpsc::sync_channel::<tierpool::PooledBytes>(16);
-    let consumer = std::thread::spawn(move || {
-        for v in rx {
-            drop(v)
+    serial(|| {
+        let pool = BufferPool::new();
+        let (tx, rx) = std::sync::mpsc::sync_channel::<tierpool::PooledBytes>(16);
+        let consumer = std::thread::spawn(move || {
+            for v in rx {
+                drop(v)
+            }
+        });
+        let n = if cfg!(miri) { 300 } else { 50_000 };
+        // Warm both sides (thread caches, control-block stacks, the channel).
+        for _ in 0..1000.min(n) {
+            let mut b = pool.get(4096);
+            b.push(1);
+            tx.send(b.into_shared()).unwrap();
         }
+        let before = allocs_here();
+        for _ in 0..n {
+            let mut b = pool.get(4096);
+            b.push(1);
+            tx.send(b.into_shared()).unwrap();
+        }
+        let allocs = allocs_here() - before;
+        drop(tx);
+        consumer.join().unwrap();
+        // Blocks freed on the consumer come back to the producer in batches through the
+        // process-wide stack; the producer allocates only while that exchange warms up.
+        // (Plus a few while the exchange warms up, which matter only in Miri's short run.)
+        assert!(
+            allocs <= n as u64 / 100 + 4,
+            "{allocs} allocations on the producer for {n} frozen buffers"
+        );
     });
-    let n = if cfg!(miri) { 300 } else { 50_000 };
-    // Warm both sides (thread caches, control-block stacks, the channel).
-    for _ in 0..1000.min(n) {
-        let mut b = pool.get(4096);
-        b.push(1);
-        tx.send(b.into_shared()).unwrap();
-    }
-    let before = allocs_here();
-    for _ in 0..n {
-        let mut b = pool.get(4096);
-        b.push(1);
-        tx.send(b.into_shared()).unwrap();
-    }
-    let allocs = allocs_here() - before;
-    drop(tx);
-    consumer.join().unwrap();
-    // Blocks freed on the consumer come back to the producer in batches through the
-    // process-wide stack; the producer allocates only while that exchange warms up.
-    // (Plus a few while the exchange warms up, which matter only in Miri's short run.)
-    assert!(
-        allocs <= n as u64 / 100 + 4,
-        "{allocs} allocations on the producer for {n} frozen buffers"
-    );
 }
 
 /// After `trim()`, the pool's own bookkeeping storage for the released buffers is freed too,
@@ -223,24 +240,25 @@ fn shared_views_dropped_on_another_thread_recycle_their_blocks() {
 /// by the comparison report's burst workload: RSS stayed at the peak with 16 KiB retained).
 #[test]
 fn trim_frees_the_stacks_as_well_as_the_buffers() {
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let pool = BufferPool::builder()
-        .max_retained_bytes(64 << 20)
-        .build()
-        .unwrap();
-    drop(pool.get(16 << 10)); // this thread's cache exists before the baseline
-    pool.trim();
-    let baseline = LIVE_BYTES.load(Ordering::Relaxed);
-    let burst: Vec<_> = (0..if cfg!(miri) { 300 } else { 3000 })
-        .map(|_| pool.get(16 << 10))
-        .collect();
-    drop(burst);
-    assert!(pool.stats().depot_bytes > 0);
-    pool.trim();
-    let after = LIVE_BYTES.load(Ordering::Relaxed);
-    assert!(
-        after - baseline < 1024,
-        "{} bytes still held after trim (the depot's stack storage?)",
-        after - baseline
-    );
+    serial(|| {
+        let pool = BufferPool::builder()
+            .max_retained_bytes(64 << 20)
+            .build()
+            .unwrap();
+        drop(pool.get(16 << 10)); // this thread's cache exists before the baseline
+        pool.trim();
+        let baseline = LIVE_BYTES.load(Ordering::Relaxed);
+        let burst: Vec<_> = (0..if cfg!(miri) { 300 } else { 3000 })
+            .map(|_| pool.get(16 << 10))
+            .collect();
+        drop(burst);
+        assert!(pool.stats().depot_bytes > 0);
+        pool.trim();
+        let after = LIVE_BYTES.load(Ordering::Relaxed);
+        assert!(
+            after - baseline < 1024,
+            "{} bytes still held after trim (the depot's stack storage?)",
+            after - baseline
+        );
+    });
 }

@@ -171,8 +171,10 @@ fn many_threads_random_hand_off_with_concurrent_trim() {
     assert!(s.depot_bytes <= cap);
     // Workers exited; only the main thread (which drained the channel) may still have a cache.
     assert!(s.thread_caches <= 1, "{s}");
+    // Each cache: its budget plus the large slot (one buffer of a tier above the budget).
+    let largest = *pool.tier_sizes().last().unwrap();
     assert!(
-        s.retained_bytes <= cap + s.thread_caches * per_thread,
+        s.retained_bytes <= cap + s.thread_caches * (per_thread + largest),
         "{s}"
     );
     assert!(s.hits > 0);
