@@ -62,7 +62,12 @@ use crate::class::{bucket_of_pred, Classes};
 use crate::stats::{bump, Stats};
 use crate::sync::{Arc, AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
-use Ordering::Relaxed;
+use Ordering::{Acquire, Relaxed, Release};
+
+/// Adds `by` to a counter only the owner writes, publishing it (`Release`) for `stats()`.
+fn publish(counter: &AtomicU64, by: u64) {
+    counter.store(counter.load(Relaxed).wrapping_add(by), Release);
+}
 
 /// The doorbell's value when the owner must take the slow path. No pool has key 0.
 pub(crate) const RUNG: u32 = 0;
@@ -122,11 +127,6 @@ impl Tier {
 
     /// Slots from `p` back to index: `(p - slots) / size_of::<Slot>()`, by address (no
     /// dereference, so any racing read is harmless; see `Cache::add_to`).
-    fn index(&self, p: *mut Slot) -> usize {
-        let base = self.slots.load(Relaxed);
-        (p as usize).wrapping_sub(base as usize) / size_of::<Slot>()
-    }
-
     /// The address of slot `i` (`i <= cap`, slots allocated).
     fn at(&self, i: usize) -> *mut Slot {
         self.slots.load(Relaxed).wrapping_add(i)
@@ -157,29 +157,35 @@ struct TierCold {
 }
 
 impl TierCold {
-    /// Returns pushed onto `tier`'s stack so far.
+    /// Returns pushed onto `tier`'s stack so far. Reads the total before the countdown (see
+    /// `fold`), both `Acquire`.
     fn pushes(&self, tier: &Tier) -> u64 {
-        let left = tier.returns_left.load(Relaxed);
-        self.pushes_folded
-            .load(Relaxed)
-            .wrapping_add(CHECK_EVERY.wrapping_sub(left))
+        let folded = self.pushes_folded.load(Acquire);
+        let left = tier.returns_left.load(Acquire);
+        folded.wrapping_add(CHECK_EVERY.wrapping_sub(left))
     }
 
     /// Moves a finished countdown into `pushes_folded`.
     fn fold(&self, tier: &Tier) {
         if tier.returns_left.load(Relaxed) == 0 {
-            bump(&self.pushes_folded, CHECK_EVERY);
-            tier.returns_left.store(CHECK_EVERY, Relaxed);
+            // Reset, then add: a reader that sees the new total sees the reset too, so it
+            // never counts these returns twice (`Cache::add_to`).
+            tier.returns_left.store(CHECK_EVERY, Release);
+            publish(&self.pushes_folded, CHECK_EVERY);
         }
     }
 
     /// Length of `tier`'s stack, from its pointers (0 when unallocated). Clamped to `cap`, so
-    /// that a read racing with the owner never yields an absurd figure.
+    /// that a read racing with the owner never yields an absurd figure. `Acquire`: see
+    /// `Cache::add_to`.
     fn len(&self, tier: &Tier) -> usize {
-        if tier.slots.load(Relaxed).is_null() {
+        let base = tier.slots.load(Acquire);
+        if base.is_null() {
             return 0;
         }
-        (self.cap as usize).saturating_sub(tier.index(tier.head.load(Relaxed)))
+        let head = tier.head.load(Acquire);
+        let index = (head as usize).wrapping_sub(base as usize) / size_of::<Slot>();
+        (self.cap as usize).saturating_sub(index)
     }
 }
 
@@ -278,13 +284,23 @@ impl Cache {
 
     /// Asks the owner to take the slow path at its next operation (trim, close). Any thread.
     ///
-    /// `SeqCst`: a ringer first publishes why it rings (the pool's `closed` flag or trim
-    /// generation, also `SeqCst`), then rings; the owner re-arms (a `SeqCst` store) before it
-    /// reads why. In the single total order either the ring comes after the re-arm (the owner
-    /// sees it at its next operation) or before it, and then so does the reason, which the
-    /// owner's read after re-arming sees. A ring is never lost.
+    /// A ringer first publishes why it rings (the pool's `closed` flag, its trim generation),
+    /// then rings with a `Release` swap. The owner re-arms with an `Acquire` swap before it
+    /// reads why. Both are read-modify-writes, so one comes after the other in the doorbell's
+    /// order and reads its value: if the ring comes first, the re-arm reads it, synchronizes
+    /// with it, and the owner's reads after it see the reason; if the ring comes after the
+    /// re-arm, the doorbell stays rung and the owner's next operation takes the slow path. A
+    /// ring is never lost (loom models `loom_doorbell_ring_is_never_lost` and
+    /// `loom_close_is_never_missed_by_a_cache`; with a plain store for the ring, loom found an
+    /// execution that lost it).
     pub(crate) fn ring(&self) {
-        self.key.store(RUNG, Ordering::SeqCst);
+        self.key.swap(RUNG, Ordering::Release);
+    }
+
+    /// The doorbell's value (for the loom models).
+    #[cfg(all(test, loom))]
+    pub(crate) fn doorbell_for_tests(&self) -> u32 {
+        self.key.load(Relaxed)
     }
 
     /// True once the pool closed and the owner freed everything.
@@ -299,13 +315,22 @@ impl Cache {
     /// synchronized with it.
     pub(crate) fn add_to(&self, into: &mut Stats, with_retained: bool) {
         let r = |a: &AtomicU64| a.load(Relaxed);
+        let acq = |a: &AtomicU64| a.load(Acquire);
         for ((tier, cold), t) in self.tiers.iter().zip(self.cold.iter()).zip(&mut into.tiers) {
-            let len = cold.len(tier) as u64;
+            // The owner stores each figure with `Release`, in an order chosen so that reading
+            // them with `Acquire` in this order never counts a hit that did not happen: what
+            // adds to the derived `pops` first (returns, refills: each stored after the stack
+            // top it moved), then the stack top, then what subtracts (flushed, released: each
+            // stored before the stack top it moved).
             let pushes = cold.pushes(tier);
+            let refilled = acq(&tier.refilled);
+            let len = cold.len(tier) as u64;
+            let flushed = acq(&tier.flushed);
+            let released = acq(&cold.released);
             let pops = pushes
-                .wrapping_add(r(&tier.refilled))
-                .wrapping_sub(r(&tier.flushed))
-                .wrapping_sub(r(&cold.released))
+                .wrapping_add(refilled)
+                .wrapping_sub(flushed)
+                .wrapping_sub(released)
                 .wrapping_sub(len);
             let pops = (pops as i64).max(0) as u64;
             t.hits += pops + r(&cold.direct_hits);
@@ -473,7 +498,8 @@ fn pop_tier(tier: &Tier, off: usize) -> Option<Popped> {
     // SAFETY: `slots <= head < low <= end`: a filled slot of the allocated array.
     let ptr = unsafe { &*head }.load(Relaxed);
     // `head < end`, so one past it is still within (or at the end of) the array.
-    tier.head.store(head.wrapping_add(1), Relaxed);
+    // `Release`, as every store of a published figure (see `Cache::add_to`).
+    tier.head.store(head.wrapping_add(1), Release);
     // The slot owned a buffer of capacity exactly `tier.size` from the global allocator;
     // moving `head` past it removed it from the stack, so the `Popped` is its only owner.
     // Only this owner touches the stack (`Owner::new`'s contract).
@@ -552,9 +578,9 @@ impl<'a> Owner<'a> {
         // SAFETY: `slots <= full < old head`, so `head` is a slot of the allocated array, and
         // free (below the stack).
         unsafe { &*head }.store(v.as_mut_ptr(), Relaxed);
-        tier.head.store(head, Relaxed);
+        tier.head.store(head, Release);
         let left = tier.returns_left.load(Relaxed).wrapping_sub(1);
-        tier.returns_left.store(left, Relaxed);
+        tier.returns_left.store(left, Release);
         Ok(left == 0)
     }
 
@@ -579,7 +605,8 @@ impl<'a> Owner<'a> {
         if tier.slots.load(Relaxed).is_null() {
             return 0;
         }
-        cold.cap as usize - tier.index(tier.low.load(Relaxed))
+        let low = tier.low.load(Relaxed) as usize;
+        cold.cap as usize - (low - tier.slots.load(Relaxed) as usize) / size_of::<Slot>()
     }
 
     /// Starts a new decay interval for tier `t`: its low-water mark is its length now.
@@ -631,7 +658,7 @@ impl<'a> Owner<'a> {
 
     /// Re-arms the doorbell, before looking at why it rang (see [`Cache::ring`]).
     pub(crate) fn rearm(&self) {
-        self.cache.key.store(self.cache.own_key, Ordering::SeqCst);
+        self.cache.key.swap(self.cache.own_key, Ordering::Acquire);
     }
 
     /// Counts a slow operation; true when housekeeping is due.
@@ -694,18 +721,19 @@ impl<'a> Owner<'a> {
         cold.limit.store(limit as u32, Relaxed);
         if limit > 0 && tier.slots.load(Relaxed).is_null() {
             let slots = alloc_slots(cold.cap);
-            tier.slots.store(slots, Relaxed);
+            tier.slots.store(slots, Release);
             let end = tier.at(cap);
-            tier.head.store(end, Relaxed);
+            tier.head.store(end, Release);
             tier.low.store(end, Relaxed);
         }
         if limit == 0 && cold.len(tier) == 0 {
-            let slots = tier.slots.swap(std::ptr::null_mut(), Relaxed);
+            // `Release`: a reader that sees the stack gone sees the counts of what left it.
+            let slots = tier.slots.swap(std::ptr::null_mut(), Release);
             if !slots.is_null() {
                 // Free the storage with the reservation: it was allocated while buffers came
                 // in, so it may sit above them in the heap and pin it (glibc trims only the top).
                 for p in [&tier.head, &tier.low, &tier.full] {
-                    p.store(std::ptr::null_mut(), Relaxed);
+                    p.store(std::ptr::null_mut(), Release);
                 }
                 free_slots(slots, cold.cap);
             }
@@ -727,7 +755,7 @@ impl<'a> Owner<'a> {
         // SAFETY: the stack is not empty: `head < end` is a filled slot.
         let p = unsafe { &*head }.load(Relaxed);
         let head = head.wrapping_add(1);
-        tier.head.store(head, Relaxed);
+        tier.head.store(head, Release);
         if head > tier.low.load(Relaxed) {
             tier.low.store(head, Relaxed);
         }
@@ -748,12 +776,12 @@ impl<'a> Owner<'a> {
         // SAFETY: `len < limit <= cap` (so `limit > 0` and the slots are allocated): `head` is
         // a free slot of the array.
         unsafe { &*head }.store(v.as_mut_ptr(), Relaxed);
-        tier.head.store(head, Relaxed);
+        tier.head.store(head, Release);
         if from_depot {
-            bump(&tier.refilled, 1);
+            publish(&tier.refilled, 1);
         } else {
             let left = tier.returns_left.load(Relaxed).wrapping_sub(1);
-            tier.returns_left.store(left, Relaxed);
+            tier.returns_left.store(left, Release);
             cold.fold(tier);
         }
         Ok(())
@@ -790,16 +818,17 @@ impl<'a> Owner<'a> {
             // SAFETY: as above.
             unsafe { &*tier.at(i + n) }.store(p, Relaxed);
         }
-        let head = tier.at(cap - len + n);
-        tier.head.store(head, Relaxed);
-        if head > tier.low.load(Relaxed) {
-            tier.low.store(head, Relaxed);
-        }
+        // Count first, then move `head`: a reader that sees the shorter stack sees why.
         if release {
-            bump(&cold.released, n as u64);
+            publish(&cold.released, n as u64);
             bump(&cold.discarded, n as u64);
         } else {
-            bump(&tier.flushed, n as u64);
+            publish(&tier.flushed, n as u64);
+        }
+        let head = tier.at(cap - len + n);
+        tier.head.store(head, Release);
+        if head > tier.low.load(Relaxed) {
+            tier.low.store(head, Relaxed);
         }
         for &p in &out[..n] {
             // SAFETY: the slot owned a buffer of capacity exactly `size` from the global
@@ -861,7 +890,7 @@ impl<'a> Owner<'a> {
     pub(crate) fn mark_dead(&self) {
         let c = self.cache;
         c.dead.store(true, Relaxed);
-        c.key.store(RUNG, Ordering::SeqCst);
+        c.key.store(RUNG, Relaxed); // the owner's own store: nothing to publish
         for t in 0..self.tiers() {
             debug_assert_eq!(self.len(t), 0);
             self.set_limit(t, 0);

@@ -1,5 +1,6 @@
 //! loom models of every place where threads meet: the depot exchange, decay and trim racing
-//! with get/put, pool close racing with returns, and counter publication vs. `stats()`.
+//! with get/put, pool close racing with returns, the thread caches' doorbell (a ring is never
+//! lost), and counter publication vs. `stats()`.
 //!
 //! Run with `RUSTFLAGS="--cfg loom" cargo test -p tierpool --lib --release loom`.
 //! Each model is small (two or three threads, a handful of buffers) so that loom explores every
@@ -7,16 +8,12 @@
 
 use loom::thread;
 
+use crate::cache::Owner;
 use crate::config::Builder;
 use crate::depot::Depot;
-use crate::pool::Shared;
-use crate::stats::{bump, LocalCounters};
+use crate::state::PoolState;
 use crate::sync::Ordering;
 use loom::sync::Arc;
-
-fn bufs(caps: &[usize]) -> Vec<Vec<u8>> {
-    caps.iter().map(|&c| Vec::with_capacity(c)).collect()
-}
 
 /// Drains the depot's tier `t` and returns the sorted capacities found there.
 fn drain(d: &Depot, t: usize) -> Vec<usize> {
@@ -28,48 +25,46 @@ fn drain(d: &Depot, t: usize) -> Vec<usize> {
     out
 }
 
+/// Moves up to `n` exact buffers of `size` into tier `t` under one lock; returns how many fit.
+fn put_batch(d: &Depot, t: usize, size: usize, n: usize) -> usize {
+    let mut g = d.lock(t);
+    let k = g.reserve_exact(n);
+    for _ in 0..k {
+        g.push_exact(Vec::with_capacity(size));
+    }
+    k
+}
+
 /// Two thread caches exchange batches through one tier: nothing is lost or duplicated,
 /// the byte count matches what is present, and the cap holds.
 #[test]
 fn loom_depot_batch_exchange_conserves_buffers() {
     loom::model(|| {
-        let d = Arc::new(Depot::new(1, 100));
+        let d = Arc::new(Depot::new(&[10], 25));
         d.put_one(0, Vec::with_capacity(10)).unwrap();
         let d1 = d.clone();
-        let producer = thread::spawn(move || {
-            let mut src = bufs(&[11, 12]);
-            let (n, bytes) = d1.put_from(0, &mut src, 2);
-            assert_eq!(bytes, src_caps_moved(&[11, 12], n));
-            src.into_iter().map(|b| b.capacity()).collect::<Vec<_>>()
-        });
+        let producer = thread::spawn(move || put_batch(&d1, 0, 10, 2));
         let d2 = d.clone();
         let consumer = thread::spawn(move || {
-            let mut dst = Vec::with_capacity(2);
-            d2.take_into(0, &mut dst, 2, usize::MAX);
-            dst.into_iter().map(|b| b.capacity()).collect::<Vec<_>>()
+            let mut g = d2.lock(0);
+            let n = g.exact_len().min(2);
+            (0..n).filter_map(|_| g.pop_exact()).count()
         });
-        let left = producer.join().unwrap();
+        let put = producer.join().unwrap();
         let taken = consumer.join().unwrap();
-        assert!(d.bytes() <= 100);
+        assert!(d.bytes() <= 25);
         let present_bytes = d.bytes();
-        let mut all = drain(&d, 0);
-        assert_eq!(present_bytes, all.iter().sum::<usize>());
-        all.extend(left);
-        all.extend(taken);
-        all.sort_unstable();
-        assert_eq!(all, vec![10, 11, 12], "every buffer exactly once");
+        let present = drain(&d, 0);
+        assert_eq!(present_bytes, present.iter().sum::<usize>());
+        assert_eq!(present.len() + taken, 1 + put, "every buffer exactly once");
     });
-}
-
-fn src_caps_moved(caps: &[usize], n: usize) -> usize {
-    caps[..n].iter().sum()
 }
 
 /// Two threads push into a depot that can hold only one of their buffers: the cap holds.
 #[test]
 fn loom_depot_cap_holds_under_contention() {
     loom::model(|| {
-        let d = Arc::new(Depot::new(2, 15));
+        let d = Arc::new(Depot::new(&[10, 10], 15));
         let handles: Vec<_> = (0..2)
             .map(|t| {
                 let d = d.clone();
@@ -89,8 +84,8 @@ fn loom_depot_cap_holds_under_contention() {
 #[test]
 fn loom_decay_and_trim_race_with_get_put() {
     loom::model(|| {
-        let d = Arc::new(Depot::new(1, 1000));
-        d.put_from(0, &mut bufs(&[10, 20]), 2);
+        let d = Arc::new(Depot::new(&[10], 1000));
+        put_batch(&d, 0, 10, 2);
         d.decay(); // starts an interval with low water 2
         let d1 = d.clone();
         let user = thread::spawn(move || {
@@ -120,12 +115,11 @@ fn loom_decay_and_trim_race_with_get_put() {
 #[test]
 fn loom_close_races_with_returns() {
     loom::model(|| {
-        let d = Arc::new(Depot::new(1, 1000));
+        let d = Arc::new(Depot::new(&[10], 1000));
         let d1 = d.clone();
         let returner = thread::spawn(move || {
-            let _ = d1.put_one(0, Vec::with_capacity(10));
-            let mut src = bufs(&[20]);
-            d1.put_from(0, &mut src, 1);
+            let _ = d1.put_one(0, Vec::with_capacity(20));
+            put_batch(&d1, 0, 10, 1);
         });
         d.close();
         returner.join().unwrap();
@@ -134,34 +128,86 @@ fn loom_close_races_with_returns() {
     });
 }
 
-/// A thread's counters are read by `stats()` while the thread counts and then detaches
-/// (thread exit): each count is seen exactly once, never twice, never lost after the join.
+/// A thread's cache is read by `stats()` while its owner pushes, pops and then detaches
+/// (thread exit): each count is seen at most once while it runs, exactly once after the join.
 #[test]
 fn loom_counters_publish_and_detach_exactly_once() {
     loom::model(|| {
         let config = Builder::new().tiers([64]).validate().unwrap();
-        let shared = Arc::new(Shared::new(config));
-        let counters = std::sync::Arc::new(LocalCounters::new(1));
-        shared.attach(counters.clone());
-        let s1 = shared.clone();
+        let state = Arc::new(PoolState::new(config));
+        let cache = state.new_cache(1);
+        let s1 = state.clone();
         let worker = thread::spawn(move || {
+            // SAFETY: this thread is the cache's only owner from here on.
+            let o = unsafe { Owner::new(&cache) };
+            assert!(o.set_limit(0, 4));
             // Two returns onto the stack, one hit from it: one buffer stays retained.
-            bump(&counters.tiers[0].pushes, 1);
-            bump(&counters.tiers[0].pushes, 1);
-            bump(&counters.tiers[0].pops, 1);
-            s1.detach(&counters);
+            o.push(0, Vec::with_capacity(64), false).unwrap();
+            o.push(0, Vec::with_capacity(64), false).unwrap();
+            drop(o.pop(0).unwrap());
+            o.drain_oldest(0, usize::MAX, true, drop);
+            o.set_limit(0, 0);
+            s1.detach(&cache);
         });
-        let seen = shared.stats();
+        let seen = state.stats();
         assert!(seen.tiers[0].hits <= 1, "never double-counted: {seen:?}");
         assert!(
             seen.tiers[0].returned <= 2,
             "never double-counted: {seen:?}"
         );
         worker.join().unwrap();
-        let after = shared.stats();
+        let after = state.stats();
         assert_eq!(after.tiers[0].hits, 1);
         assert_eq!(after.tiers[0].returned, 2);
+        assert_eq!(after.tiers[0].discarded, 1);
         assert_eq!(after.thread_caches, 0);
+    });
+}
+
+/// The doorbell: `trim()` on one thread (bump the generation, ring) races with the owner's
+/// housekeeping (re-arm, then read the generation). Whatever the interleaving, the ring is not
+/// lost: after both, either the owner saw the new generation, or its doorbell is still rung,
+/// so that its next operation takes the slow path and sees it.
+#[test]
+fn loom_doorbell_ring_is_never_lost() {
+    loom::model(|| {
+        let config = Builder::new().tiers([64]).validate().unwrap();
+        let state = Arc::new(PoolState::new(config));
+        let cache = state.new_cache(1);
+        cache.ring(); // an earlier ring the owner is about to handle
+        let s1 = state.clone();
+        let trimmer = thread::spawn(move || s1.start_trim());
+        // The owner's side of `policy::service`: re-arm, then look.
+        // SAFETY: this thread is the cache's only owner.
+        let o = unsafe { Owner::new(&cache) };
+        o.rearm();
+        let seen = state.trim_gen.load(Ordering::SeqCst);
+        let generation = trimmer.join().unwrap();
+        assert!(
+            seen == generation || o.rung(),
+            "the trim was neither seen nor left ringing: seen {seen}, trim {generation}, doorbell {}",
+            cache.doorbell_for_tests()
+        );
+    });
+}
+
+/// Close races with the owner's housekeeping in the same way: the owner either sees the pool
+/// closed now, or finds its doorbell rung (and then the pool closed) at its next operation.
+#[test]
+fn loom_close_is_never_missed_by_a_cache() {
+    loom::model(|| {
+        let config = Builder::new().tiers([64]).validate().unwrap();
+        let state = Arc::new(PoolState::new(config));
+        let cache = state.new_cache(1);
+        cache.ring();
+        let s1 = state.clone();
+        let closer = thread::spawn(move || s1.close());
+        // SAFETY: this thread is the cache's only owner.
+        let o = unsafe { Owner::new(&cache) };
+        o.rearm();
+        let saw_closed = state.is_closed();
+        closer.join().unwrap();
+        assert!(saw_closed || o.rung(), "close was missed");
     });
 }
 
@@ -171,15 +217,15 @@ fn loom_counters_publish_and_detach_exactly_once() {
 fn loom_concurrent_ticks_release_idle_buffers() {
     loom::model(|| {
         let config = Builder::new().tiers([64]).validate().unwrap();
-        let shared = Arc::new(Shared::new(config));
-        shared.depot.put_one(0, Vec::with_capacity(64)).unwrap();
-        shared.depot.decay(); // low water = 1: the buffer is idle from here on
-        let s1 = shared.clone();
+        let state = Arc::new(PoolState::new(config));
+        state.depot.put_one(0, Vec::with_capacity(64)).unwrap();
+        state.depot.decay(); // low water = 1: the buffer is idle from here on
+        let s1 = state.clone();
         let t = thread::spawn(move || s1.tick(1));
-        shared.tick(1);
+        state.tick(1);
         t.join().unwrap();
-        assert_eq!(shared.depot.bytes(), 0, "the idle buffer was released");
-        assert!(!shared.closed.load(Ordering::Relaxed));
+        assert_eq!(state.depot.bytes(), 0, "the idle buffer was released");
+        assert!(!state.closed.load(Ordering::Relaxed));
     });
 }
 
@@ -187,7 +233,7 @@ fn loom_concurrent_ticks_release_idle_buffers() {
 /// them, the last, hands the buffer back, in every interleaving.
 #[test]
 fn loom_shared_views_hand_the_buffer_back_exactly_once() {
-    use crate::shared::LAST_VIEWS;
+    use crate::pooled_bytes::LAST_VIEWS;
     use crate::PooledBytes;
     use std::sync::atomic::Ordering::Relaxed;
     loom::model(|| {

@@ -209,7 +209,8 @@ pub(crate) fn service(o: &Owner<'_>, pool: &PoolState) {
         kill(o, pool);
         return;
     }
-    let generation = pool.trim_gen.load(std::sync::atomic::Ordering::SeqCst);
+    // Relaxed: ordered after the trim's bump by the re-arm's acquire (`Cache::ring`).
+    let generation = pool.trim_gen.load(std::sync::atomic::Ordering::Relaxed);
     if generation != o.trim_gen() {
         trimmed(o, generation);
     }

@@ -11,8 +11,8 @@
 //! The views share a small heap block (`Inner`: the count, the `Vec`, the pool's id and the
 //! tier hint). Allocating one per `into_shared` would put an allocation back on the path a pool
 //! exists to keep clean, so blocks are recycled: the thread that drops the last view keeps the
-//! empty block in a thread-local stack (up to [`LOCAL_BLOCKS`]), and a full stack hands half to a
-//! process-wide stack (up to [`GLOBAL_BLOCKS`]) from which an empty one takes a batch, as the
+//! empty block in a thread-local stack (up to 64), and a full stack hands half to a
+//! process-wide stack (up to 4096) from which an empty one takes a batch, as the
 //! thread caches do with buffers. In steady state, including when buffers are frozen on one
 //! thread and released on another, `into_shared` allocates nothing.
 //!
@@ -35,9 +35,11 @@ use crate::buf::{give_back, PooledBuf, NO_TIER};
 use crate::sync::{AtomicUsize, Ordering};
 
 /// Empty control blocks a thread keeps for reuse.
-pub const LOCAL_BLOCKS: usize = 64;
+#[cfg_attr(loom, allow(dead_code))]
+const LOCAL_BLOCKS: usize = 64;
 /// Empty control blocks kept process-wide for threads whose own stack is empty.
-pub const GLOBAL_BLOCKS: usize = 4096;
+#[cfg_attr(loom, allow(dead_code))]
+const GLOBAL_BLOCKS: usize = 4096;
 
 /// `Inner.tier` of a block whose `Vec` belongs to no pool (made with `From<Vec<u8>>`).
 const FOREIGN: u32 = NO_TIER - 1;

@@ -42,10 +42,10 @@ pub(crate) struct PoolState {
     /// The thread caches' shared lookup table (`cache::offset_table`).
     cache_table: Arc<[u32]>,
     pub(crate) depot: Depot,
-    /// Set once, by `close` (`SeqCst`: see [`Cache::ring`]).
+    /// Set once, by `close`, before it rings the caches (see [`Cache::ring`]).
     pub(crate) closed: AtomicBool,
-    /// Bumped by `trim()`; thread caches compare it with the value they last acted on
-    /// (`SeqCst`: see [`Cache::ring`]).
+    /// Bumped by `trim()` before it rings the caches; thread caches compare it with the value
+    /// they last acted on (see [`Cache::ring`]).
     pub(crate) trim_gen: AtomicU64,
     /// The last epoch whose depot decay has been done.
     depot_epoch: AtomicU64,
@@ -78,8 +78,10 @@ impl PoolState {
         }
     }
 
+    /// True once the pool closed. `Acquire`, pairing with `close`'s `Release` store: a thread
+    /// that sees the flag sees the depot closed too.
     pub(crate) fn is_closed(&self) -> bool {
-        self.closed.load(Ordering::SeqCst)
+        self.closed.load(Ordering::Acquire)
     }
 
     /// A new thread cache for this pool (key `key`), registered so that `stats()` reads it
@@ -92,10 +94,12 @@ impl PoolState {
             self.thread_cache_bytes,
             self.zero_on_return,
             self.clock.epoch(),
-            self.trim_gen.load(Ordering::SeqCst),
+            self.trim_gen.load(Ordering::Relaxed),
         );
         let mut a = lock(&self.attached);
-        if self.closed.load(Ordering::SeqCst) {
+        // Under the lock `close` rings under: either `close` rings this cache later, or its
+        // flag (stored before it took the lock) is visible here.
+        if self.closed.load(Ordering::Relaxed) {
             // Too late to be rung by `close`: born rung, so its owner finds the pool closed.
             cache.ring();
         }
@@ -137,7 +141,8 @@ impl PoolState {
     /// Starts a trim: bumps the generation and rings every cache. Returns the new generation,
     /// which the calling thread's own cache acts on at once.
     pub(crate) fn start_trim(&self) -> u64 {
-        let generation = self.trim_gen.fetch_add(1, Ordering::SeqCst) + 1;
+        // Relaxed: published to each cache by its ring (`Cache::ring`).
+        let generation = self.trim_gen.fetch_add(1, Ordering::Relaxed) + 1;
         self.ring_all();
         generation
     }
@@ -145,7 +150,8 @@ impl PoolState {
     /// Closes the pool: no buffer is kept from now on. Thread caches are rung and free what
     /// they hold at their next operation (or when their thread exits).
     pub(crate) fn close(&self) {
-        self.closed.store(true, Ordering::SeqCst);
+        // Release: pairs with `is_closed`; published to each cache by its ring, too.
+        self.closed.store(true, Ordering::Release);
         self.depot.close();
         self.ring_all();
         // Release: see `closed_pools`.

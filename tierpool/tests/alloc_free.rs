@@ -262,3 +262,25 @@ fn trim_frees_the_stacks_as_well_as_the_buffers() {
         );
     });
 }
+
+/// A buffer that outlives its pool, dropped on a thread that still holds a cache for that
+/// pool, is freed at once: the pool's close rang the cache's doorbell, so the return takes the
+/// slow path, which finds the pool closed. (Before the doorbell, the fast path kept it, up to
+/// the thread's budget, until the thread attached to another pool or exited.)
+#[test]
+fn a_buffer_outliving_its_pool_is_freed_on_a_thread_that_still_has_a_cache() {
+    serial(|| {
+        let pool = BufferPool::builder().tiers([4096]).build().unwrap();
+        drop(pool.get(4096)); // this thread now has a cache for the pool, with room in it
+        let kept = pool.get(4096);
+        // The last handle goes on another thread, so this thread's cache stays in its table.
+        std::thread::spawn(move || drop(pool)).join().unwrap();
+        let before = LIVE_BYTES.load(Ordering::Relaxed);
+        drop(kept);
+        let freed = before - LIVE_BYTES.load(Ordering::Relaxed);
+        assert!(
+            freed >= 4096,
+            "the buffer was kept by a closed pool's cache: {freed} bytes freed"
+        );
+    });
+}
