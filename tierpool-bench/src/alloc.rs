@@ -104,8 +104,10 @@ pub fn current() -> Allocator {
 #[derive(Debug)]
 pub struct BenchAlloc;
 
-static MIMALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
-static JEMALLOC: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+/// mimalloc, callable directly (bypassing the switch and the counter).
+pub static MIMALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
+/// jemalloc, callable directly (bypassing the switch and the counter).
+pub static JEMALLOC: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 #[inline(always)]
 fn count(size: usize) {

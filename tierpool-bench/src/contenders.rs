@@ -39,6 +39,17 @@ pub fn touch<B: Buf>(buf: &mut B, n: usize) {
     }
 }
 
+/// One get-put: a buffer for `n` bytes, its first and last byte written, given back. The
+/// pointer goes through `black_box`, so no contender's allocation or writes can be optimized
+/// away. The body of the `get-put` and `instructions` workloads.
+#[inline(always)]
+pub fn get_put_once<C: Contender>(c: &C, n: usize) {
+    let mut b = c.get(std::hint::black_box(n));
+    touch(&mut b, n);
+    std::hint::black_box(b.ptr());
+    drop(b);
+}
+
 /// Copies `src` into the start of the buffer and reads back its first and last bytes,
 /// returning their sum (the mixed workload's "read a packet and check it").
 #[inline(always)]
@@ -212,7 +223,7 @@ impl Kind {
         match self {
             Kind::Tierpool => "BufferPool::new(): 65 tiers, 4 per doubling, 256 B..16 MiB; 64 MiB retained cap, 2 MiB thread caches, 1 s decay",
             Kind::TierpoolPow2 => "builder().power_of_two_tiers(256, 16 MiB), otherwise default",
-            Kind::Vec => "Vec::with_capacity(n) and drop; the allocator is the process's global allocator (mimalloc and jemalloc run in child processes)",
+            Kind::Vec => "Vec::with_capacity(n) and drop; the allocator is the process's global allocator (mimalloc and jemalloc run in child processes). In the instructions workload the allocator is called directly (alloc + dealloc: what Vec compiles to under that global allocator), not through this binary's switchable counting allocator, which adds ~20 instructions per get+put",
             Kind::MutexPool => "hand-written: a Mutex<Vec<Vec<u8>>> per power-of-two class 256 B..16 MiB, unbounded",
             Kind::QueuePool => "hand-written: a crossbeam ArrayQueue (1024 slots) per power-of-two class 256 B..16 MiB; the shape of many Rust pools",
             Kind::Zeropool => "ZeroPool::new(), alloc_uninit(n) (its non-zeroing path); the pool is leaked (handles borrow it)",

@@ -20,7 +20,8 @@ USAGE: cargo run --release -p tierpool-bench -- [OPTIONS]
 
 OPTIONS:
   --workload NAME   run only this workload (repeat to choose several):
-                    lookup, get-put, mixed, cross-thread, burst, threads
+                    lookup, get-put, instructions, mixed, cross-thread, burst, threads,
+                    streaming (instructions needs valgrind; without it, it is skipped)
   --quick           tiny iteration counts: proves every workload runs and the report is
                     well formed (for CI), measures nothing worth quoting
   --out DIR         where to write results.json, report.md and the SVG charts
@@ -28,6 +29,10 @@ OPTIONS:
   --json-only       do not print the tables
   --validate FILE   check a results.json (every chosen workload present, every figure finite
                     and positive) and exit
+  --count CONTENDER SIZE
+                    print the instructions per get-put iteration of one contender at one size
+                    (the instructions workload's loop under callgrind; needs valgrind) and exit;
+                    CONTENDER is an id such as tierpool, vec, opool
   -h, --help        this text
 
 Contenders that need another global allocator (mimalloc, jemalloc) and every burst run are
@@ -46,6 +51,8 @@ struct Args {
     child: bool,
     contender: Option<String>,
     shape: Option<usize>,
+    size: Option<usize>,
+    count: Option<(String, usize)>,
 }
 
 fn parse() -> Result<Option<Args>, String> {
@@ -79,6 +86,20 @@ fn parse() -> Result<Option<Args>, String> {
                         .map_err(|_| "--shape needs a number")?,
                 )
             }
+            "--count" => {
+                let who = value("--count")?;
+                let size = value("--count")?
+                    .parse()
+                    .map_err(|_| "--count needs a contender and a size in bytes")?;
+                a.count = Some((who, size));
+            }
+            "--size" => {
+                a.size = Some(
+                    value("--size")?
+                        .parse()
+                        .map_err(|_| "--size needs a number")?,
+                )
+            }
             "-h" | "--help" => return Ok(None),
             other => return Err(format!("unknown option {other:?} (see --help)")),
         }
@@ -103,6 +124,13 @@ fn child(a: &Args) -> Result<(), String> {
     let [w] = a.workloads.as_slice() else {
         return Err("a child runs exactly one workload".into());
     };
+    if w == "instructions" {
+        let id = a.contender.as_deref().ok_or("--contender needed")?;
+        let kind = Kind::from_id(id).ok_or(format!("unknown contender {id}"))?;
+        let n = a.size.ok_or("--size needed")?;
+        workloads::instructions::child(kind, alloc::current(), n, a.quick);
+        return Ok(());
+    }
     let out = if w == "streaming" {
         let id = a.contender.as_deref().unwrap_or("no-pool");
         let strategy = Strategy::from_id(id).ok_or(format!("unknown strategy {id}"))?;
@@ -228,6 +256,7 @@ fn run_workload(w: &str, quick: bool) -> Result<Output, String> {
     };
     match w {
         "lookup" => merge(workloads::run(w, &ctx, &[])),
+        "instructions" => merge(workloads::instructions::run(quick)?),
         "streaming" => {
             // Peak RSS is per process: one process per shape and strategy, one at a time (each
             // uses both cores), in rounds so that a slow spell of this VM hits all alike.
@@ -331,6 +360,12 @@ fn real_main(args: Args) -> Result<(), String> {
     if args.child {
         return child(&args);
     }
+    if let Some((who, n)) = &args.count {
+        let kind = Kind::from_id(who).ok_or(format!("unknown contender {who}"))?;
+        let per_op = workloads::instructions::count(kind, Allocator::System, *n)?;
+        println!("{per_op:.1}");
+        return Ok(());
+    }
     if let Some(path) = &args.validate {
         let json = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
         let names: Vec<&str> = args.workloads.iter().map(String::as_str).collect();
@@ -351,6 +386,15 @@ fn real_main(args: Args) -> Result<(), String> {
     });
     std::fs::create_dir_all(&out_dir).map_err(|e| format!("{}: {e}", out_dir.display()))?;
 
+    let mut args = args;
+    if args.workloads.iter().any(|w| w == "instructions")
+        && !workloads::instructions::valgrind_available()
+    {
+        eprintln!(
+            "valgrind not found: the instructions workload is skipped (apt-get install valgrind)"
+        );
+        args.workloads.retain(|w| w != "instructions");
+    }
     let started = Instant::now();
     let mut all = Output::default();
     for (i, w) in args.workloads.iter().enumerate() {

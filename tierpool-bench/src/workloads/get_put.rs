@@ -1,10 +1,9 @@
 //! `get-put` (seed 002, goleveldb): one thread, get + write the first and last byte + release.
 
-use std::hint::black_box;
 use std::time::Duration;
 
 use super::{run_cases, size_params, Ctx, MakeCases};
-use crate::contenders::{touch, Contender, Kind};
+use crate::contenders::{get_put_once, Contender, Kind};
 use crate::measure::{timed, Case};
 use crate::report::Output;
 
@@ -27,9 +26,7 @@ impl MakeCases for GetPut {
                     run: Box::new(move |iters| {
                         timed(|| {
                             for _ in 0..iters {
-                                let mut b = c.get(black_box(n));
-                                touch(&mut b, n);
-                                drop(black_box(b));
+                                get_put_once(&c, n);
                             }
                         })
                     }),

@@ -7,6 +7,7 @@
 pub mod burst;
 pub mod cross_thread;
 pub mod get_put;
+pub mod instructions;
 pub mod lookup;
 pub mod mixed;
 pub mod streaming;
@@ -22,9 +23,10 @@ use crate::measure::{measure, Budget, Case, Measured};
 use crate::report::{Output, Record};
 
 /// Every workload, in report order.
-pub const ALL: [&str; 7] = [
+pub const ALL: [&str; 8] = [
     "lookup",
     "get-put",
+    "instructions",
     "mixed",
     "cross-thread",
     "burst",
@@ -37,6 +39,7 @@ pub fn describe(workload: &str) -> &'static str {
     match workload {
         "lookup" => "Seed 000 (gRPC-Go mem): tier lookup for get and for return, every size 0..2^19, per lookup pair.",
         "get-put" => "Seed 002 (goleveldb): one thread, get + write first and last byte + release, per operation.",
+        "instructions" => "The get-put loop again, counted instead of timed: instructions per iteration (get, write first and last byte, release, loop), from valgrind --tool=callgrind collecting the loop alone after a warm-up; each contender and size in its own process. Deterministic: the same figure every run.",
         "mixed" => "Seed 001 (Vitess): a packet reader on 2 threads sharing one pool; packets of short (< 100 B), medium (2-64 KiB) and random (log-uniform to 16 MiB) sizes copied from an in-memory stream into a buffer of the packet's size, checked, released; per packet.",
         "cross-thread" => "Seed 003 (gRPC-Go transport): a producer takes and fills buffers, a consumer releases them after a bounded channel; per buffer.",
         "burst" => "Seed 003 (memory): 10,000 x 16 KiB taken at once and released, then one get/put per millisecond; RSS and retained bytes over time (each contender in its own process).",

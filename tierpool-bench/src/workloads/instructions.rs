@@ -1,0 +1,274 @@
+//! `instructions`: the get-put loop of every contender, counted by callgrind instead of timed.
+//!
+//! Time on this shared VM swings 2x between runs; an instruction count does not. Each
+//! (contender, size) runs in its own child process under
+//! `valgrind --tool=callgrind --toggle-collect='*counted_loop*'`, so that only the loop (and
+//! what it calls: the pool, the allocator) is counted, after a warm-up that is not. The figure
+//! is the loop's instructions divided by its iterations: one get, a write of the first and the
+//! last byte, one drop, and the loop itself.
+//!
+//! The `Vec` rows call the allocator directly ([`Direct`]): what `Vec::with_capacity` and its
+//! drop compile to under that global allocator. Through this binary's switchable, counting
+//! global allocator they would cost about 20 instructions more per iteration (measured:
+//! `__rust_alloc` alone is 26 instructions per call here under jemalloc), which is this
+//! binary's overhead, not the allocator's.
+//!
+//! Without valgrind the workload says so and is skipped.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::hint::black_box;
+use std::process::{Child, Command, Stdio};
+
+use crate::alloc::{Allocator, ALLOC_ENV, JEMALLOC, MIMALLOC};
+use crate::contenders::{get_put_once, with_contender, Buf, Contender, Kind, Visit};
+use crate::report::{Output, Record};
+
+use super::size_label;
+
+/// Sizes counted: the get-put workload's, 256 B to 16 MiB.
+pub const SIZES: [usize; 5] = super::get_put::SIZES;
+
+/// Iterations of the counted loop (`--quick`: fewer; the count per iteration is the same).
+pub fn iterations(quick: bool) -> usize {
+    if quick {
+        2_000
+    } else {
+        20_000
+    }
+}
+
+/// Iterations of the warm-up loop before it (not counted).
+const WARM_UP: usize = 1_000;
+
+/// The counted loop. Its name is what callgrind's `--toggle-collect` matches; it must not be
+/// inlined, and nothing else may be called `counted_loop`.
+#[inline(never)]
+pub fn counted_loop<C: Contender>(c: &C, n: usize, iters: usize) {
+    for _ in 0..iters {
+        get_put_once(c, n);
+    }
+}
+
+#[inline(never)]
+fn warm_up<C: Contender>(c: &C, n: usize) {
+    for _ in 0..WARM_UP {
+        get_put_once(c, n);
+    }
+}
+
+struct Loop {
+    n: usize,
+    iters: usize,
+}
+
+impl Visit for Loop {
+    type Out = ();
+    fn visit<C: Contender>(self, c: C) {
+        warm_up(&c, self.n);
+        counted_loop(&c, black_box(self.n), self.iters);
+    }
+}
+
+/// `Vec::with_capacity(n)` and its drop under allocator `A`, without the global allocator's
+/// indirection: one call to `A::alloc`, one to `A::dealloc`.
+#[derive(Debug)]
+pub struct Direct<A: GlobalAlloc + Sync + 'static>(&'static A);
+
+impl<A: GlobalAlloc + Sync + 'static> Clone for Direct<A> {
+    fn clone(&self) -> Self {
+        Direct(self.0)
+    }
+}
+
+/// A buffer from [`Direct`].
+#[derive(Debug)]
+pub struct DirectBuf<A: GlobalAlloc + Sync + 'static> {
+    ptr: *mut u8,
+    layout: Layout,
+    alloc: &'static A,
+}
+
+// SAFETY: the buffer owns its block exclusively (like a `Vec`), and the allocator is `Sync`.
+unsafe impl<A: GlobalAlloc + Sync + 'static> Send for DirectBuf<A> {}
+
+// SAFETY: `ptr` points to `layout.size()` bytes allocated for this buffer alone, freed only
+// by its drop.
+unsafe impl<A: GlobalAlloc + Sync + 'static> Buf for DirectBuf<A> {
+    #[inline(always)]
+    fn ptr(&mut self) -> *mut u8 {
+        self.ptr
+    }
+    #[inline(always)]
+    fn capacity(&self) -> usize {
+        self.layout.size()
+    }
+}
+
+impl<A: GlobalAlloc + Sync + 'static> Drop for DirectBuf<A> {
+    #[inline(always)]
+    fn drop(&mut self) {
+        // SAFETY: allocated by `self.alloc` with `self.layout`, freed once.
+        unsafe { self.alloc.dealloc(self.ptr, self.layout) }
+    }
+}
+
+impl<A: GlobalAlloc + Sync + 'static> Contender for Direct<A> {
+    type B = DirectBuf<A>;
+    #[inline(always)]
+    fn get(&self, n: usize) -> DirectBuf<A> {
+        let layout = Layout::array::<u8>(n).expect("size fits");
+        // SAFETY: `n > 0` (every workload asks for at least one byte).
+        let ptr = unsafe { self.0.alloc(layout) };
+        if ptr.is_null() {
+            std::alloc::handle_alloc_error(layout);
+        }
+        DirectBuf {
+            ptr,
+            layout,
+            alloc: self.0,
+        }
+    }
+}
+
+/// In a child process: warms up contender `kind` at size `n`, then runs the counted loop.
+/// `Vec` calls the process's allocator directly ([`Direct`]).
+pub fn child(kind: Kind, alloc: Allocator, n: usize, quick: bool) {
+    let l = Loop {
+        n,
+        iters: iterations(quick),
+    };
+    match (kind, alloc) {
+        (Kind::Vec, Allocator::System) => l.visit(Direct(&System)),
+        (Kind::Vec, Allocator::Mimalloc) => l.visit(Direct(&MIMALLOC)),
+        (Kind::Vec, Allocator::Jemalloc) => l.visit(Direct(&JEMALLOC)),
+        _ => with_contender(kind, l),
+    }
+}
+
+/// The contenders counted, with the allocator each runs under.
+pub fn runs() -> Vec<(Kind, Allocator)> {
+    let mut runs = Vec::new();
+    for k in Kind::ALL {
+        if k == Kind::Vec {
+            runs.extend(Allocator::ALL.iter().map(|&a| (k, a)));
+        } else {
+            runs.push((k, Allocator::System));
+        }
+    }
+    runs
+}
+
+/// True if `valgrind` can be run.
+pub fn valgrind_available() -> bool {
+    Command::new("valgrind")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// The instructions callgrind collected, from its summary line (`==pid== Collected : N`).
+pub fn parse_collected(stderr: &str) -> Option<u64> {
+    stderr.lines().find_map(|l| {
+        let (_, rest) = l.split_once("Collected :")?;
+        rest.trim().replace(',', "").parse().ok()
+    })
+}
+
+/// Starts a callgrind run of contender `kind` (under `alloc`) at size `n`.
+fn spawn(kind: Kind, alloc: Allocator, n: usize, quick: bool) -> Result<Child, String> {
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let mut cmd = Command::new("valgrind");
+    cmd.args([
+        "--tool=callgrind",
+        "--callgrind-out-file=/dev/null",
+        "--toggle-collect=*counted_loop*",
+    ])
+    .arg(&exe)
+    .args([
+        "--child",
+        "--workload",
+        "instructions",
+        "--contender",
+        kind.id(),
+    ])
+    .args(["--size", &n.to_string()])
+    .env(ALLOC_ENV, alloc.name())
+    .stdout(Stdio::null())
+    .stderr(Stdio::piped());
+    if quick {
+        cmd.arg("--quick");
+    }
+    cmd.spawn()
+        .map_err(|e| format!("cannot start valgrind: {e}"))
+}
+
+/// Waits for a run from [`spawn`] and returns instructions per iteration.
+fn finish(child: Child, what: &str, quick: bool) -> Result<f64, String> {
+    let o = child.wait_with_output().map_err(|e| e.to_string())?;
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    if !o.status.success() {
+        return Err(format!("callgrind run of {what} failed: {stderr}"));
+    }
+    let total = parse_collected(&stderr)
+        .ok_or_else(|| format!("callgrind run of {what}: no count in {stderr}"))?;
+    Ok(total as f64 / iterations(quick) as f64)
+}
+
+/// Instructions per iteration of contender `kind` (under `alloc`) at size `n`: one run.
+pub fn count(kind: Kind, alloc: Allocator, n: usize) -> Result<f64, String> {
+    let what = format!("{} at {}", kind.label(alloc), size_label(n));
+    finish(spawn(kind, alloc, n, false)?, &what, false)
+}
+
+/// Counts every contender at every size, two valgrind processes at a time (one per core).
+pub fn run(quick: bool) -> Result<Output, String> {
+    let jobs: Vec<(Kind, Allocator, usize)> = runs()
+        .into_iter()
+        .flat_map(|(k, a)| SIZES.iter().map(move |&n| (k, a, n)))
+        .collect();
+    eprintln!(
+        "  instructions: {} callgrind runs, two at a time",
+        jobs.len()
+    );
+    let mut out = Output::default();
+    for pair in jobs.chunks(2) {
+        let children = pair
+            .iter()
+            .map(|&(k, a, n)| Ok((k, a, n, spawn(k, a, n, quick)?)))
+            .collect::<Result<Vec<_>, String>>()?;
+        for (k, a, n, child) in children {
+            let what = format!("{} at {}", k.label(a), size_label(n));
+            let per_op = finish(child, &what, quick)?;
+            out.records.push(Record {
+                workload: "instructions".into(),
+                contender: k.label(a),
+                allocator: a.name().into(),
+                param: size_label(n),
+                metric: "instructions/op".into(),
+                median: per_op,
+                min: per_op,
+                max: per_op,
+                samples: 1,
+                allocs_per_op: None,
+                bytes_per_op: None,
+                extra: Default::default(),
+            });
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_callgrinds_summary() {
+        let s = "==123== Events    : Ir\n==123== Collected : 6,293,085\n==123==\n";
+        assert_eq!(parse_collected(s), Some(6_293_085));
+        assert_eq!(parse_collected("==1== Collected : 17"), Some(17));
+        assert_eq!(parse_collected("no summary"), None);
+    }
+}
