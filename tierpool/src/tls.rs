@@ -36,7 +36,7 @@
 //!   (re-entrant slow paths bypass the caches).
 
 use std::cell::Cell;
-use std::collections::HashMap;
+use std::collections::{hash_map, HashMap};
 use std::ptr;
 
 use crate::cache::{Cache, Owner, Popped, RUNG};
@@ -294,7 +294,7 @@ pub(crate) fn attach<A, R>(
         // reference into it.
         let table = unsafe { &mut *local.table.get() };
         table.sweep();
-        if !table.entries.contains_key(&key) {
+        if let hash_map::Entry::Vacant(slot) = table.entries.entry(key) {
             let Some(pool) = pool() else {
                 return Err(arg);
             };
@@ -302,7 +302,7 @@ pub(crate) fn attach<A, R>(
                 return Err(arg);
             }
             let cache = pool.new_cache(key);
-            table.entries.insert(key, Entry { cache, pool });
+            slot.insert(Entry { cache, pool });
         }
         run(local, table, key, arg, f)
     })
