@@ -94,6 +94,7 @@ impl PooledBuf {
 
     /// Detaches the buffer from its pool: the returned `Vec` is an ordinary one and will not be
     /// given back (unless you hand it to [`BufferPool::put`](crate::BufferPool::put)).
+    #[must_use = "the buffer is freed, not returned to the pool, if the Vec is dropped"]
     #[inline]
     pub fn into_vec(self) -> Vec<u8> {
         let mut this = ManuallyDrop::new(self);
@@ -177,8 +178,57 @@ impl fmt::Debug for PooledBuf {
     }
 }
 
+impl PartialEq for PooledBuf {
+    /// Compares the contents (like `Vec<u8>`), not the pools.
+    fn eq(&self, other: &Self) -> bool {
+        self.buf[..] == other.buf[..]
+    }
+}
+
+impl Eq for PooledBuf {}
+
 impl PartialEq<[u8]> for PooledBuf {
     fn eq(&self, other: &[u8]) -> bool {
         self.buf[..] == *other
     }
 }
+
+impl PartialEq<&[u8]> for PooledBuf {
+    fn eq(&self, other: &&[u8]) -> bool {
+        self.buf[..] == **other
+    }
+}
+
+impl PartialEq<Vec<u8>> for PooledBuf {
+    fn eq(&self, other: &Vec<u8>) -> bool {
+        self.buf == *other
+    }
+}
+
+impl PartialOrd for PooledBuf {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for PooledBuf {
+    /// Orders by contents, lexicographically (like `Vec<u8>`).
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.buf[..].cmp(&other.buf[..])
+    }
+}
+
+impl std::hash::Hash for PooledBuf {
+    /// Hashes the contents like `[u8]`, so that it agrees with `Borrow<[u8]>`.
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.buf[..].hash(state);
+    }
+}
+
+// Compile-time promises the docs make: a handle is `Send + Sync`, and a `Vec` plus 8 bytes.
+const _: () = {
+    const fn send_sync<T: Send + Sync>() {}
+    send_sync::<PooledBuf>();
+    send_sync::<crate::BufferPool>();
+    send_sync::<crate::PooledBytes>();
+};

@@ -8,6 +8,7 @@ use crate::{PooledBuf, PooledBytes};
 
 // SAFETY: every method forwards to `Vec<u8>`'s own `BufMut` implementation, whose contract
 // this type inherits unchanged (it is a `Vec<u8>` with a return address).
+#[cfg_attr(docsrs, doc(cfg(feature = "bytes")))]
 unsafe impl BufMut for PooledBuf {
     #[inline]
     fn remaining_mut(&self) -> usize {
@@ -47,11 +48,14 @@ impl PooledBuf {
     /// drop(hello); // the buffer goes back now
     /// assert_eq!(pool.stats().returned, 1);
     /// ```
+    #[must_use = "the buffer goes back to the pool if the Bytes is dropped"]
+    #[cfg_attr(docsrs, doc(cfg(feature = "bytes")))]
     pub fn freeze(self) -> Bytes {
         Bytes::from_owner(self)
     }
 }
 
+#[cfg_attr(docsrs, doc(cfg(feature = "bytes")))]
 impl Buf for PooledBytes {
     #[inline]
     fn remaining(&self) -> usize {
@@ -74,6 +78,7 @@ impl Buf for PooledBytes {
     }
 }
 
+#[cfg_attr(docsrs, doc(cfg(feature = "bytes")))]
 impl From<PooledBytes> for Bytes {
     /// Zero-copy (one small allocation for the `Bytes` owner block); the buffer returns to its
     /// pool when the last `Bytes` and the last `PooledBytes` view are dropped.

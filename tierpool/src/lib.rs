@@ -212,6 +212,7 @@
 
 #![warn(missing_docs, missing_debug_implementations, rust_2018_idioms)]
 #![warn(clippy::undocumented_unsafe_blocks)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 // Bottom-up: each module imports only those above it in this list.
 mod buf;
@@ -235,6 +236,7 @@ mod tls;
 #[cfg(feature = "bytes")]
 mod bytes_impls;
 #[cfg(feature = "tokio")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
 pub mod frame;
 
 #[cfg(all(test, loom))]

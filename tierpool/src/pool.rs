@@ -66,7 +66,8 @@ impl Drop for Handle {
 }
 
 impl BufferPool {
-    /// A pool with the default configuration: geometric tiers with four classes per doubling
+    /// A new pool with the default configuration (a private pool; for the process-wide one,
+    /// see [`default_pool`](crate::default_pool)): geometric tiers with four classes per doubling
     /// from 256 B to 16 MiB (256, 320, 384, 448, 512, 640, ..., 1 MiB, 1.25 MiB, ..., 16 MiB;
     /// at most 20% of a buffer is slack), a 64 MiB cap on the shared depot, 2 MiB per thread
     /// cache, and a 1 s decay interval.
@@ -154,6 +155,7 @@ impl BufferPool {
     /// assert_eq!(pool.get(5000).capacity(), 5000); // oversize: exact, not kept
     /// # Ok::<(), tierpool::ConfigError>(())
     /// ```
+    #[must_use = "the buffer goes straight back to the pool if unused"]
     #[inline(always)]
     pub fn get(&self, n: usize) -> PooledBuf {
         match self.acquire(n, Fresh::Plain) {
@@ -174,6 +176,7 @@ impl BufferPool {
     /// assert!(pool.try_get(4096).is_ok());
     /// assert!(pool.try_get(usize::MAX).is_err());
     /// ```
+    #[must_use = "the buffer goes straight back to the pool if unused"]
     #[inline]
     pub fn try_get(&self, n: usize) -> Result<PooledBuf, AllocError> {
         self.acquire(n, Fresh::Fallible)
@@ -190,6 +193,7 @@ impl BufferPool {
     /// let z = pool.get_zeroed(100);
     /// assert_eq!(&z[..], &[0u8; 100][..]);
     /// ```
+    #[must_use = "the buffer goes straight back to the pool if unused"]
     #[inline]
     pub fn get_zeroed(&self, n: usize) -> PooledBuf {
         match self.acquire(n, Fresh::Zeroed) {
@@ -215,6 +219,7 @@ impl BufferPool {
     }
 
     /// A snapshot of the pool's counters. See [`Stats`] for what is exact when.
+    #[must_use]
     pub fn stats(&self) -> Stats {
         self.shared().stats()
     }
@@ -259,6 +264,8 @@ impl BufferPool {
 }
 
 impl Default for BufferPool {
+    /// A **new, private** pool with the default configuration, like [`BufferPool::new`]. For the
+    /// process-wide shared pool, use [`default_pool`](crate::default_pool).
     fn default() -> Self {
         Self::new()
     }

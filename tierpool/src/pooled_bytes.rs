@@ -21,8 +21,8 @@
 //! `Inner.refs` counts the live views. A view reads the bytes through a raw pointer into the
 //! `Vec`'s heap allocation, which nothing mutates or frees while `refs > 0`: the `Vec` is only
 //! touched again by the thread that brings `refs` from 1 to 0, which then has exclusive access
-//! (the same protocol as `std::sync::Arc`: increments `Relaxed`, decrements `Release`, and an
-//! `Acquire` fence before the last owner touches the block).
+//! (the protocol of `std::sync::Arc` and `bytes`: increments `Relaxed`, decrements `Release`,
+//! and an `Acquire` load of the count before the last owner touches the block).
 
 use std::borrow::Borrow;
 use std::fmt;
@@ -154,6 +154,7 @@ impl PooledBytes {
     /// let all = buf.into_shared();
     /// assert_eq!(&all.slice(1..3)[..], b"bc");
     /// ```
+    #[must_use = "slicing makes a new view and leaves this one unchanged"]
     pub fn slice(&self, range: impl RangeBounds<usize>) -> PooledBytes {
         let (start, end) = self.bounds(range);
         let mut view = self.clone();
@@ -167,6 +168,7 @@ impl PooledBytes {
     ///
     /// # Panics
     /// If `at > len`.
+    #[must_use = "use `advance` to drop the first bytes"]
     pub fn split_to(&mut self, at: usize) -> PooledBytes {
         assert!(
             at <= self.len,
@@ -185,6 +187,7 @@ impl PooledBytes {
     ///
     /// # Panics
     /// If `at > len`.
+    #[must_use = "use `truncate` to drop the last bytes"]
     pub fn split_off(&mut self, at: usize) -> PooledBytes {
         assert!(
             at <= self.len,
@@ -237,6 +240,7 @@ impl PooledBuf {
     /// Turns this buffer into a shared, read-only [`PooledBytes`] over its contents
     /// (`len()` bytes), without copying. The buffer returns to its pool when the last view is
     /// dropped. Allocates nothing in steady state (the control block is recycled).
+    #[must_use = "the buffer goes back to the pool if the view is dropped"]
     pub fn into_shared(self) -> PooledBytes {
         let key = self.key();
         let (buf, tier) = self.into_parts();
@@ -296,11 +300,12 @@ pub(crate) static LAST_VIEWS: std::sync::atomic::AtomicUsize =
 #[inline(never)]
 fn last_view(inner: NonNull<Inner>) {
     // Pairs with the `Release` decrements of the other views: their reads of the bytes happen
-    // before the buffer is handed back below.
-    #[cfg(not(loom))]
-    std::sync::atomic::fence(Ordering::Acquire);
-    #[cfg(loom)]
-    loom::sync::atomic::fence(Ordering::Acquire);
+    // before the buffer is handed back below. An `Acquire` load of the count (as `bytes`
+    // does) rather than a fence, which ThreadSanitizer does not model: it reads the final
+    // decrement, and through the release sequence of decrements synchronizes with all of them.
+    // SAFETY: the block is live: this thread's decrement brought the count to 0, and nothing
+    // else frees it.
+    let _ = unsafe { inner.as_ref() }.refs.load(Ordering::Acquire);
     // SAFETY: the count went from 1 to 0, so no other view exists and none can be made (a
     // view is only cloned from a live one): this thread has the block to itself.
     let block = unsafe { &mut *inner.as_ptr() };
@@ -356,6 +361,38 @@ impl Eq for PooledBytes {}
 impl PartialEq<[u8]> for PooledBytes {
     fn eq(&self, other: &[u8]) -> bool {
         self.as_slice() == other
+    }
+}
+
+impl PartialEq<&[u8]> for PooledBytes {
+    fn eq(&self, other: &&[u8]) -> bool {
+        self.as_slice() == *other
+    }
+}
+
+impl PartialEq<Vec<u8>> for PooledBytes {
+    fn eq(&self, other: &Vec<u8>) -> bool {
+        self.as_slice() == &other[..]
+    }
+}
+
+impl PartialOrd for PooledBytes {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for PooledBytes {
+    /// Orders by contents, lexicographically (like `Bytes`).
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.as_slice().cmp(other.as_slice())
+    }
+}
+
+impl Default for PooledBytes {
+    /// An empty view that belongs to no pool (allocates a control block, or reuses one).
+    fn default() -> Self {
+        PooledBytes::from(Vec::new())
     }
 }
 
