@@ -693,10 +693,10 @@ impl<'a> Owner<'a> {
         self.cache.trim_gen.store(generation, Relaxed);
     }
 
-    /// Sets tier `t`'s limit (`<= cap`, `>= len`), allocating the stack's slots on first use
-    /// and freeing them when the limit drops to 0 on an empty stack; keeps `reserved` and
-    /// `full` in step. Returns false (and changes nothing) if the reservation would not fit the
-    /// budget.
+    /// Sets tier `t`'s limit (`<= cap`, `>= len`), allocating the stack's slots on first use;
+    /// keeps `reserved` and `full` in step. The storage stays when the limit drops to 0 (see
+    /// [`Self::free_storage`]). Returns false (and changes nothing) if the reservation would
+    /// not fit the budget.
     pub(crate) fn set_limit(&self, t: usize, limit: usize) -> bool {
         let c = self.cache;
         let (tier, cold) = (&c.tiers[t], &c.cold[t]);
@@ -720,28 +720,35 @@ impl<'a> Owner<'a> {
         }
         cold.limit.store(limit as u32, Relaxed);
         if limit > 0 && tier.slots.load(Relaxed).is_null() {
-            let slots = alloc_slots(cold.cap);
-            tier.slots.store(slots, Release);
+            // `Release`: a reader that sees the stack's top sees its base (`add_to`).
+            tier.slots.store(alloc_slots(cold.cap), Release);
             let end = tier.at(cap);
             tier.head.store(end, Release);
             tier.low.store(end, Relaxed);
         }
-        if limit == 0 && cold.len(tier) == 0 {
-            // `Release`: a reader that sees the stack gone sees the counts of what left it.
-            let slots = tier.slots.swap(std::ptr::null_mut(), Release);
-            if !slots.is_null() {
-                // Free the storage with the reservation: it was allocated while buffers came
-                // in, so it may sit above them in the heap and pin it (glibc trims only the top).
-                for p in [&tier.head, &tier.low, &tier.full] {
-                    p.store(std::ptr::null_mut(), Release);
-                }
-                free_slots(slots, cold.cap);
-            }
-            return true;
+        if !tier.slots.load(Relaxed).is_null() {
+            let fast = if c.wipe || c.is_dead() { 0 } else { limit };
+            tier.full.store(tier.at(cap - fast), Relaxed);
         }
-        let fast = if c.wipe || c.is_dead() { 0 } else { limit };
-        tier.full.store(tier.at(cap - fast), Relaxed);
         true
+    }
+
+    /// Frees tier `t`'s storage if it has no limit and holds nothing (decay of an idle tier,
+    /// `trim`, close, thread exit): it was allocated while buffers came in, so it may sit above
+    /// them in the heap and pin it (glibc trims only the top).
+    pub(crate) fn free_storage(&self, t: usize) {
+        let (tier, cold) = (&self.cache.tiers[t], &self.cache.cold[t]);
+        if cold.limit.load(Relaxed) != 0 || cold.len(tier) != 0 {
+            return;
+        }
+        for p in [&tier.head, &tier.low, &tier.full] {
+            // `Release`: a reader that sees the stack gone sees the counts of what left it.
+            p.store(std::ptr::null_mut(), Release);
+        }
+        let slots = tier.slots.swap(std::ptr::null_mut(), Release);
+        if !slots.is_null() {
+            free_slots(slots, cold.cap);
+        }
     }
 
     /// Pops the newest buffer of tier `t`, if any (past the low-water mark too, which it
@@ -894,6 +901,7 @@ impl<'a> Owner<'a> {
         for t in 0..self.tiers() {
             debug_assert_eq!(self.len(t), 0);
             self.set_limit(t, 0);
+            self.free_storage(t);
         }
     }
 }

@@ -86,7 +86,8 @@ pub(crate) struct Depot {
 /// under one lock acquisition. The depot's byte count is settled when the guard drops.
 pub(crate) struct Guard<'a> {
     depot: &'a Depot,
-    tier: MutexGuard<'a, DepotTier>,
+    /// Always `Some` until the guard drops (an `Option` so that `drop` can unlock first).
+    tier: Option<MutexGuard<'a, DepotTier>>,
     size: usize,
     /// Bytes taken out under this guard, unreserved when it drops (outside the lock).
     taken: usize,
@@ -133,7 +134,7 @@ impl Depot {
     pub(crate) fn lock(&self, t: usize) -> Guard<'_> {
         Guard {
             depot: self,
-            tier: lock(&self.tiers[t]),
+            tier: Some(lock(&self.tiers[t])),
             size: self.sizes[t],
             taken: 0,
         }
@@ -216,6 +217,14 @@ impl Depot {
 }
 
 impl Guard<'_> {
+    fn t(&self) -> &DepotTier {
+        self.tier.as_ref().expect("locked until dropped")
+    }
+
+    fn t_mut(&mut self) -> &mut DepotTier {
+        self.tier.as_mut().expect("locked until dropped")
+    }
+
     /// How many of `n` buffers of the tier's exact size fit under the cap (0 once the pool is
     /// closed); reserves their bytes, to be filled with [`Self::push_exact`].
     pub(crate) fn reserve_exact(&mut self, n: usize) -> usize {
@@ -241,41 +250,44 @@ impl Guard<'_> {
             self.size,
             "only exact buffers are reserved so"
         );
-        self.tier.bytes += buf.capacity();
-        self.tier.exact.push(buf);
+        let tier = self.t_mut();
+        tier.bytes += buf.capacity();
+        tier.exact.push(buf);
     }
 
     /// Buffers of exactly the tier's size in the depot.
     pub(crate) fn exact_len(&self) -> usize {
-        self.tier.exact.len()
+        self.t().exact.len()
     }
 
     /// Takes the newest buffer of exactly the tier's size.
     pub(crate) fn pop_exact(&mut self) -> Option<Vec<u8>> {
-        let buf = self.tier.exact.pop()?;
+        let buf = self.t_mut().exact.pop()?;
         self.taken(buf.capacity());
         Some(buf)
     }
 
     /// Takes the newest buffer larger than the tier's size.
     pub(crate) fn pop_odd(&mut self) -> Option<Vec<u8>> {
-        let buf = self.tier.odd.pop()?;
+        let buf = self.t_mut().odd.pop()?;
         self.taken(buf.capacity());
         Some(buf)
     }
 
     fn taken(&mut self, cap: usize) {
-        self.tier.bytes -= cap;
-        self.tier.popped();
+        let tier = self.t_mut();
+        tier.bytes -= cap;
+        tier.popped();
         self.taken += cap;
     }
 }
 
 impl Drop for Guard<'_> {
     fn drop(&mut self) {
-        // The buffers taken are out of the tier already; their bytes leave the cap's count
-        // here. (Unreserving after the unlock would need the guard's fields moved out; the
-        // count is a plain atomic, so doing it under the lock only lengthens it by one RMW.)
+        // Unlock first, then take the bytes of the buffers taken out of the cap's count: the
+        // count is shared by every tier, and its read-modify-write need not lengthen the
+        // critical section.
+        drop(self.tier.take());
         self.depot.unreserve(self.taken);
     }
 }
