@@ -144,9 +144,9 @@ struct TierCold {
     released: AtomicU64,
     /// Returns onto the stack counted before the current countdown (module docs).
     pushes_folded: AtomicU64,
-    /// `pushes` at the last decay: a tier with an empty stack and no return since gives its
-    /// reservation back.
-    pushes_seen: AtomicU64,
+    /// Returns plus refills at the last decay: a tier with an empty stack and neither since
+    /// gives its reservation back.
+    entered_seen: AtomicU64,
     misses: AtomicU64,
     /// Hits served straight from the depot (odd capacities, bypassed tiers).
     direct_hits: AtomicU64,
@@ -883,12 +883,15 @@ impl<'a> Owner<'a> {
         bump(&self.cache.untiered_returned, 1);
     }
 
-    /// True if tier `t` saw no return since the last call (and records the current count).
+    /// True if nothing entered tier `t`'s stack since the last call, neither a return nor a
+    /// refill (and records the current counts). A thread that only gets (the producer of a
+    /// hand-off) never returns, but refills: with returns alone it looked idle at every decay,
+    /// lost its storage and allocated it again (found by Miri, where intervals pass quickly).
     pub(crate) fn idle_since_last_look(&self, t: usize) -> bool {
-        let pushes = self.cache.cold[t].pushes(&self.cache.tiers[t]);
-        let seen = &self.cache.cold[t].pushes_seen;
-        let idle = seen.load(Relaxed) == pushes;
-        seen.store(pushes, Relaxed);
+        let (tier, cold) = (&self.cache.tiers[t], &self.cache.cold[t]);
+        let entered = cold.pushes(tier).wrapping_add(tier.refilled.load(Relaxed));
+        let idle = cold.entered_seen.load(Relaxed) == entered;
+        cold.entered_seen.store(entered, Relaxed);
         idle
     }
 

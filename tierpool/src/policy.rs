@@ -322,3 +322,36 @@ pub(crate) fn retire(o: &Owner<'_>, pool: &PoolState) {
     }
     pool.detach(o.cache());
 }
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::config::Builder;
+
+    /// A thread that only gets (refills from the depot, pops) is not idle: decay keeps its
+    /// reservation and storage. One that neither returned nor refilled for an interval, with
+    /// nothing on its stack, gives both back.
+    #[test]
+    fn decay_keeps_a_getting_tier_and_frees_an_idle_one() {
+        let state = PoolState::new(Builder::new().tiers([64, 128]).validate().unwrap());
+        let cache = state.new_cache(1);
+        // SAFETY: this test thread is the cache's only owner.
+        let o = unsafe { Owner::new(&cache) };
+        decay(&o); // a first look: records the counts
+        assert!(o.set_limit(0, 4) && o.set_limit(1, 4));
+        // Tier 0 refills and pops (a producer); tier 1 does nothing.
+        o.push(0, Vec::with_capacity(64), true).unwrap();
+        drop(o.pop(0).unwrap());
+        decay(&o);
+        assert_eq!(o.limit(0), 4, "a tier in use keeps its reservation");
+        assert_eq!(
+            o.limit(1),
+            0,
+            "an idle, empty tier gives its reservation back"
+        );
+        decay(&o);
+        assert_eq!(o.limit(0), 0, "idle for a whole interval now");
+        drop(o);
+        state.detach(&cache);
+    }
+}
