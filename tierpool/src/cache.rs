@@ -15,7 +15,7 @@
 //!  └──────────────────────────────────────────────────────────────────────────┘
 //!  Tier (64 bytes, one cache line)
 //!  ┌──────┬─────┬──────┬──────┬───────┬──────────────┬──────────┬─────────┐
-//!  │ head │ low │ full │ size │ slots │ returns_left │ refilled │ flushed │
+//!  │ head │ low │ full │ size │ end  │ returns_left │ refilled │ flushed │
 //!  └──────┴─────┴──────┴──────┴───────┴──────────────┴──────────┴─────────┘
 //!  slots: [*mut u8; cap], the stack growing down from the end (as jemalloc's cache bins):
 //!
@@ -25,8 +25,8 @@
 //!                                 ◄─── len = end - head ────────────────►
 //! ```
 //!
-//! A get pops the pointer at `head` if `head < low` and rebuilds the `Vec` with the tier's size
-//! as capacity; a return checks that the buffer's capacity is the tier's size and, if
+//! A get pops the pointer at `head` (if `head < low`; at `low`, unless the stack is empty, it
+//! moves `low` first) and rebuilds the `Vec` with the tier's size as capacity; a return checks that the buffer's capacity is the tier's size and, if
 //! `head > full`, pushes its pointer below `head`. One load, one compare with a neighbouring
 //! field, one load or store of the slot, one store of `head`. Buffers of any other capacity (foreign, grown) never enter a thread cache: the slow
 //! path files them in the depot. So the fast path touches the cache's first line, one table
@@ -44,8 +44,9 @@
 //! return asks the owner to look at the clock.
 //!
 //! `low` marks the lowest length since the last decay (the buffers beyond it stayed idle for
-//! the whole interval, and decay releases them). The fast path pops only while `head < low`, so
-//! it never has to move `low`: the pop that would pass it takes the slow path once. `full` is
+//! the whole interval, and decay releases them). The fast path compares `head` with `low`
+//! before each pop anyway (`low >= head` always); only when they meet, which is rare, does it
+//! tell an empty stack (`head == end`) from a new low and move `low`. `full` is
 //! `end - limit` (`end` when returns must take the slow path: wiping pools, a dead cache).
 //!
 //! # Who may do what
@@ -87,8 +88,8 @@ type Slot = AtomicPtr<u8>;
 
 /// The hot part of one tier of a thread cache: one cache line.
 ///
-/// Invariants (kept by [`Owner`]), with `end = slots + cap` and `len = end - head`: all four
-/// pointers are null while the tier holds nothing and has no limit; otherwise
+/// Invariants (kept by [`Owner`]), with `slots = end - cap` and `len = end - head`: all four
+/// pointers are null while the tier's storage is not allocated; otherwise
 /// `slots <= full <= head <= low <= end`, `full` is `end - limit` or `end`, `limit <= cap`, and
 /// the slots from `head` to `end` own buffers of capacity exactly `size`.
 #[derive(Debug)]
@@ -98,7 +99,8 @@ pub(crate) struct Tier {
     low: AtomicPtr<Slot>,
     full: AtomicPtr<Slot>,
     size: usize,
-    slots: AtomicPtr<Slot>,
+    /// One past the last slot (the stack's bottom): `slots + cap`, null while unallocated.
+    end: AtomicPtr<Slot>,
     /// Returns onto the stack (fast or slow) left until the next housekeeping: counts down
     /// from `CHECK_EVERY` to 0, when the owner folds `CHECK_EVERY` into `pushes_folded` and
     /// starts over. So the fast path's one counter is also its countdown, and the test for
@@ -118,18 +120,16 @@ impl Tier {
             low: null(),
             full: null(),
             size,
-            slots: null(),
+            end: null(),
             returns_left: AtomicU64::new(CHECK_EVERY),
             refilled: AtomicU64::new(0),
             flushed: AtomicU64::new(0),
         }
     }
 
-    /// Slots from `p` back to index: `(p - slots) / size_of::<Slot>()`, by address (no
-    /// dereference, so any racing read is harmless; see `Cache::add_to`).
-    /// The address of slot `i` (`i <= cap`, slots allocated).
-    fn at(&self, i: usize) -> *mut Slot {
-        self.slots.load(Relaxed).wrapping_add(i)
+    /// The address of slot `i` of a stack of `cap` slots (`i <= cap`, slots allocated).
+    fn at(&self, cap: usize, i: usize) -> *mut Slot {
+        self.end.load(Relaxed).wrapping_sub(cap).wrapping_add(i)
     }
 }
 
@@ -179,13 +179,13 @@ impl TierCold {
     /// that a read racing with the owner never yields an absurd figure. `Acquire`: see
     /// `Cache::add_to`.
     fn len(&self, tier: &Tier) -> usize {
-        let base = tier.slots.load(Acquire);
-        if base.is_null() {
+        let end = tier.end.load(Acquire);
+        if end.is_null() {
             return 0;
         }
         let head = tier.head.load(Acquire);
-        let index = (head as usize).wrapping_sub(base as usize) / size_of::<Slot>();
-        (self.cap as usize).saturating_sub(index)
+        let len = (end as usize).wrapping_sub(head as usize) / size_of::<Slot>();
+        len.min(self.cap as usize)
     }
 }
 
@@ -385,19 +385,19 @@ impl Drop for Cache {
     /// thread exits or the pool closes) and the stacks' storage. `&mut self`: no owner is left.
     fn drop(&mut self) {
         for (tier, cold) in self.tiers.iter().zip(self.cold.iter()) {
-            let slots = tier.slots.load(Relaxed);
-            if slots.is_null() {
+            let end = tier.end.load(Relaxed);
+            if end.is_null() {
                 continue;
             }
             let cap = cold.cap as usize;
             for i in cap - cold.len(tier)..cap {
                 // SAFETY: `i < cap`: a slot of the allocated array.
-                let p = unsafe { &*tier.at(i) }.load(Relaxed);
+                let p = unsafe { &*tier.at(cap, i) }.load(Relaxed);
                 // SAFETY: slots from `head` to `end` own buffers of capacity exactly `size`,
                 // from the global allocator; nothing else refers to them any more.
                 drop(unsafe { Vec::from_raw_parts(p, 0, tier.size) });
             }
-            free_slots(slots, cold.cap);
+            free_slots(end.wrapping_sub(cap), cold.cap);
         }
     }
 }
@@ -493,9 +493,16 @@ fn pop_walk(cache: &Cache, n: usize, mut off: usize) -> Option<Popped> {
 fn pop_tier(tier: &Tier, off: usize) -> Option<Popped> {
     let head = tier.head.load(Relaxed);
     if head >= tier.low.load(Relaxed) {
-        return None; // also when unallocated: null >= null
+        // At the low-water mark (rare): empty, or a new low for decay, which moves the mark
+        // here, as jemalloc's cache bins do. (Leaving it to the slow path sent every later pop
+        // of the interval there.) Unallocated, all three are null: empty.
+        if head == tier.end.load(Relaxed) {
+            return None;
+        }
+        tier.low.store(head.wrapping_add(1), Relaxed);
     }
-    // SAFETY: `slots <= head < low <= end`: a filled slot of the allocated array.
+    // SAFETY: `slots <= head < end` (`head < low <= end`, or `head >= low` but not at `end`):
+    // a filled slot of the allocated array.
     let ptr = unsafe { &*head }.load(Relaxed);
     // `head < end`, so one past it is still within (or at the end of) the array.
     // `Release`, as every store of a published figure (see `Cache::add_to`).
@@ -601,12 +608,9 @@ impl<'a> Owner<'a> {
 
     /// Tier `t`'s low-water mark since the last decay.
     pub(crate) fn low(&self, t: usize) -> usize {
-        let (tier, cold) = (&self.cache.tiers[t], &self.cache.cold[t]);
-        if tier.slots.load(Relaxed).is_null() {
-            return 0;
-        }
-        let low = tier.low.load(Relaxed) as usize;
-        cold.cap as usize - (low - tier.slots.load(Relaxed) as usize) / size_of::<Slot>()
+        let tier = &self.cache.tiers[t];
+        let end = tier.end.load(Relaxed) as usize;
+        (end - tier.low.load(Relaxed) as usize) / size_of::<Slot>()
     }
 
     /// Starts a new decay interval for tier `t`: its low-water mark is its length now.
@@ -719,16 +723,16 @@ impl<'a> Owner<'a> {
             c.reserved.store(reserved, Relaxed);
         }
         cold.limit.store(limit as u32, Relaxed);
-        if limit > 0 && tier.slots.load(Relaxed).is_null() {
-            // `Release`: a reader that sees the stack's top sees its base (`add_to`).
-            tier.slots.store(alloc_slots(cold.cap), Release);
-            let end = tier.at(cap);
+        if limit > 0 && tier.end.load(Relaxed).is_null() {
+            let end = alloc_slots(cold.cap).wrapping_add(cap);
+            // `Release`: a reader that sees the stack's top sees its end (`add_to`).
+            tier.end.store(end, Release);
             tier.head.store(end, Release);
             tier.low.store(end, Relaxed);
         }
-        if !tier.slots.load(Relaxed).is_null() {
+        if !tier.end.load(Relaxed).is_null() {
             let fast = if c.wipe || c.is_dead() { 0 } else { limit };
-            tier.full.store(tier.at(cap - fast), Relaxed);
+            tier.full.store(tier.at(cap, cap - fast), Relaxed);
         }
         true
     }
@@ -745,9 +749,9 @@ impl<'a> Owner<'a> {
             // `Release`: a reader that sees the stack gone sees the counts of what left it.
             p.store(std::ptr::null_mut(), Release);
         }
-        let slots = tier.slots.swap(std::ptr::null_mut(), Release);
-        if !slots.is_null() {
-            free_slots(slots, cold.cap);
+        let end = tier.end.swap(std::ptr::null_mut(), Release);
+        if !end.is_null() {
+            free_slots(end.wrapping_sub(cold.cap as usize), cold.cap);
         }
     }
 
@@ -816,14 +820,14 @@ impl<'a> Owner<'a> {
         let mut out = [std::ptr::null_mut::<u8>(); MAX_LOCAL_PER_TIER];
         for (k, o) in out[..n].iter_mut().enumerate() {
             // SAFETY: `cap - 1 - k >= cap - n >= cap - len`: a filled slot (the oldest is last).
-            *o = unsafe { &*tier.at(cap - 1 - k) }.load(Relaxed);
+            *o = unsafe { &*tier.at(cap, cap - 1 - k) }.load(Relaxed);
         }
         // Shift the rest toward the end, newest last moved.
         for i in (cap - len..cap - n).rev() {
             // SAFETY: `i` and `i + n` are below `cap`: slots of the allocated array.
-            let p = unsafe { &*tier.at(i) }.load(Relaxed);
+            let p = unsafe { &*tier.at(cap, i) }.load(Relaxed);
             // SAFETY: as above.
-            unsafe { &*tier.at(i + n) }.store(p, Relaxed);
+            unsafe { &*tier.at(cap, i + n) }.store(p, Relaxed);
         }
         // Count first, then move `head`: a reader that sees the shorter stack sees why.
         if release {
@@ -832,7 +836,7 @@ impl<'a> Owner<'a> {
         } else {
             publish(&tier.flushed, n as u64);
         }
-        let head = tier.at(cap - len + n);
+        let head = tier.at(cap, cap - len + n);
         tier.head.store(head, Release);
         if head > tier.low.load(Relaxed) {
             tier.low.store(head, Relaxed);

@@ -143,7 +143,9 @@ fn flush(o: &Owner<'_>, pool: &PoolState, t: usize, n: usize) -> usize {
     o.drain_oldest(t, fit, false, |v| depot.push_exact(v))
 }
 
-/// Gives tier `t` a reservation if it has none and may use the thread cache: one batch.
+/// Gives tier `t` a reservation if it has none and may use the thread cache: its cap if the
+/// budget has room for it (unreserved, or reserved by other tiers beyond what they hold),
+/// otherwise at least one batch.
 fn reserve(o: &Owner<'_>, pool: &PoolState, t: usize) {
     if o.limit(t) > 0 || o.cap(t) == 0 {
         return;
@@ -157,6 +159,7 @@ fn reserve(o: &Owner<'_>, pool: &PoolState, t: usize) {
         debug_assert!(ok, "the large slot was just freed");
         return;
     }
+    grow(o, pool, t, o.cap(t), false);
     grow(o, pool, t, batch_size(o.cap(t)), true);
 }
 
