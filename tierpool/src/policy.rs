@@ -354,7 +354,6 @@ mod tests {
         );
         decay(&o);
         assert_eq!(o.limit(0), 0, "idle for a whole interval now");
-        drop(o);
         state.detach(&cache);
     }
 }
