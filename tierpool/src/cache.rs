@@ -838,9 +838,12 @@ impl<'a> Owner<'a> {
         }
         let head = tier.at(cap, cap - len + n);
         tier.head.store(head, Release);
-        if head > tier.low.load(Relaxed) {
-            tier.low.store(head, Relaxed);
-        }
+        // `low` counts the bottom buffers no pop reached since the last decay; the `n` taken
+        // from the bottom were among them, and did not stay idle. (Leaving the mark where it
+        // was made decay release the circulating buffers of a hand-off's consumer, whose stack
+        // goes from half full to full and back, every interval.)
+        let untouched = (self.low(t)).saturating_sub(n).min(len - n);
+        tier.low.store(tier.at(cap, cap - untouched), Relaxed);
         for &p in &out[..n] {
             // SAFETY: the slot owned a buffer of capacity exactly `size` from the global
             // allocator; it has left the stack, so this `Vec` is its only owner.

@@ -158,12 +158,7 @@ fn many_threads_random_hand_off_with_concurrent_trim() {
     }
     assert!(out.0.lock().unwrap().is_empty(), "every buffer came back");
     let s = pool.stats();
-    assert_eq!(s.gets, s.hits + s.misses + s.oversize, "{s}");
-    assert_eq!(
-        s.returned,
-        s.retained_buffers as u64 + s.discarded + s.hits,
-        "{s}"
-    );
+    common::assert_books_balance(&s);
     assert_eq!(
         s.returned, s.gets,
         "every buffer handed out was returned: {s}"

@@ -5,16 +5,10 @@ use std::sync::mpsc::sync_channel;
 use std::sync::{Arc, Barrier};
 use std::thread;
 
-use tierpool::{BufferPool, Stats};
+use tierpool::BufferPool;
 
-fn check_identities(s: &Stats) {
-    assert_eq!(s.gets, s.hits + s.misses + s.oversize, "{s}");
-    assert_eq!(
-        s.returned,
-        s.retained_buffers as u64 + s.discarded + s.hits,
-        "{s}"
-    );
-}
+mod common;
+use common::assert_books_balance as check_identities;
 
 // 7. A buffer taken on one thread and dropped on another is kept and reused.
 #[test]

@@ -5,7 +5,20 @@
 use std::collections::HashSet;
 use std::sync::Mutex;
 
-use tierpool::PooledBuf;
+use tierpool::{PooledBuf, Stats};
+
+/// The two identities `Stats` documents, exact once no other thread uses the pool:
+/// every get was a hit, a miss or oversize; every buffer handed back is still retained, was
+/// released, or was handed out again.
+#[track_caller]
+pub fn assert_books_balance(s: &Stats) {
+    assert_eq!(s.gets, s.hits + s.misses + s.oversize, "gets: {s}");
+    assert_eq!(
+        s.returned,
+        s.retained_buffers as u64 + s.discarded + s.hits,
+        "returns: {s}"
+    );
+}
 
 /// A small deterministic generator (SplitMix64), so the tests need no dependency and repeat.
 pub struct Rng(pub u64);
