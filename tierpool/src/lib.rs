@@ -182,7 +182,7 @@
 //! How it is checked (the commands `.ci/run` runs):
 //! - **Miri** (strict provenance) runs the unit tests and the integration tests that drive the
 //!   thread caches, thread exit, panics, cross-thread hand-off and the model test:
-//!   `MIRIFLAGS="-Zmiri-strict-provenance" cargo +nightly miri test -p tierpool --features bytes --lib --test model --test semantics --test alloc_free --test threads --test bad_input`
+//!   `MIRIFLAGS="-Zmiri-strict-provenance" cargo +nightly miri test -p tierpool --features bytes --lib --test model --test semantics --test alloc_free --test leak --test threads --test bad_input`
 //!   (`.ci/run` splits these over two processes, one per core).
 //! - **loom** explores every interleaving of the depot exchange, the cap under contention,
 //!   decay and trim racing with get/put, close racing with returns, the doorbell (a ring is
