@@ -11,7 +11,7 @@ use tierpool_bench::chart;
 use tierpool_bench::contenders::Kind;
 use tierpool_bench::report::{self, Output, Report};
 use tierpool_bench::streaming::Strategy;
-use tierpool_bench::workloads::{self, burst, lookup, Ctx};
+use tierpool_bench::workloads::{self, burst, lookup, Ctx, Workload};
 
 const HELP: &str = "\
 tierpool-bench: tierpool against allocators and pool crates on the seeds' workloads
@@ -43,7 +43,7 @@ const ALL_KINDS: &str = "all";
 
 #[derive(Debug, Default)]
 struct Args {
-    workloads: Vec<String>,
+    workloads: Vec<Workload>,
     quick: bool,
     out: Option<PathBuf>,
     json_only: bool,
@@ -62,13 +62,14 @@ fn parse() -> Result<Option<Args>, String> {
         let mut value = |name: &str| it.next().ok_or(format!("{name} needs a value"));
         match arg.as_str() {
             "--workload" => {
-                let w = value("--workload")?;
-                if !workloads::ALL.contains(&w.as_str()) {
-                    return Err(format!(
-                        "unknown workload {w:?}; choose from {}",
-                        workloads::ALL.join(", ")
-                    ));
-                }
+                let name = value("--workload")?;
+                let w = Workload::from_name(&name).ok_or_else(|| {
+                    let names: Vec<&str> = Workload::ALL.iter().map(|w| w.name()).collect();
+                    format!(
+                        "unknown workload {name:?}; choose from {}",
+                        names.join(", ")
+                    )
+                })?;
                 if !a.workloads.contains(&w) {
                     a.workloads.push(w);
                 }
@@ -105,10 +106,9 @@ fn parse() -> Result<Option<Args>, String> {
         }
     }
     // Report order, whatever order they were asked in.
-    a.workloads = workloads::ALL
-        .iter()
-        .filter(|w| a.workloads.is_empty() || a.workloads.iter().any(|x| x == *w))
-        .map(|w| w.to_string())
+    a.workloads = Workload::ALL
+        .into_iter()
+        .filter(|w| a.workloads.is_empty() || a.workloads.contains(w))
         .collect();
     Ok(Some(a))
 }
@@ -121,17 +121,17 @@ fn child(a: &Args) -> Result<(), String> {
         alloc: alloc::current(),
         progress: true,
     };
-    let [w] = a.workloads.as_slice() else {
+    let &[w] = a.workloads.as_slice() else {
         return Err("a child runs exactly one workload".into());
     };
-    if w == "instructions" {
+    if w == Workload::Instructions {
         let id = a.contender.as_deref().ok_or("--contender needed")?;
         let kind = Kind::from_id(id).ok_or(format!("unknown contender {id}"))?;
         let n = a.size.ok_or("--size needed")?;
         workloads::instructions::child(kind, alloc::current(), n, a.quick);
         return Ok(());
     }
-    let out = if w == "streaming" {
+    let out = if w == Workload::Streaming {
         let id = a.contender.as_deref().unwrap_or("no-pool");
         let strategy = Strategy::from_id(id).ok_or(format!("unknown strategy {id}"))?;
         let shapes = workloads::streaming::shapes(a.quick);
@@ -152,7 +152,7 @@ fn child(a: &Args) -> Result<(), String> {
 }
 
 fn spawn(
-    workload: &str,
+    workload: Workload,
     alloc: Allocator,
     kind: Kind,
     quick: bool,
@@ -163,7 +163,7 @@ fn spawn(
 /// Starts this binary as a child that runs `workload` for one contender (or streaming
 /// strategy, and shape) under `alloc`, and prints its `Output` as JSON.
 fn spawn_with(
-    workload: &str,
+    workload: Workload,
     alloc: Allocator,
     contender: &str,
     shape: Option<usize>,
@@ -171,10 +171,16 @@ fn spawn_with(
 ) -> Result<std::process::Child, String> {
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
     let mut cmd = Command::new(exe);
-    cmd.args(["--child", "--workload", workload, "--contender", contender])
-        .env(ALLOC_ENV, alloc.name())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit());
+    cmd.args([
+        "--child",
+        "--workload",
+        workload.name(),
+        "--contender",
+        contender,
+    ])
+    .env(ALLOC_ENV, alloc.name())
+    .stdout(Stdio::piped())
+    .stderr(Stdio::inherit());
     if quick {
         cmd.arg("--quick");
     }
@@ -243,7 +249,7 @@ fn descriptions() -> BTreeMap<String, String> {
     m
 }
 
-fn run_workload(w: &str, quick: bool) -> Result<Output, String> {
+fn run_workload(w: Workload, quick: bool) -> Result<Output, String> {
     let ctx = Ctx {
         quick,
         alloc: Allocator::System,
@@ -255,9 +261,9 @@ fn run_workload(w: &str, quick: bool) -> Result<Output, String> {
         out.timelines.extend(o.timelines);
     };
     match w {
-        "lookup" => merge(workloads::run(w, &ctx, &[])),
-        "instructions" => merge(workloads::instructions::run(quick)?),
-        "streaming" => {
+        Workload::Lookup => merge(workloads::run(w, &ctx, &[])),
+        Workload::Instructions => merge(workloads::instructions::run(quick)?),
+        Workload::Streaming => {
             // Peak RSS is per process: one process per shape and strategy, one at a time (each
             // uses both cores), in rounds so that a slow spell of this VM hits all alike.
             let rounds = workloads::streaming::rounds(quick);
@@ -287,7 +293,7 @@ fn run_workload(w: &str, quick: bool) -> Result<Output, String> {
                 timelines: vec![],
             });
         }
-        "burst" => {
+        Workload::Burst => {
             // RSS is per process: every contender in its own, two at a time (one per core).
             // tierpool and the Vec baseline run under every allocator (whether freed memory
             // leaves the process is the allocator's policy), the other pools under glibc.
@@ -315,7 +321,7 @@ fn run_workload(w: &str, quick: bool) -> Result<Output, String> {
                 }
             }
         }
-        _ => {
+        Workload::GetPut | Workload::Mixed | Workload::CrossThread | Workload::Threads => {
             // Every workload in a fresh process, so that none inherits another's heap, thread
             // caches or leaked crate pools (a first version ran them all in the parent, and
             // tierpool's 64 KiB hand-off measured 2-4x slower after the mixed workload than
@@ -368,7 +374,7 @@ fn real_main(args: Args) -> Result<(), String> {
     }
     if let Some(path) = &args.validate {
         let json = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-        let names: Vec<&str> = args.workloads.iter().map(String::as_str).collect();
+        let names: Vec<&str> = args.workloads.iter().map(|w| w.name()).collect();
         let n = report::validate(&json, &names)?;
         println!(
             "{}: {n} records, every workload present, every figure finite and positive",
@@ -387,23 +393,18 @@ fn real_main(args: Args) -> Result<(), String> {
     std::fs::create_dir_all(&out_dir).map_err(|e| format!("{}: {e}", out_dir.display()))?;
 
     let mut args = args;
-    if args.workloads.iter().any(|w| w == "instructions")
+    if args.workloads.contains(&Workload::Instructions)
         && !workloads::instructions::valgrind_available()
     {
         eprintln!(
             "valgrind not found: the instructions workload is skipped (apt-get install valgrind)"
         );
-        args.workloads.retain(|w| w != "instructions");
+        args.workloads.retain(|&w| w != Workload::Instructions);
     }
     let started = Instant::now();
     let mut all = Output::default();
-    for (i, w) in args.workloads.iter().enumerate() {
-        eprintln!(
-            "[{}/{}] {w}: {}",
-            i + 1,
-            args.workloads.len(),
-            workloads::describe(w)
-        );
+    for (i, &w) in args.workloads.iter().enumerate() {
+        eprintln!("[{}/{}] {w}: {}", i + 1, args.workloads.len(), w.describe());
         let t = Instant::now();
         let o = run_workload(w, args.quick)?;
         eprintln!("  done in {:.1} s", t.elapsed().as_secs_f64());
@@ -424,21 +425,22 @@ fn real_main(args: Args) -> Result<(), String> {
         machine.get("memory").map_or("? memory", String::as_str),
         started.elapsed().as_secs_f64(),
     ));
-    for w in &args.workloads {
+    for &wl in &args.workloads {
+        let w = wl.name();
         let rows = report::ordered(&all.records, w, &order);
-        let baseline = if w == "streaming" {
+        let baseline = if wl == Workload::Streaming {
             Strategy::NoPool.label()
         } else {
             "Vec (glibc)"
         };
         md.push_str(&format!(
             "\n## {w}\n\n{}\n\n{}\n![{w}]({w}.svg)\n",
-            workloads::describe(w),
+            wl.describe(),
             report::table(&rows, baseline)
         ));
         let path = out_dir.join(format!("{w}.svg"));
         let title = format!("{w}: {}", rows.first().map_or("", |r| r.metric.as_str()));
-        let drawn = if w == "burst" {
+        let drawn = if wl == Workload::Burst {
             chart::timelines(
                 &path,
                 "burst: process RSS, 16 KiB buffers taken at once, released, then 1 get/put per ms",
@@ -460,7 +462,11 @@ fn real_main(args: Args) -> Result<(), String> {
         command: format!("cargo run --release -p tierpool-bench --{cmdline}"),
         quick: args.quick,
         machine,
-        workloads: args.workloads.clone(),
+        workloads: args
+            .workloads
+            .iter()
+            .map(|w| w.name().to_string())
+            .collect(),
         contenders: desc
             .into_iter()
             .filter(|(k, _)| all.records.iter().any(|r| &r.contender == k))
@@ -468,7 +474,7 @@ fn real_main(args: Args) -> Result<(), String> {
         records: all.records,
         timelines: all.timelines,
     };
-    let names: Vec<&str> = args.workloads.iter().map(String::as_str).collect();
+    let names: Vec<&str> = args.workloads.iter().map(|w| w.name()).collect();
     report::check(&report, &names).map_err(|e| format!("the report is not well formed: {e}"))?;
     let json = serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?;
     let json_path = out_dir.join("results.json");

@@ -22,30 +22,77 @@ use crate::contenders::{with_contender, Kind, Visit};
 use crate::measure::{measure, Budget, Case, Measured};
 use crate::report::{Output, Record};
 
-/// Every workload, in report order.
-pub const ALL: [&str; 8] = [
-    "lookup",
-    "get-put",
-    "instructions",
-    "mixed",
-    "cross-thread",
-    "burst",
-    "threads",
-    "streaming",
-];
+/// A workload of the report.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Workload {
+    /// Tier lookup pairs.
+    Lookup,
+    /// One thread, get + write + release.
+    GetPut,
+    /// The get-put loop under callgrind.
+    Instructions,
+    /// A packet reader on 2 threads.
+    Mixed,
+    /// Producer gets, consumer releases.
+    CrossThread,
+    /// Memory over time after a burst.
+    Burst,
+    /// All threads at once.
+    Threads,
+    /// Loopback streaming server and client.
+    Streaming,
+}
 
-/// What one seed-shaped workload measures, for the report's headings.
-pub fn describe(workload: &str) -> &'static str {
-    match workload {
-        "lookup" => "Seed 000 (gRPC-Go mem): tier lookup for get and for return, every size 0..2^19, per lookup pair.",
-        "get-put" => "Seed 002 (goleveldb): one thread, get + write first and last byte + release, per operation.",
-        "instructions" => "The get-put loop again, counted instead of timed: instructions per iteration (get, write first and last byte, release, loop), from valgrind --tool=callgrind collecting the loop alone after a warm-up; each contender and size in its own process. Deterministic: the same figure every run.",
-        "mixed" => "Seed 001 (Vitess): a packet reader on 2 threads sharing one pool; packets of short (< 100 B), medium (2-64 KiB) and random (log-uniform to 16 MiB) sizes copied from an in-memory stream into a buffer of the packet's size, checked, released; per packet.",
-        "cross-thread" => "Seed 003 (gRPC-Go transport): a producer takes and fills buffers, a consumer releases them after a bounded channel; per buffer.",
-        "burst" => "Seed 003 (memory): 10,000 x 16 KiB taken at once and released, then one get/put per millisecond; RSS and retained bytes over time (each contender in its own process).",
-        "streaming" => "Seed 003 (gRPC-Go shared receive buffers): a loopback streaming server and client on 2 tokio workers, one connection; each stream sends a request and awaits a response of the same size; one receive-buffer strategy per process; per round trip, with QPS, latency and peak RSS.",
-        "threads" => "All threads get/put 4 KiB at once on this 2-core machine (oversubscribed above 2); wall time per operation of all threads together.",
-        _ => "",
+impl Workload {
+    /// Every workload, in report order: the one list.
+    pub const ALL: [Workload; 8] = [
+        Workload::Lookup,
+        Workload::GetPut,
+        Workload::Instructions,
+        Workload::Mixed,
+        Workload::CrossThread,
+        Workload::Burst,
+        Workload::Threads,
+        Workload::Streaming,
+    ];
+
+    /// The name on the command line, in the JSON and in the report.
+    pub fn name(self) -> &'static str {
+        match self {
+            Workload::Lookup => "lookup",
+            Workload::GetPut => "get-put",
+            Workload::Instructions => "instructions",
+            Workload::Mixed => "mixed",
+            Workload::CrossThread => "cross-thread",
+            Workload::Burst => "burst",
+            Workload::Threads => "threads",
+            Workload::Streaming => "streaming",
+        }
+    }
+
+    /// Parses a name written by [`Workload::name`].
+    pub fn from_name(name: &str) -> Option<Workload> {
+        Workload::ALL.into_iter().find(|w| w.name() == name)
+    }
+
+    /// What the workload measures, for the report's headings.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Workload::Lookup => "Seed 000 (gRPC-Go mem): tier lookup for get and for return, every size 0..2^19, per lookup pair.",
+            Workload::GetPut => "Seed 002 (goleveldb): one thread, get + write first and last byte + release, per operation.",
+            Workload::Instructions => "The get-put loop again, counted instead of timed: instructions per iteration (get, write first and last byte, release, loop), from valgrind --tool=callgrind collecting the loop alone after a warm-up; each contender and size in its own process. Deterministic: the same figure every run.",
+            Workload::Mixed => "Seed 001 (Vitess): a packet reader on 2 threads sharing one pool; packets of short (< 100 B), medium (2-64 KiB) and random (log-uniform to 16 MiB) sizes copied from an in-memory stream into a buffer of the packet's size, checked, released; per packet.",
+            Workload::CrossThread => "Seed 003 (gRPC-Go transport): a producer takes and fills buffers, a consumer releases them after a bounded channel; per buffer.",
+            Workload::Burst => "Seed 003 (memory): 10,000 x 16 KiB taken at once and released, then one get/put per millisecond; RSS and retained bytes over time (each contender in its own process).",
+            Workload::Streaming => "Seed 003 (gRPC-Go shared receive buffers): a loopback streaming server and client on 2 tokio workers, one connection; each stream sends a request and awaits a response of the same size; one receive-buffer strategy per process; per round trip, with QPS, latency and peak RSS.",
+            Workload::Threads => "All threads get/put 4 KiB at once on this 2-core machine (oversubscribed above 2); wall time per operation of all threads together.",
+        }
+    }
+}
+
+impl std::fmt::Display for Workload {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
     }
 }
 
@@ -71,15 +118,16 @@ impl Ctx {
     }
 }
 
-/// Runs workload `name` with the contenders `kinds` (burst: use [`burst::run_one`]).
-pub fn run(name: &str, ctx: &Ctx, kinds: &[Kind]) -> Output {
-    match name {
-        "lookup" => lookup::run(ctx),
-        "get-put" => get_put::run(ctx, kinds),
-        "mixed" => mixed::run(ctx, kinds),
-        "cross-thread" => cross_thread::run(ctx, kinds),
-        "threads" => threads::run(ctx, kinds),
-        "streaming" => {
+/// Runs workload `w` in this process with the contenders `kinds`. (`instructions` runs its
+/// own children: [`instructions::run`].)
+pub fn run(w: Workload, ctx: &Ctx, kinds: &[Kind]) -> Output {
+    match w {
+        Workload::Lookup => lookup::run(ctx),
+        Workload::GetPut => get_put::run(ctx, kinds),
+        Workload::Mixed => mixed::run(ctx, kinds),
+        Workload::CrossThread => cross_thread::run(ctx, kinds),
+        Workload::Threads => threads::run(ctx, kinds),
+        Workload::Streaming => {
             let mut out = Output::default();
             for shape in streaming::shapes(ctx.quick) {
                 for s in crate::streaming::Strategy::ALL {
@@ -89,7 +137,7 @@ pub fn run(name: &str, ctx: &Ctx, kinds: &[Kind]) -> Output {
             }
             out
         }
-        "burst" => {
+        Workload::Burst => {
             let mut out = Output::default();
             for &k in kinds {
                 let o = burst::run_one(ctx, k);
@@ -98,7 +146,7 @@ pub fn run(name: &str, ctx: &Ctx, kinds: &[Kind]) -> Output {
             }
             out
         }
-        other => panic!("unknown workload {other}"),
+        Workload::Instructions => panic!("the instructions workload runs under valgrind"),
     }
 }
 
