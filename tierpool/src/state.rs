@@ -126,6 +126,11 @@ impl PoolState {
     }
 
     /// Runs the depot's decay once for `epoch`, whichever thread gets here first.
+    ///
+    /// `Relaxed` is enough: the CAS only elects one thread per epoch (a read-modify-write, so
+    /// two threads cannot both win the same epoch), and the decay it runs synchronizes through
+    /// the depot's tier locks, not through this counter. A thread that loses, or reads a stale
+    /// epoch, skips a decay the winner runs.
     pub(crate) fn tick(&self, epoch: u64) {
         let seen = self.depot_epoch.load(Ordering::Relaxed);
         if epoch > seen
