@@ -182,11 +182,8 @@ fuzz_target!(|input: Input| {
                 assert!(v.iter().all(|&x| x == s), "a shared view changed");
             }
             Op::Trim { pool } => {
-                if pool {
-                    a.trim()
-                } else {
-                    b.trim()
-                }
+                // The bytes released are checked by the unit tests; here only the invariants.
+                let _released = if pool { a.trim() } else { b.trim() };
             }
             Op::HandOff { which } if !held.is_empty() => {
                 let h = held.swap_remove(pick(which, held.len()));
