@@ -5,56 +5,15 @@
 //! an allocator), so the test harness's own threads do not disturb the figures; live bytes are
 //! counted process-wide.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
-use std::sync::atomic::{AtomicIsize, Ordering};
 use std::sync::Mutex;
 
 use tierpool::BufferPool;
 
-struct Counting;
-
-thread_local! {
-    static ALLOCS: Cell<u64> = const { Cell::new(0) };
-}
-static LIVE_BYTES: AtomicIsize = AtomicIsize::new(0);
-
-fn count(bytes: isize) {
-    let _ = ALLOCS.try_with(|c| c.set(c.get() + 1));
-    LIVE_BYTES.fetch_add(bytes, Ordering::Relaxed);
-}
-
-// SAFETY: every method forwards to `System` with the caller's arguments unchanged; the counting
-// touches only a const thread-local `Cell` and an atomic, neither of which allocates.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
-        count(l.size() as isize);
-        // SAFETY: forwarded contract.
-        unsafe { System.alloc(l) }
-    }
-    unsafe fn alloc_zeroed(&self, l: Layout) -> *mut u8 {
-        count(l.size() as isize);
-        // SAFETY: forwarded contract.
-        unsafe { System.alloc_zeroed(l) }
-    }
-    unsafe fn realloc(&self, p: *mut u8, l: Layout, new: usize) -> *mut u8 {
-        count(new as isize - l.size() as isize);
-        // SAFETY: forwarded contract.
-        unsafe { System.realloc(p, l, new) }
-    }
-    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
-        LIVE_BYTES.fetch_sub(l.size() as isize, Ordering::Relaxed);
-        // SAFETY: forwarded contract.
-        unsafe { System.dealloc(p, l) }
-    }
-}
+mod common;
+use common::allocs_here;
 
 #[global_allocator]
-static GLOBAL: Counting = Counting;
-
-fn allocs_here() -> u64 {
-    ALLOCS.with(Cell::get)
-}
+static GLOBAL: common::Counting = common::Counting;
 
 /// The tests here must not overlap: one reads the process-wide live byte count.
 static SERIAL: Mutex<()> = Mutex::new(());

@@ -5,42 +5,13 @@
 //! harness's own allocations (a finished test's result and captured output), which in a binary
 //! with other tests landed inside a measurement now and then.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicIsize, Ordering};
-
 use tierpool::BufferPool;
 
-struct Counting;
-
-static LIVE_BYTES: AtomicIsize = AtomicIsize::new(0);
-
-// SAFETY: every method forwards to `System` with the caller's arguments unchanged; the counting
-// touches only an atomic, which does not allocate.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
-        LIVE_BYTES.fetch_add(l.size() as isize, Ordering::Relaxed);
-        // SAFETY: forwarded contract.
-        unsafe { System.alloc(l) }
-    }
-    unsafe fn alloc_zeroed(&self, l: Layout) -> *mut u8 {
-        LIVE_BYTES.fetch_add(l.size() as isize, Ordering::Relaxed);
-        // SAFETY: forwarded contract.
-        unsafe { System.alloc_zeroed(l) }
-    }
-    unsafe fn realloc(&self, p: *mut u8, l: Layout, new: usize) -> *mut u8 {
-        LIVE_BYTES.fetch_add(new as isize - l.size() as isize, Ordering::Relaxed);
-        // SAFETY: forwarded contract.
-        unsafe { System.realloc(p, l, new) }
-    }
-    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
-        LIVE_BYTES.fetch_sub(l.size() as isize, Ordering::Relaxed);
-        // SAFETY: forwarded contract.
-        unsafe { System.dealloc(p, l) }
-    }
-}
+mod common;
+use common::live_bytes;
 
 #[global_allocator]
-static GLOBAL: Counting = Counting;
+static GLOBAL: common::Counting = common::Counting;
 
 /// Runs `f` on a thread of its own, joined, so that its thread-local destructors (thread
 /// caches) have run before the next scenario measures.
@@ -52,7 +23,7 @@ fn alone(f: impl FnOnce() + Send + 'static) {
 
 fn dropping_the_pool_gives_every_byte_back() {
     alone(|| {
-        let baseline = LIVE_BYTES.load(Ordering::Relaxed);
+        let baseline = live_bytes();
         {
             let pool = BufferPool::builder()
                 .max_retained_bytes(8 << 20)
@@ -80,7 +51,7 @@ fn dropping_the_pool_gives_every_byte_back() {
                 .join()
                 .unwrap();
         }
-        let after = LIVE_BYTES.load(Ordering::Relaxed);
+        let after = live_bytes();
         // The pool registry keeps one slot per pool ever alive at once (a few bytes, reused).
         assert!(
             after - baseline < 4096,
@@ -102,14 +73,14 @@ fn trim_frees_the_stacks_as_well_as_the_buffers() {
             .unwrap();
         drop(pool.get(16 << 10)); // this thread's cache exists before the baseline
         pool.trim();
-        let baseline = LIVE_BYTES.load(Ordering::Relaxed);
+        let baseline = live_bytes();
         let burst: Vec<_> = (0..if cfg!(miri) { 300 } else { 3000 })
             .map(|_| pool.get(16 << 10))
             .collect();
         drop(burst);
         assert!(pool.stats().depot_bytes > 0);
         pool.trim();
-        let after = LIVE_BYTES.load(Ordering::Relaxed);
+        let after = live_bytes();
         assert!(
             after - baseline < 1024,
             "{} bytes still held after trim (the depot's stack storage?)",
@@ -129,9 +100,9 @@ fn a_buffer_outliving_its_pool_is_freed_on_a_thread_that_still_has_a_cache() {
         let kept = pool.get(4096);
         // The last handle goes on another thread, so this thread's cache stays in its table.
         std::thread::spawn(move || drop(pool)).join().unwrap();
-        let before = LIVE_BYTES.load(Ordering::Relaxed);
+        let before = live_bytes();
         drop(kept);
-        let freed = before - LIVE_BYTES.load(Ordering::Relaxed);
+        let freed = before - live_bytes();
         assert!(
             freed >= 4096,
             "the buffer was kept by a closed pool's cache: {freed} bytes freed"

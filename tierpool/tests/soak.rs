@@ -9,8 +9,7 @@
 //! add up, and — after the pools are gone — the live bytes counted by the global allocator are
 //! back at the baseline.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicBool, AtomicIsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::Arc;
 use std::thread;
@@ -21,37 +20,8 @@ use tierpool::{BufferPool, PooledBuf, Stats};
 mod common;
 use common::{Outstanding, Rng};
 
-/// Live heap bytes of the whole process.
-static LIVE: AtomicIsize = AtomicIsize::new(0);
-
-struct Counting;
-
-// SAFETY: forwards every call to `System`, only counting sizes.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
-        LIVE.fetch_add(l.size() as isize, Ordering::Relaxed);
-        // SAFETY: forwarded.
-        unsafe { System.alloc(l) }
-    }
-    unsafe fn alloc_zeroed(&self, l: Layout) -> *mut u8 {
-        LIVE.fetch_add(l.size() as isize, Ordering::Relaxed);
-        // SAFETY: forwarded.
-        unsafe { System.alloc_zeroed(l) }
-    }
-    unsafe fn realloc(&self, p: *mut u8, l: Layout, new: usize) -> *mut u8 {
-        LIVE.fetch_add(new as isize - l.size() as isize, Ordering::Relaxed);
-        // SAFETY: forwarded.
-        unsafe { System.realloc(p, l, new) }
-    }
-    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
-        LIVE.fetch_sub(l.size() as isize, Ordering::Relaxed);
-        // SAFETY: forwarded.
-        unsafe { System.dealloc(p, l) }
-    }
-}
-
 #[global_allocator]
-static GLOBAL: Counting = Counting;
+static GLOBAL: common::Counting = common::Counting;
 
 /// Operations per worker thread.
 const OPS: u64 = if cfg!(debug_assertions) {
@@ -243,7 +213,7 @@ fn round(seed: u64) {
 fn soak_many_threads_faults_trims_and_the_memory_comes_back() {
     // Warm whatever the runtime allocates once (thread spawning, panic machinery).
     let _ = thread::spawn(|| std::panic::catch_unwind(|| panic!("warm-up"))).join();
-    let baseline = LIVE.load(Ordering::Relaxed);
+    let baseline = common::live_bytes();
     for seed in 1..=3 {
         round(seed);
     }
@@ -264,7 +234,7 @@ fn soak_many_threads_faults_trims_and_the_memory_comes_back() {
     drop(pool);
     holder.join().unwrap();
     drop(out);
-    let after = LIVE.load(Ordering::Relaxed);
+    let after = common::live_bytes();
     // The pool registry keeps a slot per pool alive at once; panics keep a little state.
     assert!(
         after - baseline < 64 << 10,

@@ -2,7 +2,10 @@
 
 #![allow(dead_code)]
 
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
 use std::collections::HashSet;
+use std::sync::atomic::{AtomicIsize, Ordering};
 use std::sync::Mutex;
 
 use tierpool::{PooledBuf, Stats};
@@ -60,5 +63,59 @@ impl Outstanding {
     /// True when no buffer is out.
     pub fn is_empty(&self) -> bool {
         self.0.lock().unwrap().is_empty()
+    }
+}
+
+/// A global allocator that counts: allocations per thread ([`allocs_here`]) and live bytes
+/// across the process ([`LIVE_BYTES`]). A test binary that counts declares it:
+/// `#[global_allocator] static GLOBAL: common::Counting = common::Counting;`.
+pub struct Counting;
+
+thread_local! {
+    /// Allocations made by this thread (a `const` thread-local with no destructor: usable
+    /// inside an allocator, also while the thread exits).
+    static ALLOCS: Cell<u64> = const { Cell::new(0) };
+}
+
+/// Live heap bytes of the whole process.
+pub static LIVE_BYTES: AtomicIsize = AtomicIsize::new(0);
+
+/// Allocations (and reallocations) this thread has made so far.
+pub fn allocs_here() -> u64 {
+    ALLOCS.with(Cell::get)
+}
+
+/// Live heap bytes of the whole process now.
+pub fn live_bytes() -> isize {
+    LIVE_BYTES.load(Ordering::Relaxed)
+}
+
+fn counted(bytes: isize) {
+    let _ = ALLOCS.try_with(|c| c.set(c.get() + 1));
+    LIVE_BYTES.fetch_add(bytes, Ordering::Relaxed);
+}
+
+// SAFETY: every method forwards to `System` with the caller's arguments unchanged; the counting
+// touches only a const thread-local `Cell` and an atomic, neither of which allocates.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
+        counted(l.size() as isize);
+        // SAFETY: forwarded contract.
+        unsafe { System.alloc(l) }
+    }
+    unsafe fn alloc_zeroed(&self, l: Layout) -> *mut u8 {
+        counted(l.size() as isize);
+        // SAFETY: forwarded contract.
+        unsafe { System.alloc_zeroed(l) }
+    }
+    unsafe fn realloc(&self, p: *mut u8, l: Layout, new: usize) -> *mut u8 {
+        counted(new as isize - l.size() as isize);
+        // SAFETY: forwarded contract.
+        unsafe { System.realloc(p, l, new) }
+    }
+    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
+        LIVE_BYTES.fetch_sub(l.size() as isize, Ordering::Relaxed);
+        // SAFETY: forwarded contract.
+        unsafe { System.dealloc(p, l) }
     }
 }
