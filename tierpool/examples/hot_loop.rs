@@ -7,7 +7,9 @@
 //! ```
 //!
 //! callgrind prints `Collected : N`: N / iterations is the cost of one loop iteration (one
-//! `get`, a write of the first and last byte, one drop), loop included. The report's
+//! `get`, a write of the first and last byte, one drop), loop included. `HOT_LOOP=try_get`
+//! (with `--toggle-collect='*counted_try*'`) or `HOT_LOOP=get_zeroed` (`'*counted_zeroed*'`)
+//! count the other two ways to get a buffer. The report's
 //! `instructions` workload does the same for every contender
 //! (`cargo run --release -p tierpool-bench -- --workload instructions`).
 //!
@@ -16,11 +18,11 @@
 use std::hint::black_box;
 use std::time::Instant;
 
-/// One iteration: get `n` bytes, write the first and the last, give the buffer back. The
-/// pointer goes through `black_box` so that no write can be proved dead.
+/// One iteration: get `n` bytes with `get`, write the first and the last, give the buffer
+/// back. The pointer goes through `black_box` so that no write can be proved dead.
 #[inline(always)]
-fn iteration(pool: &tierpool::BufferPool, n: usize) {
-    let mut buf = pool.get(black_box(n));
+fn iteration(buf: tierpool::PooledBuf, n: usize) {
+    let mut buf = buf;
     assert!(n > 0 && buf.capacity() >= n, "buffer smaller than asked");
     let p = buf.as_mut_ptr();
     // SAFETY: the buffer has `capacity() >= n` bytes at `p`.
@@ -37,15 +39,32 @@ fn iteration(pool: &tierpool::BufferPool, n: usize) {
 #[inline(never)]
 fn counted_loop(pool: &tierpool::BufferPool, n: usize, iters: usize) {
     for _ in 0..iters {
-        iteration(pool, n);
+        iteration(pool.get(black_box(n)), n);
     }
 }
 
-/// The same loop under another name: the warm-up, not collected.
+/// The same with `try_get` (`--toggle-collect='*counted_try*'`).
+#[inline(never)]
+fn counted_try(pool: &tierpool::BufferPool, n: usize, iters: usize) {
+    for _ in 0..iters {
+        iteration(pool.try_get(black_box(n)).expect("a hit"), n);
+    }
+}
+
+/// The same with `get_zeroed` (`--toggle-collect='*counted_zeroed*'`; includes zeroing `n`
+/// bytes, a `memset`).
+#[inline(never)]
+fn counted_zeroed(pool: &tierpool::BufferPool, n: usize, iters: usize) {
+    for _ in 0..iters {
+        iteration(pool.get_zeroed(black_box(n)), n);
+    }
+}
+
+/// The warm-up, not collected.
 #[inline(never)]
 fn warm_up(pool: &tierpool::BufferPool, n: usize, iters: usize) {
     for _ in 0..iters {
-        iteration(pool, n);
+        iteration(pool.get(black_box(n)), n);
     }
 }
 
@@ -59,7 +78,11 @@ fn main() {
     let pool = tierpool::BufferPool::new();
     warm_up(&pool, n, 1000);
     let start = Instant::now();
-    counted_loop(&pool, n, iters);
+    match std::env::var("HOT_LOOP").as_deref() {
+        Ok("try_get") => counted_try(&pool, n, iters),
+        Ok("get_zeroed") => counted_zeroed(&pool, n, iters),
+        _ => counted_loop(&pool, n, iters),
+    }
     let elapsed = start.elapsed();
     println!(
         "{:.2} ns per get+drop of {n} bytes ({} hits)",
