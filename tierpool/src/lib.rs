@@ -208,7 +208,7 @@
 //! ns for every pool crate measured. Many threads at once do not collapse it (3.7-5.1 ns per
 //! operation of all threads, level with jemalloc). A buffer handed from one thread to another
 //! costs about 45 ns at 4 and 64 KiB, level with the fastest pool crate (opool) and 3-10x less
-//! than the allocators; at 1 MiB about 100-130 ns, where opool's lock-free queue (about 50 ns)
+//! than the allocators; at 1 MiB about 100-140 ns, where opool's lock-free queue (about 47 ns)
 //! is ahead. The tier lookup takes 1.4 ns per get+return pair whatever the number of tiers.
 //!
 //! `.ci/run` fails if a get+put at 4 KiB costs more than 64 instructions
