@@ -364,3 +364,38 @@ fn default_pool_is_settable_once() {
     assert!(tierpool::set_default_pool(pool(&[1024])).is_err());
     assert!(d.get(100).capacity() >= 100);
 }
+
+/// A tier above the thread budget keeps one buffer in the thread cache (the large slot), so
+/// cycling it takes no lock; a second one at the same time goes to the depot. The bound:
+/// `thread_cache_bytes` plus one buffer of a tier above it.
+#[test]
+fn a_tier_above_the_thread_budget_keeps_one_buffer_in_the_thread_cache() {
+    let pool = BufferPool::builder()
+        .tiers([64, 1000])
+        .thread_cache_bytes(500)
+        .max_retained_bytes(10_000)
+        .build()
+        .unwrap();
+    drop(pool.get(1000)); // a miss, then kept in the large slot
+    let s = pool.stats();
+    assert_eq!(
+        (s.retained_buffers, s.depot_bytes),
+        (1, 0),
+        "in this thread's cache: {s}"
+    );
+    for _ in 0..100 {
+        drop(pool.get(1000));
+    }
+    let s = pool.stats();
+    assert_eq!((s.misses, s.hits, s.depot_bytes), (1, 100, 0), "{s}");
+    let (a, b) = (pool.get(1000), pool.get(1000));
+    drop(a);
+    drop(b);
+    let s = pool.stats();
+    assert_eq!(s.retained_buffers, 2, "{s}");
+    assert_eq!(
+        s.depot_bytes, 1000,
+        "one in the large slot, one in the depot: {s}"
+    );
+    assert!(s.retained_bytes <= pool.max_retained_bytes() + pool.thread_cache_bytes() + 1000);
+}
