@@ -517,6 +517,30 @@ fn pop_tier(tier: &Tier, off: usize) -> Option<Popped> {
     })
 }
 
+/// Puts `v` on `tier`'s stack, in the slot below `head`, and moves `head` there (`Release`:
+/// see `Cache::add_to`). The one store of a buffer onto a stack, for the fast and slow paths.
+///
+/// # Safety
+/// Only the owner calls it; `head` is the tier's current top, and the slot below it is in the
+/// allocated array and free (the stack is below its limit).
+#[inline(always)]
+unsafe fn place(tier: &Tier, head: *mut Slot, v: Vec<u8>) {
+    let mut v = ManuallyDrop::new(v);
+    let head = head.wrapping_sub(1);
+    // SAFETY: the caller guarantees a free slot of the allocated array at `head`.
+    unsafe { &*head }.store(v.as_mut_ptr(), Relaxed);
+    tier.head.store(head, Release);
+}
+
+/// Counts a return onto `tier`'s stack; returns what is left of the countdown (0: housekeeping
+/// is due, and `TierCold::fold` starts it over). `Release`: see `Cache::add_to`.
+#[inline(always)]
+fn count_return(tier: &Tier) -> u64 {
+    let left = tier.returns_left.load(Relaxed).wrapping_sub(1);
+    tier.returns_left.store(left, Release);
+    left
+}
+
 impl<'a> Owner<'a> {
     /// Owner access to `cache`.
     ///
@@ -580,15 +604,10 @@ impl<'a> Owner<'a> {
         if head <= tier.full.load(Relaxed) {
             return Err(v); // also when unallocated: null <= null
         }
-        let mut v = ManuallyDrop::new(v);
-        let head = head.wrapping_sub(1);
-        // SAFETY: `slots <= full < old head`, so `head` is a slot of the allocated array, and
-        // free (below the stack).
-        unsafe { &*head }.store(v.as_mut_ptr(), Relaxed);
-        tier.head.store(head, Release);
-        let left = tier.returns_left.load(Relaxed).wrapping_sub(1);
-        tier.returns_left.store(left, Release);
-        Ok(left == 0)
+        // SAFETY: `slots <= full < head`, so the slot below `head` is in the allocated array,
+        // and free.
+        unsafe { place(tier, head, v) };
+        Ok(count_return(tier) == 0)
     }
 
     /// Number of tiers (not counting the sentinel).
@@ -782,17 +801,13 @@ impl<'a> Owner<'a> {
         if v.capacity() != tier.size || cold.len(tier) >= cold.limit.load(Relaxed) as usize {
             return Err(v);
         }
-        let mut v = ManuallyDrop::new(v);
-        let head = tier.head.load(Relaxed).wrapping_sub(1);
-        // SAFETY: `len < limit <= cap` (so `limit > 0` and the slots are allocated): `head` is
-        // a free slot of the array.
-        unsafe { &*head }.store(v.as_mut_ptr(), Relaxed);
-        tier.head.store(head, Release);
+        // SAFETY: `len < limit <= cap` (so `limit > 0` and the slots are allocated): the slot
+        // below `head` is a free slot of the array.
+        unsafe { place(tier, tier.head.load(Relaxed), v) };
         if from_depot {
             publish(&tier.refilled, 1);
         } else {
-            let left = tier.returns_left.load(Relaxed).wrapping_sub(1);
-            tier.returns_left.store(left, Release);
+            count_return(tier);
             cold.fold(tier);
         }
         Ok(())

@@ -70,18 +70,8 @@ pub(crate) fn get_slow(
     }
     // Nothing of this size here: a larger buffer filed under this tier, or (a tier that
     // bypasses the cache) any buffer of it, straight from the depot.
-    let direct = if o.limit(t) > 0 {
-        pool.depot.take_odd(t)
-    } else {
-        pool.depot.take_one(t)
-    };
-    if let Some(mut v) = direct {
-        o.count(t, Count::DirectHit, 1);
-        prepare_hit(&mut v, n, how);
-        return Ok((v, hint_of(t)));
-    }
-    let v = alloc_fresh(pool.classes.size(t), n, how)?;
-    o.count(t, Count::Miss, 1);
+    let (v, hit) = pool.direct_or_fresh(t, n, how, o.limit(t) > 0)?;
+    o.count(t, if hit { Count::DirectHit } else { Count::Miss }, 1);
     Ok((v, hint_of(t)))
 }
 

@@ -167,6 +167,31 @@ impl PoolState {
         f(&mut lock(&self.attached).retired);
     }
 
+    /// A buffer of tier `t` for `n` bytes without a thread cache's stack: straight from the
+    /// depot (with `odd_only`, only one larger than the tier's size: the exact ones are the
+    /// thread cache's to refill), or fresh. The tail of every get that its thread cache cannot
+    /// serve, and of every get without one. Returns the buffer and whether it was a hit.
+    pub(crate) fn direct_or_fresh(
+        &self,
+        t: usize,
+        n: usize,
+        how: Fresh,
+        odd_only: bool,
+    ) -> Result<(Vec<u8>, bool), AllocError> {
+        let retained = if odd_only {
+            self.depot.take_odd(t)
+        } else {
+            self.depot.take_one(t)
+        };
+        match retained {
+            Some(mut v) => {
+                prepare_hit(&mut v, n, how);
+                Ok((v, true))
+            }
+            None => Ok((alloc_fresh(self.classes.size(t), n, how)?, false)),
+        }
+    }
+
     /// A get that cannot use a thread cache (the thread is exiting, or a re-entrant call).
     #[cold]
     pub(crate) fn get_direct(&self, n: usize, how: Fresh) -> Result<Vec<u8>, AllocError> {
@@ -175,13 +200,11 @@ impl PoolState {
             self.with_retired(|s| s.oversize += 1);
             return Ok(v);
         };
-        if let Some(mut v) = self.depot.take_one(t) {
-            prepare_hit(&mut v, n, how);
-            self.with_retired(|s| s.tiers[t].hits += 1);
-            return Ok(v);
-        }
-        let v = alloc_fresh(self.classes.size(t), n, how)?;
-        self.with_retired(|s| s.tiers[t].misses += 1);
+        let (v, hit) = self.direct_or_fresh(t, n, how, false)?;
+        self.with_retired(|s| match hit {
+            true => s.tiers[t].hits += 1,
+            false => s.tiers[t].misses += 1,
+        });
         Ok(v)
     }
 

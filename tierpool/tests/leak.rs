@@ -13,6 +13,13 @@ use common::live_bytes;
 #[global_allocator]
 static GLOBAL: common::Counting = common::Counting;
 
+/// How much the process's live heap grew while `f` ran (negative: it shrank).
+fn growth(f: impl FnOnce()) -> isize {
+    let before = live_bytes();
+    f();
+    live_bytes() - before
+}
+
 /// Runs `f` on a thread of its own, joined, so that its thread-local destructors (thread
 /// caches) have run before the next scenario measures.
 fn alone(f: impl FnOnce() + Send + 'static) {
@@ -23,8 +30,7 @@ fn alone(f: impl FnOnce() + Send + 'static) {
 
 fn dropping_the_pool_gives_every_byte_back() {
     alone(|| {
-        let baseline = live_bytes();
-        {
+        let grown = growth(|| {
             let pool = BufferPool::builder()
                 .max_retained_bytes(8 << 20)
                 .build()
@@ -50,14 +56,9 @@ fn dropping_the_pool_gives_every_byte_back() {
             std::thread::spawn(move || drop(outstanding))
                 .join()
                 .unwrap();
-        }
-        let after = live_bytes();
+        });
         // The pool registry keeps one slot per pool ever alive at once (a few bytes, reused).
-        assert!(
-            after - baseline < 4096,
-            "leaked {} bytes after dropping the pool",
-            after - baseline
-        );
+        assert!(grown < 4096, "leaked {grown} bytes after dropping the pool");
     });
 }
 
@@ -73,18 +74,17 @@ fn trim_frees_the_stacks_as_well_as_the_buffers() {
             .unwrap();
         drop(pool.get(16 << 10)); // this thread's cache exists before the baseline
         pool.trim();
-        let baseline = live_bytes();
-        let burst: Vec<_> = (0..if cfg!(miri) { 300 } else { 3000 })
-            .map(|_| pool.get(16 << 10))
-            .collect();
-        drop(burst);
-        assert!(pool.stats().depot_bytes > 0);
-        pool.trim();
-        let after = live_bytes();
+        let grown = growth(|| {
+            let burst: Vec<_> = (0..if cfg!(miri) { 300 } else { 3000 })
+                .map(|_| pool.get(16 << 10))
+                .collect();
+            drop(burst);
+            assert!(pool.stats().depot_bytes > 0);
+            pool.trim();
+        });
         assert!(
-            after - baseline < 1024,
-            "{} bytes still held after trim (the depot's stack storage?)",
-            after - baseline
+            grown < 1024,
+            "{grown} bytes still held after trim (the depot's stack storage?)"
         );
     });
 }
@@ -100,9 +100,7 @@ fn a_buffer_outliving_its_pool_is_freed_on_a_thread_that_still_has_a_cache() {
         let kept = pool.get(4096);
         // The last handle goes on another thread, so this thread's cache stays in its table.
         std::thread::spawn(move || drop(pool)).join().unwrap();
-        let before = live_bytes();
-        drop(kept);
-        let freed = before - live_bytes();
+        let freed = -growth(|| drop(kept));
         assert!(
             freed >= 4096,
             "the buffer was kept by a closed pool's cache: {freed} bytes freed"
