@@ -6,8 +6,11 @@ use std::io;
 use std::mem::{self, ManuallyDrop};
 use std::ops::{Deref, DerefMut};
 
+use crate::budget::{arm, Charge, BUDGETED};
+use crate::cache::{Owner, Pushed};
 use crate::policy;
 use crate::registry;
+use crate::state::PoolState;
 use crate::tls;
 
 /// A `Vec<u8>` on loan from a [`BufferPool`](crate::BufferPool); dropping it returns the buffer.
@@ -47,19 +50,42 @@ const _: () = assert!(mem::size_of::<PooledBuf>() == 32);
 pub(crate) const NO_TIER: u32 = u32::MAX;
 
 /// Returns `v` to the pool with key `key`: the drop path of [`PooledBuf`] and
-/// [`BufferPool::put`](crate::BufferPool::put). `tier` is a hint.
+/// [`BufferPool::put`](crate::BufferPool::put). `tier` is a hint (for a pool with a budget,
+/// the buffer's charge: see `budget::Charge`).
 #[inline(always)]
-pub(crate) fn give_back(key: u32, tier: u32, v: Vec<u8>) {
-    match tls::fast_push(key, tier, v) {
-        Ok(false) => {}
-        Ok(true) => tls::service(key, tier),
-        Err(v) => give_back_slow(key, v),
+pub(crate) fn give_back(key: u32, tier: u32, mut v: Vec<u8>) {
+    match tls::fast_push(key, tier, &mut v) {
+        // Taken: `v` is an empty `Vec` now, with nothing to free.
+        Pushed::Kept => mem::forget(v),
+        Pushed::Due => {
+            mem::forget(v);
+            tls::service(key, tier);
+        }
+        Pushed::Refused => give_back_slow(v, key, tier),
     }
 }
 
+/// A return the fast path could not take; every return to a pool with a budget comes here
+/// (its caches never match the fast path's key).
 #[cold]
 #[inline(never)]
-fn give_back_slow(key: u32, v: Vec<u8>) {
+fn give_back_slow(v: Vec<u8>, key: u32, tier: u32) {
+    if key & BUDGETED != 0 {
+        refund(key, tier);
+        let mut v = v;
+        let hint = Charge::of(tier).hint();
+        match tls::fast_push(arm(key), hint, &mut v) {
+            Pushed::Kept => {}
+            Pushed::Due => tls::service(key, hint),
+            Pushed::Refused => file(key, v),
+        }
+        return;
+    }
+    file(key, v);
+}
+
+/// Files a returned buffer through this thread's cache's slow path, or without one.
+fn file(key: u32, v: Vec<u8>) {
     let put = policy::put_slow;
     let Err(v) = tls::with_owner(key, v, put) else {
         return;
@@ -70,6 +96,54 @@ fn give_back_slow(key: u32, v: Vec<u8>) {
     match registry::lookup(key) {
         Some(pool) => pool.put_direct(v),
         None => drop(v), // the pool is gone
+    }
+}
+
+/// Gives `bytes` of credit back to the budget of the pool with key `key`.
+fn release(key: u32, bytes: usize) {
+    let to_pool = |_: &Owner<'_>, pool: &PoolState, bytes| {
+        if let Some(b) = &pool.budget {
+            b.release(bytes);
+        }
+    };
+    if let Err(bytes) = tls::with_owner(key, bytes, to_pool) {
+        if let Some(b) = registry::lookup(key)
+            .as_ref()
+            .and_then(|p| p.budget.as_ref())
+        {
+            b.release(bytes);
+        }
+    }
+}
+
+/// Gives the charge recorded in `tag` back to the budget of the pool with key `key`
+/// (through this thread's credit where it can): a buffer of a budgeted pool came back or
+/// left the pool.
+#[cold]
+pub(crate) fn refund(key: u32, tag: u32) {
+    if key & BUDGETED == 0 || Charge::of(tag) == Charge::None {
+        return;
+    }
+    match tls::with_current(arm(key), |o| o.refund(tag)) {
+        Some(0) => return,
+        // What the credit should not keep: released outside the fast path's owner, since
+        // releasing may wake (run) other tasks.
+        Some(bytes) => return release(key, bytes),
+        None => {}
+    }
+    let slow = |o: &Owner<'_>, _: &PoolState, tag: u32| {
+        if let Some(b) = o.budget() {
+            b.release(o.refund(tag));
+        }
+    };
+    let Err(tag) = tls::with_owner(key, tag, slow) else {
+        return;
+    };
+    let Err(tag) = tls::attach(key, tag, || registry::lookup(key), slow) else {
+        return;
+    };
+    if let Some(pool) = registry::lookup(key) {
+        pool.refund_direct(tag);
     }
 }
 
@@ -98,6 +172,8 @@ impl PooledBuf {
     #[inline]
     pub fn into_vec(self) -> Vec<u8> {
         let mut this = ManuallyDrop::new(self);
+        // The bytes leave the pool: with a budget they stop counting as in use.
+        refund(this.key, this.tier);
         mem::take(&mut this.buf)
     }
 }

@@ -56,6 +56,7 @@ pub struct Builder {
     decay_interval: Duration,
     background_trim: bool,
     zero_on_return: bool,
+    max_in_use_bytes: Option<usize>,
 }
 
 impl Default for Builder {
@@ -71,6 +72,7 @@ impl Default for Builder {
             decay_interval: DEFAULT_DECAY_INTERVAL,
             background_trim: false,
             zero_on_return: false,
+            max_in_use_bytes: None,
         }
     }
 }
@@ -165,12 +167,42 @@ impl Builder {
         self
     }
 
+    /// Caps the bytes **in use**: the total capacity of the buffers handed out and not yet
+    /// returned never exceeds `bytes`. Off by default. See the crate docs, "Budgets and
+    /// backpressure", for what each way of getting a buffer does when the budget is spent
+    /// ([`get`](BufferPool::get) waits, [`try_get`](BufferPool::try_get) refuses,
+    /// [`acquire`](BufferPool::acquire) waits asynchronously,
+    /// [`get_timeout`](BufferPool::get_timeout) waits up to a timeout).
+    ///
+    /// A buffer is charged its tier's size, or above the largest tier its size rounded up to
+    /// 4 KiB. With a budget the pool keeps only buffers of exactly a tier's size (a grown or
+    /// adopted buffer of another capacity is freed when returned), so no buffer is handed out
+    /// with more capacity than it was charged. Each thread may hold up to
+    /// `min(bytes / 16, thread_cache_bytes)` of the budget as idle credit while no one waits;
+    /// a waiter takes all of it back at once.
+    ///
+    /// ```
+    /// let pool = tierpool::BufferPool::builder().max_in_use_bytes(64 << 10).build()?;
+    /// let a = pool.get(32 << 10);
+    /// let b = pool.get(32 << 10);
+    /// assert!(pool.try_get(1).is_err()); // 64 KiB in use: the budget is spent
+    /// drop(a);
+    /// assert!(pool.try_get(1).is_ok());
+    /// # Ok::<(), tierpool::ConfigError>(())
+    /// ```
+    pub fn max_in_use_bytes(mut self, bytes: usize) -> Self {
+        self.max_in_use_bytes = Some(bytes);
+        self
+    }
+
     /// Validates the configuration and builds the pool.
     ///
     /// # Errors
     /// A [`ConfigError`] naming the first invalid value: no tiers, a zero tier, a tier above
     /// `isize::MAX`, too many tiers, an invalid range or step count, a cap that cannot hold one
-    /// buffer of the smallest tier, a thread cache larger than the cap, or a zero interval.
+    /// buffer of the smallest tier, a thread cache larger than the cap, a zero interval, or a
+    /// budget on bytes in use below the smallest tier or above
+    /// [`MAX_BUDGET`](crate::MAX_BUDGET).
     pub fn build(self) -> Result<BufferPool, ConfigError> {
         Ok(BufferPool::from_config(self.validate()?))
     }
@@ -232,7 +264,21 @@ impl Builder {
                 interval: self.decay_interval,
             }
         })?;
+        if let Some(limit) = self.max_in_use_bytes {
+            if limit < sizes[0] {
+                return Err(ConfigError::BudgetTooSmall {
+                    max_in_use_bytes: limit,
+                    smallest_tier: sizes[0],
+                });
+            }
+            if limit > crate::budget::MAX_BUDGET {
+                return Err(ConfigError::BudgetTooLarge {
+                    max_in_use_bytes: limit,
+                });
+            }
+        }
         Ok(Config {
+            max_in_use_bytes: self.max_in_use_bytes,
             classes: Classes::new(sizes),
             max_retained_bytes: self.max_retained_bytes,
             thread_cache_bytes,
@@ -254,6 +300,7 @@ pub(crate) struct Config {
     pub(crate) interval_nanos: u64,
     pub(crate) background_trim: bool,
     pub(crate) zero_on_return: bool,
+    pub(crate) max_in_use_bytes: Option<usize>,
 }
 
 #[cfg(test)]

@@ -60,6 +60,18 @@ pub enum ConfigError {
     },
     /// The decay interval is zero.
     ZeroInterval,
+    /// `max_in_use_bytes` cannot cover even one buffer of the smallest tier.
+    BudgetTooSmall {
+        /// The configured budget.
+        max_in_use_bytes: usize,
+        /// The smallest tier size.
+        smallest_tier: usize,
+    },
+    /// `max_in_use_bytes` is above [`MAX_BUDGET`](crate::MAX_BUDGET).
+    BudgetTooLarge {
+        /// The configured budget.
+        max_in_use_bytes: usize,
+    },
     /// The decay interval is too long to be represented (above about 584 years).
     IntervalTooLong {
         /// The offending interval.
@@ -112,13 +124,26 @@ impl fmt::Display for ConfigError {
             ConfigError::IntervalTooLong { interval } => {
                 write!(f, "decay interval {interval:?} is too long to represent")
             }
+            ConfigError::BudgetTooSmall {
+                max_in_use_bytes,
+                smallest_tier,
+            } => write!(
+                f,
+                "max_in_use_bytes {max_in_use_bytes} cannot cover one buffer of the smallest tier ({smallest_tier} bytes)"
+            ),
+            ConfigError::BudgetTooLarge { max_in_use_bytes } => write!(
+                f,
+                "max_in_use_bytes {max_in_use_bytes} is above the largest supported budget, {}",
+                crate::MAX_BUDGET
+            ),
         }
     }
 }
 
 impl std::error::Error for ConfigError {}
 
-/// Why [`BufferPool::try_get`](crate::BufferPool::try_get) could not produce a buffer.
+/// Why [`BufferPool::try_get`](crate::BufferPool::try_get) (or another fallible way of getting
+/// a buffer) could not produce one.
 ///
 /// ```
 /// use tierpool::{AllocError, BufferPool};
@@ -143,6 +168,40 @@ pub enum AllocError {
         /// largest tier).
         capacity: usize,
     },
+    /// The pool's budget on bytes in use
+    /// ([`max_in_use_bytes`](crate::Builder::max_in_use_bytes)) has no room for this buffer
+    /// now (from [`try_get`](crate::BufferPool::try_get), which never waits).
+    OverBudget {
+        /// The size asked for.
+        requested: usize,
+        /// Bytes in use when the request was refused (a snapshot: other threads may have
+        /// returned some since).
+        in_use: usize,
+        /// The budget.
+        limit: usize,
+    },
+    /// The budget had no room for this buffer before the timeout of
+    /// [`get_timeout`](crate::BufferPool::get_timeout) passed.
+    TimedOut {
+        /// The size asked for.
+        requested: usize,
+        /// Bytes in use when the wait gave up.
+        in_use: usize,
+        /// The budget.
+        limit: usize,
+        /// How long it waited.
+        waited: Duration,
+    },
+    /// The buffer's charge is larger than the whole budget: it can never be served.
+    LargerThanBudget {
+        /// The size asked for.
+        requested: usize,
+        /// What it would be charged: its tier's size, or above the largest tier the size
+        /// rounded up to 4 KiB.
+        charge: usize,
+        /// The budget.
+        limit: usize,
+    },
 }
 
 impl fmt::Display for AllocError {
@@ -158,6 +217,31 @@ impl fmt::Display for AllocError {
             } => write!(
                 f,
                 "the allocator failed to provide {capacity} bytes (for a request of {requested})"
+            ),
+            AllocError::OverBudget {
+                requested,
+                in_use,
+                limit,
+            } => write!(
+                f,
+                "over budget: {requested} bytes requested with {in_use} of {limit} bytes in use"
+            ),
+            AllocError::TimedOut {
+                requested,
+                in_use,
+                limit,
+                waited,
+            } => write!(
+                f,
+                "timed out after {waited:?} waiting for {requested} bytes of budget ({in_use} of {limit} bytes in use)"
+            ),
+            AllocError::LargerThanBudget {
+                requested,
+                charge,
+                limit,
+            } => write!(
+                f,
+                "a request of {requested} bytes (charged {charge}) can never fit the budget of {limit} bytes"
             ),
         }
     }

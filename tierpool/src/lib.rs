@@ -219,6 +219,7 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 // Bottom-up: each module imports only those above it in this list.
+mod budget;
 mod buf;
 mod cache;
 mod class;
@@ -246,6 +247,7 @@ pub mod frame;
 #[cfg(all(test, loom))]
 mod loom_tests;
 
+pub use budget::MAX_BUDGET;
 pub use buf::PooledBuf;
 pub use class::MAX_TIERS;
 pub use config::{
@@ -254,9 +256,10 @@ pub use config::{
 };
 pub use error::{AllocError, ConfigError};
 pub use global::{default_pool, set_default_pool};
+pub use pool::Acquire;
 pub use pool::BufferPool;
 pub use pooled_bytes::PooledBytes;
-pub use stats::{Stats, TierStats};
+pub use stats::{BudgetStats, Stats, TierStats};
 
 #[doc(hidden)]
 pub mod __bench {

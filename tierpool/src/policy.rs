@@ -118,9 +118,11 @@ pub(crate) fn put_slow(o: &Owner<'_>, pool: &PoolState, mut v: Vec<u8>) {
             }
         }
     }
-    // A larger buffer (foreign or grown), a tier that bypasses the cache, or no room.
+    // A larger buffer (foreign or grown), a tier that bypasses the cache, or no room. A pool
+    // with a budget keeps only exact sizes (every buffer it hands out has the capacity it
+    // was charged).
     o.count(t, Count::OtherReturn, 1);
-    if pool.depot.put_one(t, v).is_err() {
+    if (pool.exact_only() && cap != o.size(t)) || pool.depot.put_one(t, v).is_err() {
         o.count(t, Count::Discarded, 1);
     }
 }
@@ -298,8 +300,34 @@ fn release_all(o: &Owner<'_>) -> usize {
     bytes
 }
 
+/// Gives this thread's credit of the budget back to the account (thread exit, pool closed).
+fn give_credit_back(o: &Owner<'_>, pool: &PoolState) {
+    if let Some(budget) = &pool.budget {
+        budget.release(o.cache().credit().sweep());
+    }
+}
+
+/// Takes `charge` bytes of the budget for a get whose thread credit was short: this thread's
+/// credit goes to the account, and the charge plus a refill of the credit come out of it, if
+/// no one waits and it fits. False if the charge must wait (nothing is taken then).
+pub(crate) fn take_budget(o: &Owner<'_>, pool: &PoolState, charge: usize) -> bool {
+    let Some(budget) = &pool.budget else {
+        return true;
+    };
+    let own = o.cache().credit().sweep();
+    let refill = if o.is_dead() { 0 } else { budget.credit_max() };
+    match budget.try_take(charge, own, refill) {
+        Some(extra) => {
+            budget.release(o.add_credit(extra));
+            true
+        }
+        None => false,
+    }
+}
+
 /// The pool closed: free everything, keep nothing from now on.
 fn kill(o: &Owner<'_>, pool: &PoolState) {
+    give_credit_back(o, pool);
     release_all(o);
     o.mark_dead();
     pool.detach(o.cache());
@@ -308,6 +336,7 @@ fn kill(o: &Owner<'_>, pool: &PoolState) {
 /// The thread is exiting (or its table is being dropped): hand everything to the depot, as
 /// far as its cap allows, free the rest, and fold this thread's counts into the pool's.
 pub(crate) fn retire(o: &Owner<'_>, pool: &PoolState) {
+    give_credit_back(o, pool);
     if !o.is_dead() {
         if !pool.is_closed() {
             for t in 0..o.tiers() {

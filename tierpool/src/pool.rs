@@ -3,8 +3,14 @@
 
 use std::fmt;
 
-use crate::buf::{give_back, PooledBuf, NO_TIER};
-use crate::cache::Owner;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use crate::budget::{arm, oversize_charge, Budget, Ticket, Wake, BUDGETED, TAG_TIERED};
+use crate::buf::{give_back, refund, PooledBuf, NO_TIER};
+use crate::cache::{hint_of, Owner};
 use crate::config::{Builder, Config};
 use crate::decay;
 use crate::error::AllocError;
@@ -106,7 +112,7 @@ impl BufferPool {
     }
 
     #[inline(always)]
-    fn acquire(&self, n: usize, how: Fresh) -> Result<PooledBuf, AllocError> {
+    fn obtain(&self, n: usize, how: Fresh, wait: Wait) -> Result<PooledBuf, AllocError> {
         let (v, tier) = match tls::fast_pop(self.key, n) {
             Some(hit) => {
                 let tier = hit.tier;
@@ -117,16 +123,54 @@ impl BufferPool {
             // The slow path's result comes through memory; taking it apart here, on its own
             // branch, lets the fast path keep the handle in registers (measured: 17
             // instructions of stack copies per get+drop otherwise).
-            None => self.acquire_slow(n, how)?.into_parts(),
+            None => self.acquire_slow(n, how, wait)?.into_parts(),
         };
         Ok(PooledBuf::new(v, self.key, tier))
     }
 
+    /// [`obtain`](Self::obtain) for the gets that cannot fail (they panic instead): the slow
+    /// path returns a plain handle, which stays in registers (a `Result` with
+    /// [`AllocError`]'s layout merged into the fast path through the stack: 4 instructions).
+    #[inline(always)]
+    fn obtain_or_panic(&self, n: usize, how: Fresh) -> PooledBuf {
+        let (v, tier) = match tls::fast_pop(self.key, n) {
+            Some(hit) => {
+                let tier = hit.tier;
+                let mut v = hit.into_vec();
+                prepare_hit(&mut v, n, how);
+                (v, tier)
+            }
+            None => self.slow_or_panic(n, how).into_parts(),
+        };
+        PooledBuf::new(v, self.key, tier)
+    }
+
     #[cold]
     #[inline(never)]
-    fn acquire_slow(&self, n: usize, how: Fresh) -> Result<PooledBuf, AllocError> {
+    fn slow_or_panic(&self, n: usize, how: Fresh) -> PooledBuf {
+        match self.acquire_slow(n, how, Wait::Until(None)) {
+            Ok(b) => b,
+            Err(e) => get_failed(e),
+        }
+    }
+
+    /// Everything a get can need beyond the fast path; a budgeted pool's gets (whose caches
+    /// never match the fast path's key) all come here.
+    #[cold]
+    #[inline(never)]
+    fn acquire_slow(&self, n: usize, how: Fresh, wait: Wait) -> Result<PooledBuf, AllocError> {
+        if self.key & BUDGETED != 0 {
+            return self.acquire_budgeted(n, how, wait);
+        }
+        let (v, tier) = self.fetch_slow(n, how)?;
+        Ok(PooledBuf::new(v, self.key, tier))
+    }
+
+    /// A buffer for `n` bytes through this thread's cache (attached if need be), or without
+    /// one; and its tier hint.
+    fn fetch_slow(&self, n: usize, how: Fresh) -> Result<(Vec<u8>, u32), AllocError> {
         let get = |o: &Owner<'_>, pool: &PoolState, n| policy::get_slow(o, pool, n, how);
-        let (v, tier) = match tls::with_owner(self.key, n, get) {
+        Ok(match tls::with_owner(self.key, n, get) {
             Ok(r) => r?,
             Err(n) => {
                 let state = || Some(Arc::clone(&self.handle.state));
@@ -135,8 +179,109 @@ impl BufferPool {
                     Err(n) => (self.shared().get_direct(n, how)?, NO_TIER),
                 }
             }
+        })
+    }
+
+    /// The budget, for a pool whose key says it has one.
+    fn budget(&self) -> &Budget {
+        self.shared()
+            .budget
+            .as_deref()
+            .expect("a budgeted key belongs to a pool with a budget")
+    }
+
+    /// What a buffer for `n` bytes is charged, and the tier field that records it.
+    fn charge(&self, n: usize) -> Result<(usize, u32), AllocError> {
+        let state = self.shared();
+        let limit = self.budget().limit();
+        let (charge, tag) = match state.classes.for_get(n) {
+            Some(t) => (state.classes.size(t), TAG_TIERED | hint_of(t)),
+            None if n > isize::MAX as usize => {
+                return Err(AllocError::CapacityOverflow { requested: n })
+            }
+            None => oversize_charge(n).unwrap_or((n, 0)),
         };
-        Ok(PooledBuf::new(v, self.key, tier))
+        if charge > limit {
+            return Err(AllocError::LargerThanBudget {
+                requested: n,
+                charge,
+                limit,
+            });
+        }
+        Ok((charge, tag))
+    }
+
+    fn acquire_budgeted(&self, n: usize, how: Fresh, wait: Wait) -> Result<PooledBuf, AllocError> {
+        let (charge, tag) = self.charge(n)?;
+        if !self.take_budget_now(charge) {
+            let Wait::Until(deadline) = wait else {
+                self.budget().refused();
+                return Err(AllocError::OverBudget {
+                    requested: n,
+                    in_use: self.shared().in_use(),
+                    limit: self.budget().limit(),
+                });
+            };
+            let start = Instant::now();
+            let ticket = self
+                .budget()
+                .enqueue(charge, Wake::Thread(std::thread::current()));
+            self.shared().sweep_credit();
+            if !self.budget().wait(ticket, deadline) {
+                return Err(AllocError::TimedOut {
+                    requested: n,
+                    in_use: self.shared().in_use(),
+                    limit: self.budget().limit(),
+                    waited: start.elapsed(),
+                });
+            }
+        }
+        self.charged(n, how, tag)
+    }
+
+    /// Takes `charge` bytes of the budget without waiting: from this thread's credit, else
+    /// from the account (with a refill of the credit), else, after sweeping every thread's
+    /// idle credit into the account, from the account again. False if it must wait.
+    fn take_budget_now(&self, charge: usize) -> bool {
+        if tls::with_current(arm(self.key), |o| o.take_credit(charge)) == Some(true) {
+            return true;
+        }
+        let take = |o: &Owner<'_>, pool: &PoolState, c| policy::take_budget(o, pool, c);
+        let taken = match tls::with_owner(self.key, charge, take) {
+            Ok(t) => t,
+            Err(c) => {
+                let state = || Some(Arc::clone(&self.handle.state));
+                match tls::attach(self.key, c, state, take) {
+                    Ok(t) => t,
+                    Err(c) => self.budget().try_take(c, 0, 0).is_some(),
+                }
+            }
+        };
+        if taken {
+            return true;
+        }
+        self.shared().sweep_credit();
+        self.budget().try_take(charge, 0, 0).is_some()
+    }
+
+    /// A buffer for `n` bytes whose charge (recorded in `tag`) is already taken; gives the
+    /// charge back if the allocation fails.
+    fn charged(&self, n: usize, how: Fresh, tag: u32) -> Result<PooledBuf, AllocError> {
+        let got = match tls::fast_pop(arm(self.key), n) {
+            Some(hit) => {
+                let mut v = hit.into_vec();
+                prepare_hit(&mut v, n, how);
+                Ok(v)
+            }
+            None => self.fetch_slow(n, how).map(|(v, _)| v),
+        };
+        match got {
+            Ok(v) => Ok(PooledBuf::new(v, self.key, tag)),
+            Err(e) => {
+                refund(self.key, tag);
+                Err(e)
+            }
+        }
     }
 
     /// A buffer with `len() == 0` and `capacity() >= n`, from the smallest tier that fits `n`
@@ -144,9 +289,16 @@ impl BufferPool {
     /// capacity exactly `n` from the heap, not kept when dropped. `get(0)` serves the smallest
     /// tier.
     ///
+    /// With a budget on bytes in use ([`Builder::max_in_use_bytes`]), waits (blocking the
+    /// thread, like a bounded channel's `send`) until the buffer fits the budget; waiters are
+    /// served in order. In async code use [`acquire`](Self::acquire) instead, which waits
+    /// without blocking the thread.
+    ///
     /// # Panics
     /// Like `Vec::with_capacity`: if `n` is above `isize::MAX` (and the allocation aborts the
-    /// process if memory is exhausted). Use [`try_get`](Self::try_get) to get an error instead.
+    /// process if memory is exhausted). With a budget, if the buffer's charge is larger than
+    /// the whole budget (it could never be served). Use [`try_get`](Self::try_get) or
+    /// [`get_timeout`](Self::get_timeout) to get an error instead.
     ///
     /// ```
     /// let pool = tierpool::BufferPool::builder().tiers([1024, 4096]).build()?;
@@ -158,32 +310,102 @@ impl BufferPool {
     #[must_use = "the buffer goes straight back to the pool if unused"]
     #[inline(always)]
     pub fn get(&self, n: usize) -> PooledBuf {
-        match self.acquire(n, Fresh::Plain) {
-            Ok(b) => b,
-            Err(e) => unreachable!("infallible allocation reported {e}"),
-        }
+        self.obtain_or_panic(n, Fresh::Plain)
     }
 
-    /// Like [`get`](Self::get), but an impossible size or an allocator failure is an error,
-    /// never a panic or an abort.
+    /// Like [`get`](Self::get), but never waits and never panics: an impossible size, an
+    /// allocator failure or (with a budget) no room in the budget now is an error.
     ///
     /// # Errors
     /// [`AllocError::CapacityOverflow`] above `isize::MAX`, [`AllocError::AllocFailed`] when the
-    /// allocator refuses.
+    /// allocator refuses; with a budget, [`AllocError::OverBudget`] (with how much is in use)
+    /// when the buffer does not fit now, and [`AllocError::LargerThanBudget`] when it never
+    /// can.
     ///
     /// ```
     /// let pool = tierpool::BufferPool::new();
     /// assert!(pool.try_get(4096).is_ok());
     /// assert!(pool.try_get(usize::MAX).is_err());
+    ///
+    /// let bounded = tierpool::BufferPool::builder().max_in_use_bytes(1 << 20).build()?;
+    /// let held = bounded.get(1 << 20);
+    /// match bounded.try_get(4096) {
+    ///     Err(tierpool::AllocError::OverBudget { requested, in_use, limit }) => {
+    ///         assert_eq!((requested, in_use, limit), (4096, 1 << 20, 1 << 20));
+    ///     }
+    ///     other => panic!("{other:?}"),
+    /// }
+    /// # Ok::<(), tierpool::ConfigError>(())
     /// ```
     #[must_use = "the buffer goes straight back to the pool if unused"]
     #[inline]
     pub fn try_get(&self, n: usize) -> Result<PooledBuf, AllocError> {
-        self.acquire(n, Fresh::Fallible)
+        self.obtain(n, Fresh::Fallible, Wait::Never)
+    }
+
+    /// Like [`get`](Self::get), but waits at most `timeout` for room in the budget, and
+    /// reports failures as errors. Without a budget it never waits (it is then
+    /// [`try_get`](Self::try_get)).
+    ///
+    /// # Errors
+    /// As [`try_get`](Self::try_get), with [`AllocError::TimedOut`] instead of `OverBudget`.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    ///
+    /// let pool = tierpool::BufferPool::builder().max_in_use_bytes(1 << 20).build()?;
+    /// let held = pool.get(1 << 20);
+    /// let err = pool.get_timeout(4096, Duration::from_millis(10)).unwrap_err();
+    /// assert!(matches!(err, tierpool::AllocError::TimedOut { .. }));
+    /// std::thread::scope(|s| {
+    ///     s.spawn(|| {
+    ///         std::thread::sleep(Duration::from_millis(10));
+    ///         drop(held); // frees the budget: the waiting get below is served
+    ///     });
+    ///     assert!(pool.get_timeout(4096, Duration::from_secs(10)).is_ok());
+    /// });
+    /// # Ok::<(), tierpool::ConfigError>(())
+    /// ```
+    #[must_use = "the buffer goes straight back to the pool if unused"]
+    pub fn get_timeout(&self, n: usize, timeout: Duration) -> Result<PooledBuf, AllocError> {
+        let deadline = Instant::now().checked_add(timeout);
+        self.obtain(n, Fresh::Fallible, Wait::Until(deadline))
+    }
+
+    /// A future that resolves to a buffer for `n` bytes once it fits the budget on bytes in
+    /// use ([`Builder::max_in_use_bytes`]); without a budget it is ready at once. It works
+    /// with any async runtime (it only uses the task's waker).
+    ///
+    /// Waiters are served in order (a large request is not overtaken by a stream of small
+    /// ones). Cancel-safe: dropping the future before it resolves gives back whatever it had
+    /// gathered, and the next waiter is served.
+    ///
+    /// # Errors
+    /// As [`try_get`](Self::try_get), except that it waits instead of returning
+    /// `OverBudget`; [`AllocError::LargerThanBudget`] at once for a buffer that can never fit.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let pool = tierpool::BufferPool::builder().max_in_use_bytes(1 << 20).build()?;
+    /// let held = pool.acquire(1 << 20).await?;
+    /// let waiting = pool.acquire(4096);            // no room yet
+    /// tokio::spawn(async move { drop(held) });      // returned elsewhere: the waiter wakes
+    /// let buf = waiting.await?;
+    /// assert!(buf.capacity() >= 4096);
+    /// # Ok(()) }
+    /// ```
+    pub fn acquire(&self, n: usize) -> Acquire<'_> {
+        Acquire {
+            pool: self,
+            n,
+            state: AcquireState::Start,
+        }
     }
 
     /// A buffer with `len() == n`, all zeros. Fresh buffers come zeroed from the allocator
     /// (`calloc`, which is free for pages fresh from the OS); reused ones are zeroed up to `n`.
+    /// With a budget, waits like [`get`](Self::get).
     ///
     /// # Panics
     /// Like [`get`](Self::get).
@@ -196,10 +418,7 @@ impl BufferPool {
     #[must_use = "the buffer goes straight back to the pool if unused"]
     #[inline]
     pub fn get_zeroed(&self, n: usize) -> PooledBuf {
-        match self.acquire(n, Fresh::Zeroed) {
-            Ok(b) => b,
-            Err(e) => unreachable!("infallible allocation reported {e}"),
-        }
+        self.obtain_or_panic(n, Fresh::Zeroed)
     }
 
     /// Adopts any `Vec<u8>`, from this pool or not: it is filed under the largest tier whose
@@ -260,6 +479,96 @@ impl BufferPool {
     /// True if both handles refer to the same pool.
     pub fn same_pool(&self, other: &BufferPool) -> bool {
         self.key == other.key
+    }
+}
+
+/// How long a get may wait for room in the budget.
+#[derive(Debug, Clone, Copy)]
+enum Wait {
+    Never,
+    /// Until the deadline (`None`: no deadline).
+    Until(Option<Instant>),
+}
+
+/// The panic of [`BufferPool::get`]: a buffer larger than the whole budget.
+#[cold]
+#[inline(never)]
+#[track_caller]
+fn get_failed(e: AllocError) -> ! {
+    panic!("tierpool: {e}")
+}
+
+/// The future returned by [`BufferPool::acquire`].
+#[must_use = "futures do nothing unless polled"]
+#[derive(Debug)]
+pub struct Acquire<'a> {
+    pool: &'a BufferPool,
+    n: usize,
+    state: AcquireState,
+}
+
+#[derive(Debug)]
+enum AcquireState {
+    Start,
+    /// In the budget's queue.
+    Waiting {
+        ticket: Ticket,
+        tag: u32,
+    },
+    Done,
+}
+
+impl Future for Acquire<'_> {
+    type Output = Result<PooledBuf, AllocError>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.get_mut();
+        let pool = this.pool;
+        let n = this.n;
+        if let AcquireState::Start = this.state {
+            if pool.key & BUDGETED == 0 {
+                this.state = AcquireState::Done;
+                return Poll::Ready(pool.try_get(n));
+            }
+            let (charge, tag) = match pool.charge(n) {
+                Ok(c) => c,
+                Err(e) => {
+                    this.state = AcquireState::Done;
+                    return Poll::Ready(Err(e));
+                }
+            };
+            if pool.take_budget_now(charge) {
+                this.state = AcquireState::Done;
+                return Poll::Ready(pool.charged(n, Fresh::Fallible, tag));
+            }
+            // The waker goes in with the ticket, so a grant between here and the check below
+            // wakes this task: no lost wake-up.
+            let ticket = pool
+                .budget()
+                .enqueue(charge, Wake::Task(Some(cx.waker().clone())));
+            this.state = AcquireState::Waiting { ticket, tag };
+            pool.shared().sweep_credit();
+        }
+        let AcquireState::Waiting { ticket, tag } = &this.state else {
+            panic!("`Acquire` polled after it completed");
+        };
+        if !pool.budget().poll(ticket, Some(cx.waker())) {
+            return Poll::Pending;
+        }
+        let tag = *tag;
+        this.state = AcquireState::Done;
+        Poll::Ready(pool.charged(n, Fresh::Fallible, tag))
+    }
+}
+
+impl Drop for Acquire<'_> {
+    /// Cancels the wait: what the request had gathered goes to the next waiter.
+    fn drop(&mut self) {
+        if let AcquireState::Waiting { ticket, .. } =
+            std::mem::replace(&mut self.state, AcquireState::Done)
+        {
+            self.pool.budget().cancel(ticket);
+        }
     }
 }
 

@@ -3,7 +3,7 @@
 //! A [`PooledBuf`](crate::PooledBuf) must be `'static` and `Send`, yet taking a reference count
 //! on its pool for every buffer handed out would put a write to one shared cache line on every
 //! get and every drop. So a buffer carries no pointer to its pool at all, only the pool's
-//! *key*: a 32-bit number given to no other live pool (and to no other pool at all until four
+//! *key*: a 32-bit number given to no other live pool (and to no other pool at all until two
 //! billion more have been made).
 //!
 //! - On the fast path the key is compared with the doorbell of the current thread's current
@@ -15,19 +15,23 @@
 //!   nothing and is simply freed.
 //!
 //! No key can ever resolve to freed memory: the registry holds only `Weak` references and
-//! upgrades them under its lock. After 2^32 pools the counter wraps (skipping keys still in
+//! upgrades them under its lock. A pool with a budget on bytes in use has the top bit of its
+//! key set (see `budget.rs`). After 2^31 pools the counter wraps (skipping keys still in
 //! use); a buffer that outlived its pool by that many pools would then be adopted by the new
 //! pool like any foreign `Vec` (filed by its capacity, its tier hint checked), which is safe.
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 
+use crate::budget::{arm, BUDGETED};
 use crate::state::PoolState;
 use crate::sync::{Arc, Weak};
 
 #[derive(Debug)]
 struct Registry {
-    pools: BTreeMap<u32, Weak<PoolState>>,
+    /// By the key's low 31 bits (the doorbell value of the pool's caches, see
+    /// `budget::arm`), which are unique among live pools; the whole key alongside.
+    pools: BTreeMap<u32, (u32, Weak<PoolState>)>,
     last: u32,
 }
 
@@ -43,34 +47,46 @@ fn registry() -> std::sync::MutexGuard<'static, Registry> {
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-/// Gives `pool` a key: non-zero, and not the key of any live pool.
+/// Gives `pool` a key: its low 31 bits non-zero and not those of any live pool's key, and
+/// its top bit ([`BUDGETED`]) set if the pool has a budget on bytes in use.
 ///
 /// # Panics
-/// If 2^32 - 1 pools are alive at once (the registry alone would need over 100 GiB).
+/// If 2^31 - 1 pools are alive at once (the registry alone would need over 50 GiB).
 pub(crate) fn register(pool: &Arc<PoolState>) -> u32 {
     let mut reg = registry();
     assert!(
-        reg.pools.len() < u32::MAX as usize - 1,
+        reg.pools.len() < BUDGETED as usize - 1,
         "too many live pools"
     );
-    let mut key = reg.last;
+    let mut low = reg.last;
     loop {
-        key = key.wrapping_add(1);
-        if key != crate::cache::RUNG && !reg.pools.contains_key(&key) {
+        low = low.wrapping_add(1) & !BUDGETED;
+        if low != crate::cache::RUNG && !reg.pools.contains_key(&low) {
             break;
         }
     }
-    reg.last = key;
-    reg.pools.insert(key, Arc::downgrade(pool));
+    reg.last = low;
+    let key = if pool.budget.is_some() {
+        low | BUDGETED
+    } else {
+        low
+    };
+    reg.pools.insert(low, (key, Arc::downgrade(pool)));
     key
 }
 
 /// The live pool with key `key`, if it is still alive.
 pub(crate) fn lookup(key: u32) -> Option<Arc<PoolState>> {
-    registry().pools.get(&key)?.upgrade()
+    match registry().pools.get(&arm(key)) {
+        Some((k, pool)) if *k == key => pool.upgrade(),
+        _ => None,
+    }
 }
 
 /// Retires `key`: later lookups of it fail.
 pub(crate) fn unregister(key: u32) {
-    registry().pools.remove(&key);
+    let mut reg = registry();
+    if reg.pools.get(&arm(key)).is_some_and(|(k, _)| *k == key) {
+        reg.pools.remove(&arm(key));
+    }
 }

@@ -1,6 +1,7 @@
 //! `PoolState`: everything one pool shares between its handles, its thread caches and its
 //! trimmer. It sits below the caches' policy and the thread-local table and imports neither.
 
+use crate::budget::{arm, Budget, Charge, CREDIT_SHARE};
 use crate::cache::Cache;
 use crate::class::Classes;
 use crate::config::Config;
@@ -8,7 +9,7 @@ use crate::decay::Clock;
 use crate::depot::Depot;
 use crate::error::AllocError;
 use crate::fresh::{alloc_fresh, prepare_hit, scrub, Fresh};
-use crate::stats::Stats;
+use crate::stats::{BudgetStats, Stats};
 use crate::sync::{lock, Arc, AtomicBool, AtomicU64, Mutex, Ordering};
 
 /// Bumped whenever any pool closes, so that thread tables know when to look for dead caches.
@@ -52,11 +53,19 @@ pub(crate) struct PoolState {
     attached: Mutex<Attached>,
     pub(crate) trimmer: Mutex<Option<std::thread::Thread>>,
     pub(crate) interval: std::time::Duration,
+    /// The budget on bytes in use, if configured. A budgeted pool keeps only buffers of
+    /// exactly a tier's size, so that every buffer it hands out has the capacity it was
+    /// charged.
+    pub(crate) budget: Option<Arc<Budget>>,
 }
 
 impl PoolState {
     pub(crate) fn new(config: Config) -> Self {
         let empty = Stats::empty(config.classes.sizes());
+        let budget = config.max_in_use_bytes.map(|limit| {
+            let credit_max = (limit / CREDIT_SHARE).min(config.thread_cache_bytes);
+            Arc::new(Budget::new(limit, credit_max))
+        });
         let cache_table = crate::cache::offset_table(&config.classes);
         PoolState {
             depot: Depot::new(config.classes.sizes(), config.max_retained_bytes),
@@ -75,6 +84,7 @@ impl PoolState {
             }),
             trimmer: Mutex::new(None),
             interval: config.decay_interval,
+            budget,
         }
     }
 
@@ -88,13 +98,14 @@ impl PoolState {
     /// and `trim`/`close` can ring it.
     pub(crate) fn new_cache(&self, key: u32) -> Arc<Cache> {
         let cache = Cache::new(
-            key,
+            arm(key),
             &self.classes,
             &self.cache_table,
             self.thread_cache_bytes,
             self.zero_on_return,
             self.clock.epoch(),
             self.trim_gen.load(Ordering::Relaxed),
+            self.budget.clone(),
         );
         let mut a = lock(&self.attached);
         // Under the lock `close` rings under: either `close` rings this cache later, or its
@@ -114,6 +125,76 @@ impl PoolState {
         if let Some(i) = a.caches.iter().position(|c| std::ptr::eq(&**c, cache)) {
             a.caches.swap_remove(i);
             cache.add_to(&mut a.retired, false);
+        }
+    }
+
+    /// Takes every thread cache's credit into the budget's account (after a waiter set the
+    /// pressure flag: see `budget.rs`). Waits on no thread.
+    pub(crate) fn sweep_credit(&self) {
+        let Some(budget) = &self.budget else {
+            return;
+        };
+        let swept: usize = lock(&self.attached)
+            .caches
+            .iter()
+            .map(|c| c.credit().sweep())
+            .sum();
+        budget.release(swept);
+    }
+
+    /// True if returned buffers must have exactly a tier's size to be kept.
+    pub(crate) fn exact_only(&self) -> bool {
+        self.budget.is_some()
+    }
+
+    /// The charge of a buffer of this pool with tier field `tag`.
+    pub(crate) fn charge_of(&self, tag: u32) -> usize {
+        match Charge::of(tag) {
+            Charge::None => 0,
+            Charge::Bytes(b) => b,
+            Charge::Tier(hint) => {
+                let t = hint as usize / crate::cache::TIER_BYTES;
+                if t < self.classes.len() {
+                    self.classes.size(t)
+                } else {
+                    0
+                }
+            }
+        }
+    }
+
+    /// Bytes in use now (0 without a budget): what is neither free, nor gathered by waiters,
+    /// nor held as credit.
+    pub(crate) fn in_use(&self) -> usize {
+        self.budget_stats().map_or(0, |b| b.in_use_bytes)
+    }
+
+    fn budget_stats(&self) -> Option<BudgetStats> {
+        let budget = self.budget.as_ref()?;
+        let credit: usize = lock(&self.attached)
+            .caches
+            .iter()
+            .map(|c| c.credit().get())
+            .sum();
+        let a = budget.snapshot();
+        let limit = budget.limit();
+        Some(BudgetStats {
+            limit,
+            in_use_bytes: limit.saturating_sub(a.free + a.queued + credit),
+            peak_in_use_bytes: a.peak,
+            credit_bytes: credit,
+            waiting: a.waiting,
+            waits: a.waits,
+            wait_total: a.wait_total,
+            wait_longest: a.wait_longest,
+            refusals: a.refusals,
+        })
+    }
+
+    /// Gives a charge back to the budget without a thread cache.
+    pub(crate) fn refund_direct(&self, tag: u32) {
+        if let Some(budget) = &self.budget {
+            budget.release(self.charge_of(tag));
         }
     }
 
@@ -216,7 +297,8 @@ impl PoolState {
             self.with_retired(|s| s.untiered_returned += 1);
             return;
         };
-        let kept = self.depot.put_one(t, v).is_ok();
+        let kept = (!self.exact_only() || v.capacity() == self.classes.size(t))
+            && self.depot.put_one(t, v).is_ok();
         self.with_retired(|s| {
             s.tiers[t].returned += 1;
             if !kept {
@@ -243,6 +325,7 @@ impl PoolState {
             s.untiered_returned += a.retired.untiered_returned;
         }
         self.depot.add_to(&mut s);
+        s.budget = self.budget_stats();
         s.finish()
     }
 }

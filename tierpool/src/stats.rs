@@ -89,6 +89,48 @@ pub struct Stats {
     pub untiered_returned: u64,
     /// Per-tier breakdown, ascending by size.
     pub tiers: Vec<TierStats>,
+    /// The budget on bytes in use, if the pool has one
+    /// ([`Builder::max_in_use_bytes`](crate::Builder::max_in_use_bytes)).
+    pub budget: Option<BudgetStats>,
+}
+
+/// The budget on bytes in use, part of [`Stats`].
+///
+/// `in_use_bytes` is exact whenever no other thread is using the pool. The account is kept
+/// in batches (each thread holds some of the budget as *credit*), so the peak is that of bytes
+/// taken out of the shared account: in use plus the threads' credit at that moment, an upper
+/// bound of the true peak in use, and never above `limit`.
+///
+/// ```
+/// let pool = tierpool::BufferPool::builder().max_in_use_bytes(1 << 20).build()?;
+/// let a = pool.get(4096);
+/// let b = pool.stats().budget.expect("a budget");
+/// assert_eq!((b.limit, b.in_use_bytes), (1 << 20, 4096));
+/// drop(a);
+/// assert_eq!(pool.stats().budget.unwrap().in_use_bytes, 0);
+/// # Ok::<(), tierpool::ConfigError>(())
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct BudgetStats {
+    /// The budget (`max_in_use_bytes`).
+    pub limit: usize,
+    /// Bytes charged to buffers handed out and not returned, now.
+    pub in_use_bytes: usize,
+    /// The most bytes ever out of the shared account (in use plus threads' idle credit).
+    pub peak_in_use_bytes: usize,
+    /// Of the budget, bytes held as idle credit by thread caches now.
+    pub credit_bytes: usize,
+    /// Requests waiting now.
+    pub waiting: usize,
+    /// Requests that had to wait (by `get`, `get_timeout` or `acquire`).
+    pub waits: u64,
+    /// Total time requests spent waiting (served, timed out or cancelled).
+    pub wait_total: std::time::Duration,
+    /// The longest a request waited.
+    pub wait_longest: std::time::Duration,
+    /// `try_get` calls refused for lack of room.
+    pub refusals: u64,
 }
 
 impl Stats {

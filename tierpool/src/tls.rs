@@ -39,7 +39,7 @@ use std::cell::Cell;
 use std::collections::{hash_map, HashMap};
 use std::ptr;
 
-use crate::cache::{Cache, Owner, Popped, RUNG};
+use crate::cache::{Cache, Owner, Popped, Pushed, RUNG};
 use crate::policy;
 use crate::state::{closed_pools, PoolState};
 use crate::sync::{Arc, AtomicU32, Ordering};
@@ -225,14 +225,22 @@ pub(crate) fn fast_pop(key: u32, n: usize) -> Option<Popped> {
     with_this_thread(|local| current(local, key)?.pop_fast(n))
 }
 
-/// The fast path of a return to the pool with key `key`; gives the buffer back if the slow
-/// path must run. `Ok(true)`: kept, and housekeeping is due ([`service`]).
+/// The fast path of a return to the pool with key `key`: takes the buffer (leaving `v`
+/// empty) unless the slow path must run.
 #[inline(always)]
-pub(crate) fn fast_push(key: u32, tier: u32, v: Vec<u8>) -> Result<bool, Vec<u8>> {
+pub(crate) fn fast_push(key: u32, tier: u32, v: &mut Vec<u8>) -> Pushed {
     with_this_thread(|local| match current(local, key) {
         Some(owner) => owner.push_fast(tier, v),
-        None => Err(v),
+        None => Pushed::Refused,
     })
+}
+
+/// Runs `f` on this thread's current cache if its doorbell holds `armed` (a budgeted pool's
+/// [`arm`](crate::budget::arm)ed key), like the fast paths; `None` otherwise. `f` must not
+/// call anything that may re-enter tierpool (the fast path's rule: see the module docs).
+#[inline]
+pub(crate) fn with_current<R>(armed: u32, f: impl FnOnce(&Owner<'_>) -> R) -> Option<R> {
+    with_this_thread(|local| current(local, armed).map(|o| f(&o)))
 }
 
 /// Housekeeping on this thread's cache for `key`: the return countdown of the tier with hint
