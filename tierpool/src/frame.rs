@@ -22,6 +22,20 @@
 //!   (a 1 MiB frame: one 256 KiB copy); raise the limit if your peers are trusted.
 //! - On every error path every buffer goes back to its pool (they are `PooledBuf`s, dropped).
 //!
+//! # Under a budget
+//!
+//! With a pool that has a budget on bytes in use
+//! ([`Builder::max_in_use_bytes`](crate::Builder::max_in_use_bytes)), the reader waits for
+//! room for a frame's whole payload ([`BufferPool::acquire`]) after reading its header and
+//! before reading any of the payload. While it waits it reads nothing more from that
+//! connection, so the peer's sends back up through TCP's flow control: many connections
+//! sending large frames at once slow down instead of growing the heap past the budget. The
+//! payload buffer is taken at its full length at once (the initial limit and the growth do not
+//! apply: a reader that held part of a frame's budget while waiting for the rest could
+//! deadlock with others doing the same), so a peer that claims a large frame and trickles it
+//! holds that much of the budget, never more than `max_frame_size`. A frame larger than the
+//! whole budget is [`FrameError::Alloc`] with [`AllocError::LargerThanBudget`].
+//!
 //! # Why there is no `tokio_util::codec` `Decoder`
 //!
 //! A `Decoder` is handed frames inside `Framed`'s own read buffer (a `BytesMut`); returning a
@@ -268,6 +282,7 @@ impl<R: AsyncRead + Unpin, F: FrameFormat> FrameReader<R, F> {
 
     /// Sets how much is allocated for a payload before any of it has arrived (default
     /// [`DEFAULT_INITIAL_BUFFER_LIMIT`]); larger payloads grow their buffer as data arrives.
+    /// Not used with a budgeted pool (see the module docs, "Under a budget").
     pub fn initial_buffer_limit(mut self, bytes: usize) -> Self {
         self.initial = bytes.max(1);
         self
@@ -322,7 +337,15 @@ impl<R: AsyncRead + Unpin, F: FrameFormat> FrameReader<R, F> {
             });
         }
         let len = len as usize; // <= max_frame, a usize
-        let mut buf = self.pool.try_get(len.min(self.initial))?;
+        let mut buf = if self.pool.max_in_use_bytes().is_some() {
+            // Under a budget: wait for room for the whole payload before reading any of it,
+            // so a flood of frames slows the peers down (through TCP) instead of growing the
+            // heap. All at once, never grown: a reader holding part of the budget while it
+            // waits for more could deadlock with others doing the same.
+            self.pool.acquire(len).await?
+        } else {
+            self.pool.try_get(len.min(self.initial))?
+        };
         while buf.len() < len {
             if buf.len() == buf.capacity() {
                 // Full, and the data that arrived justifies more: grow (up to the length).

@@ -55,6 +55,9 @@
 //!   boundary, so after a burst retained memory falls back within about two intervals;
 //!   [`BufferPool::trim`] releases on demand; [`Builder::background_trim`] also covers a pool
 //!   that has gone completely idle; dropping the last handle frees the depot.
+//! - **A budget on bytes in use** (optional): [`Builder::max_in_use_bytes`] bounds what is
+//!   handed out, with waiting, timed, async and refusing ways to ask (see *Budgets and
+//!   backpressure*).
 //! - **No panics on bad input**: [`Builder::build`] names invalid values in a
 //!   [`ConfigError`]; [`BufferPool::try_get`] reports impossible sizes and allocator failure as
 //!   an [`AllocError`]; panics and thread exits while buffers are out never wedge a pool.
@@ -66,6 +69,62 @@
 //! gives the buffer back to its pool exactly once, when the last view is dropped, on whichever
 //! thread that happens (gRPC-Go's reference-counted `mem.Buffer`, in Rust). Its control block is
 //! recycled with the buffer, so in steady state it allocates nothing.
+//!
+//! # Budgets and backpressure
+//!
+//! `max_retained_bytes` caps what the pool *keeps*; [`Builder::max_in_use_bytes`] caps what it
+//! *hands out*: the total capacity of buffers handed out and not yet returned never exceeds
+//! the budget. A server whose 10,000 connections all start a 4 MiB frame at once then waits
+//! for memory instead of asking the allocator for 40 GiB. Off by default (and then free: the
+//! fast path is the same code, measured at the same instruction count).
+//!
+//! | way of asking | when the budget has no room |
+//! |---|---|
+//! | [`get`](BufferPool::get), [`get_zeroed`](BufferPool::get_zeroed) | blocks the thread until it fits (like a bounded channel's `send`) |
+//! | [`get_timeout`](BufferPool::get_timeout) | blocks up to a timeout, then [`AllocError::TimedOut`] |
+//! | [`acquire`](BufferPool::acquire)`.await` | waits without blocking the thread (any runtime; cancel-safe) |
+//! | [`try_get`](BufferPool::try_get) | never waits: [`AllocError::OverBudget`], with the figures |
+//!
+//! A request whose charge exceeds the whole budget can never be served: the fallible forms
+//! return [`AllocError::LargerThanBudget`] at once and `get` panics. Waiters are served in
+//! order, so a request for the whole budget is not starved by a stream of small ones.
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! use tierpool::{AllocError, BufferPool};
+//!
+//! let pool = BufferPool::builder().max_in_use_bytes(8 << 20).build()?;
+//! let frame = pool.acquire(4 << 20).await?;          // waits while 8 MiB are out
+//! let refused = pool.try_get(6 << 20).unwrap_err();  // 4 + 6 > 8: refused, never waits
+//! assert!(matches!(refused, AllocError::OverBudget { in_use, .. } if in_use == 4 << 20));
+//! drop(frame);                                        // every way back returns the bytes
+//! let b = pool.stats().budget.expect("budgeted");
+//! assert_eq!((b.in_use_bytes, b.refusals), (0, 1));
+//! # Ok(()) }
+//! ```
+//!
+//! Every way a buffer comes back returns its charge: drop on any thread,
+//! [`PooledBuf::into_vec`] (the bytes leave the pool), the last [`PooledBytes`] view, a
+//! `freeze()`d `Bytes`, a thread exiting, the pool dropped. A buffer is charged its tier's
+//! size (above the largest tier, its size rounded up to 4 KiB), and a budgeted pool keeps
+//! only buffers of exactly a tier's size, so none is handed out with more capacity than it
+//! was charged. [`BudgetStats`] (in [`Stats::budget`]) reports bytes in use, the peak, how
+//! many waited and for how long, and refusals. The [`frame`] reader waits for room for a
+//! whole payload before reading it, so a flood of large frames slows the peers down through
+//! TCP instead of growing the heap.
+//!
+//! **How it stays off the fast path.** Each thread's cache holds a *credit* of the budget:
+//! a get takes its charge from the credit with one compare-and-swap on a line only that
+//! thread writes, a return adds it back with one `fetch_add`, and only every `credit_max`
+//! bytes (`min(max_in_use_bytes / 16, thread_cache_bytes)`) does a thread touch the shared
+//! account, under its lock. So up to `threads * credit_max` of the budget can sit idle in
+//! threads' credit; it never lets in-use exceed the limit, and it never makes a request wait
+//! on an idle thread: a request that would wait first sweeps every thread's credit into the
+//! account (an atomic swap each), and while anyone waits, returns give their credit straight
+//! back. The `budget` module's docs (in the source) argue why no credit is stranded, and loom
+//! models check it with the rest of the protocol (no lost wake-up, no over-grant,
+//! cancellation).
 //!
 //! # Optional integrations
 //!
@@ -143,7 +202,8 @@
 //!   (within the cap) and folds its counters into the pool's.
 //!
 //! The modules, bottom-up (each imports only those before it): `sync` (the loom switch),
-//! `class`, `error`, `stats`, `fresh` (making and cleaning buffers), `depot`, `cache` (a
+//! `budget` (the budget on bytes in use: account, waiters, credit), `class`, `error`,
+//! `stats`, `fresh` (making and cleaning buffers), `depot`, `cache` (a
 //! thread cache's layout and fast path), `decay`, `config`, `state` (a pool's shared state),
 //! `registry`, `policy`, `tls` (the thread-local table: all thread-local `unsafe`), then the
 //! public handles `buf`, `pooled_bytes`, `pool`, `global`.

@@ -476,6 +476,11 @@ impl BufferPool {
         self.shared().thread_cache_bytes
     }
 
+    /// The budget on bytes in use ([`Builder::max_in_use_bytes`]), if the pool has one.
+    pub fn max_in_use_bytes(&self) -> Option<usize> {
+        self.shared().budget.as_ref().map(|b| b.limit())
+    }
+
     /// True if both handles refer to the same pool.
     pub fn same_pool(&self, other: &BufferPool) -> bool {
         self.key == other.key

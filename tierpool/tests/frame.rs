@@ -302,3 +302,70 @@ async fn a_payload_the_header_cannot_express_is_refused_before_anything_is_writt
     assert_eq!(&p[..], b"tiny");
     assert!(r.read_frame().await.unwrap().is_none());
 }
+
+/// Eight connections each send large frames at once to readers sharing a pool whose budget
+/// holds two frames: every byte arrives, the readers wait for budget (so the writers back up
+/// through the transport), and in use never went above the budget.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn under_a_budget_readers_wait_for_room_and_every_byte_arrives() {
+    const FRAME: usize = 512 << 10;
+    let pool = BufferPool::builder()
+        .max_in_use_bytes(2 * 655_360) // two frames in their 640 KiB tier
+        .build()
+        .unwrap();
+    let mut tasks = Vec::new();
+    for conn in 0..8u64 {
+        let (a, b) = tokio::io::duplex(64 << 10);
+        tasks.push(tokio::spawn(async move {
+            let mut w = FrameWriter::new(a);
+            for i in 0..3 {
+                w.write_frame(0, &payload(conn * 10 + i, FRAME))
+                    .await
+                    .unwrap();
+            }
+            w.flush().await.unwrap();
+        }));
+        let pool = pool.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut r = FrameReader::new(b, pool);
+            for i in 0..3 {
+                let (_, got) = r.read_frame().await.unwrap().expect("a frame");
+                assert_eq!(got[..], payload(conn * 10 + i, FRAME)[..]);
+                tokio::time::sleep(Duration::from_millis(2)).await; // hold it a while
+            }
+            assert!(r.read_frame().await.unwrap().is_none());
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    let b = pool.stats().budget.unwrap();
+    assert!(b.peak_in_use_bytes <= b.limit, "{b:?}");
+    assert!(
+        b.waits > 0,
+        "16 frames of 640 KiB against a budget of 2: some waited"
+    );
+    assert_eq!(b.in_use_bytes, 0);
+    assert_all_returned(&pool);
+}
+
+#[tokio::test]
+async fn under_a_budget_a_frame_larger_than_the_budget_is_an_alloc_error() {
+    let pool = BufferPool::builder()
+        .max_in_use_bytes(1 << 20)
+        .build()
+        .unwrap();
+    let (a, b) = tokio::io::duplex(1 << 10);
+    let mut header = [0u8; 5];
+    Grpc.encode(0, 2 << 20, &mut header).unwrap();
+    let mut a = a;
+    a.write_all(&header).await.unwrap();
+    let mut r = FrameReader::new(b, pool.clone());
+    match r.read_frame().await {
+        Err(FrameError::Alloc(tierpool::AllocError::LargerThanBudget { requested, .. })) => {
+            assert_eq!(requested, 2 << 20)
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(pool.stats().gets, 0);
+}
