@@ -81,7 +81,7 @@ fn try_get_refuses_with_the_figures_and_counts_the_refusal() {
         (s.refusals, s.waits, s.in_use_bytes, s.limit),
         (1, 0, 0, 64 * KIB)
     );
-    assert!(s.peak_in_use_bytes >= 64 * KIB && s.peak_in_use_bytes <= 64 * KIB);
+    assert_eq!(s.peak_in_use_bytes, 64 * KIB);
 }
 
 #[test]
