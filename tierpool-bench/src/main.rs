@@ -21,7 +21,8 @@ USAGE: cargo run --release -p tierpool-bench -- [OPTIONS]
 OPTIONS:
   --workload NAME   run only this workload (repeat to choose several):
                     lookup, get-put, instructions, mixed, cross-thread, burst, threads,
-                    streaming (instructions needs valgrind; without it, it is skipped)
+                    streaming, budget (instructions needs valgrind; without it, it is
+                    skipped)
   --quick           tiny iteration counts: proves every workload runs and the report is
                     well formed (for CI), measures nothing worth quoting
   --out DIR         where to write results.json, report.md and the SVG charts
@@ -131,7 +132,11 @@ fn child(a: &Args) -> Result<(), String> {
         workloads::instructions::child(kind, alloc::current(), n, a.quick);
         return Ok(());
     }
-    let out = if w == Workload::Streaming {
+    let out = if w == Workload::Budget {
+        let id = a.contender.as_deref().ok_or("--contender needed")?;
+        let b = workloads::budget::from_id(id).ok_or(format!("unknown budget run {id}"))?;
+        workloads::budget::run_one(&ctx, b)
+    } else if w == Workload::Streaming {
         let id = a.contender.as_deref().unwrap_or("no-pool");
         let strategy = Strategy::from_id(id).ok_or(format!("unknown strategy {id}"))?;
         let shapes = workloads::streaming::shapes(a.quick);
@@ -210,6 +215,11 @@ fn contender_order() -> Vec<String> {
     for a in [Allocator::Mimalloc, Allocator::Jemalloc] {
         order.insert(1, workloads::streaming::label(Strategy::NoPool, a));
     }
+    order.extend(
+        workloads::budget::RUNS
+            .iter()
+            .map(|&b| workloads::budget::label(b)),
+    );
     let mut seen = std::collections::HashSet::new();
     order.retain(|name| seen.insert(name.clone()));
     order
@@ -238,6 +248,12 @@ fn descriptions() -> BTreeMap<String, String> {
                 Strategy::NoPool.description(),
                 a.name()
             ),
+        );
+    }
+    for b in workloads::budget::RUNS {
+        m.insert(
+            workloads::budget::label(b),
+            workloads::budget::description(b),
         );
     }
     for s in Strategy::ALL {
@@ -286,6 +302,23 @@ fn run_workload(w: Workload, quick: bool) -> Result<Output, String> {
                         let what = workloads::streaming::label(s, a);
                         records.extend(collect(child, &what)?.records);
                     }
+                }
+            }
+            merge(Output {
+                records: workloads::streaming::merge_rounds(records),
+                timelines: vec![],
+            });
+        }
+        Workload::Budget => {
+            // Peak RSS is per process: each run in its own, one at a time (each uses both
+            // cores), in interleaved rounds.
+            let mut records = Vec::new();
+            for round in 1..=workloads::budget::rounds(quick) {
+                eprintln!("  budget round {round}");
+                for b in workloads::budget::RUNS {
+                    let child =
+                        spawn_with(w, Allocator::System, workloads::budget::id(b), None, quick)?;
+                    records.extend(collect(child, &workloads::budget::label(b))?.records);
                 }
             }
             merge(Output {
@@ -428,10 +461,11 @@ fn real_main(args: Args) -> Result<(), String> {
     for &wl in &args.workloads {
         let w = wl.name();
         let rows = report::ordered(&all.records, w, &order);
-        let baseline = if wl == Workload::Streaming {
-            Strategy::NoPool.label()
-        } else {
-            "Vec (glibc)"
+        let unbounded = workloads::budget::label(None);
+        let baseline = match wl {
+            Workload::Streaming => Strategy::NoPool.label(),
+            Workload::Budget => unbounded.as_str(),
+            _ => "Vec (glibc)",
         };
         md.push_str(&format!(
             "\n## {w}\n\n{}\n\n{}\n![{w}]({w}.svg)\n",

@@ -4,6 +4,7 @@
 //! `burst`, timelines). Timed work goes through [`crate::measure`]: interleaved rounds,
 //! medians, and a separate allocation-counting pass.
 
+pub mod budget;
 pub mod burst;
 pub mod cross_thread;
 pub mod get_put;
@@ -41,11 +42,13 @@ pub enum Workload {
     Threads,
     /// Loopback streaming server and client.
     Streaming,
+    /// Large frames over many connections, with and without a budget on bytes in use.
+    Budget,
 }
 
 impl Workload {
     /// Every workload, in report order: the one list.
-    pub const ALL: [Workload; 8] = [
+    pub const ALL: [Workload; 9] = [
         Workload::Lookup,
         Workload::GetPut,
         Workload::Instructions,
@@ -54,6 +57,7 @@ impl Workload {
         Workload::Burst,
         Workload::Threads,
         Workload::Streaming,
+        Workload::Budget,
     ];
 
     /// The name on the command line, in the JSON and in the report.
@@ -67,6 +71,7 @@ impl Workload {
             Workload::Burst => "burst",
             Workload::Threads => "threads",
             Workload::Streaming => "streaming",
+            Workload::Budget => "budget",
         }
     }
 
@@ -85,6 +90,7 @@ impl Workload {
             Workload::CrossThread => "Seed 003 (gRPC-Go transport): a producer takes and fills buffers, a consumer releases them after a bounded channel; per buffer.",
             Workload::Burst => "Seed 003 (memory): 10,000 x 16 KiB taken at once and released, then one get/put per millisecond; RSS and retained bytes over time (each contender in its own process).",
             Workload::Streaming => "Seed 003 (gRPC-Go shared receive buffers): a loopback streaming server and client on 2 tokio workers, one connection; each stream sends a request and awaits a response of the same size; one receive-buffer strategy per process; per round trip, with QPS, latency and peak RSS.",
+            Workload::Budget => "Memory under a flood (issue 10): 128 loopback TCP connections each send 8 frames of 1 MiB as fast as they can; a reader task per connection reads them with tierpool's FrameReader from one shared pool and queues them (unbounded) for one handler thread, which processes them more slowly than they arrive (8 checksum passes); once with no budget and once with max_in_use_bytes(64 MiB) (the reader then waits for room before reading a payload), each in its own process, 3 interleaved rounds; per frame, with throughput, p99 read_frame time (waiting included), peak RSS and, under the budget, its peak and waits.",
             Workload::Threads => "All threads get/put 4 KiB at once on this 2-core machine (oversubscribed above 2); wall time per operation of all threads together.",
         }
     }
@@ -134,6 +140,13 @@ pub fn run(w: Workload, ctx: &Ctx, kinds: &[Kind]) -> Output {
                     out.records
                         .extend(streaming::run_one(ctx, shape, s).records);
                 }
+            }
+            out
+        }
+        Workload::Budget => {
+            let mut out = Output::default();
+            for b in budget::RUNS {
+                out.records.extend(budget::run_one(ctx, b).records);
             }
             out
         }
