@@ -57,6 +57,7 @@ pub struct Builder {
     background_trim: bool,
     zero_on_return: bool,
     max_in_use_bytes: Option<usize>,
+    trim_allocator: bool,
 }
 
 impl Default for Builder {
@@ -73,6 +74,7 @@ impl Default for Builder {
             background_trim: false,
             zero_on_return: false,
             max_in_use_bytes: None,
+            trim_allocator: true,
         }
     }
 }
@@ -164,6 +166,23 @@ impl Builder {
     /// released, for pools that carry secrets. Default off.
     pub fn zero_on_return(mut self, enabled: bool) -> Self {
         self.zero_on_return = enabled;
+        self
+    }
+
+    /// After releasing a megabyte or more (decay, [`trim`](BufferPool::trim), buffers refused
+    /// at the cap), ask glibc to give free pages in the middle of its heap back to the system
+    /// (`malloc_trim(0)`), at most once per decay interval. Default on; only does anything
+    /// where glibc is the C library (Linux `gnu` targets).
+    ///
+    /// Why: glibc returns memory only from the top of its heap, so one long-lived buffer high
+    /// in the heap keeps every freed chunk below it in the process. With this on, the report's
+    /// `burst` workload falls back to the RSS of plain `Vec` after a burst; off, it stays near
+    /// its peak (see BENCHMARKS.md). The cost is one walk over glibc's free chunks under each
+    /// arena's lock, once per interval in which a megabyte was released, and page faults when
+    /// the returned pages are used again. Turn it off if the program calls `malloc_trim`
+    /// itself or tunes glibc otherwise (`M_TRIM_THRESHOLD`).
+    pub fn trim_allocator(mut self, enabled: bool) -> Self {
+        self.trim_allocator = enabled;
         self
     }
 
@@ -279,6 +298,7 @@ impl Builder {
         }
         Ok(Config {
             max_in_use_bytes: self.max_in_use_bytes,
+            trim_allocator: self.trim_allocator,
             classes: Classes::new(sizes),
             max_retained_bytes: self.max_retained_bytes,
             thread_cache_bytes,
@@ -301,6 +321,7 @@ pub(crate) struct Config {
     pub(crate) background_trim: bool,
     pub(crate) zero_on_return: bool,
     pub(crate) max_in_use_bytes: Option<usize>,
+    pub(crate) trim_allocator: bool,
 }
 
 #[cfg(test)]

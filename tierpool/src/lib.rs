@@ -289,6 +289,7 @@ mod depot;
 mod error;
 mod fresh;
 mod global;
+mod os;
 mod policy;
 mod pool;
 mod pooled_bytes;

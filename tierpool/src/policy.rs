@@ -123,6 +123,7 @@ pub(crate) fn put_slow(o: &Owner<'_>, pool: &PoolState, mut v: Vec<u8>) {
     // was charged).
     o.count(t, Count::OtherReturn, 1);
     if (pool.exact_only() && cap != o.size(t)) || pool.depot.put_one(t, v).is_err() {
+        pool.allocator_trim.released(cap);
         o.count(t, Count::Discarded, 1);
     }
 }
@@ -262,23 +263,27 @@ pub(crate) fn service(o: &Owner<'_>, pool: &PoolState) {
     let epoch = pool.clock.epoch();
     if epoch != o.epoch() {
         o.set_epoch(epoch);
-        decay(o);
+        pool.allocator_trim.released(decay(o));
         pool.tick(epoch);
+        pool.allocator_trim.maybe_run(epoch);
     }
 }
 
 /// Releases, in every tier, the buffers that stayed below the stack's low-water mark for the
-/// whole interval, and gives back the reservations of tiers that saw no use.
-fn decay(o: &Owner<'_>) {
+/// whole interval, and gives back the reservations of tiers that saw no use. Returns the
+/// bytes released.
+fn decay(o: &Owner<'_>) -> usize {
+    let mut bytes = 0;
     for t in 0..o.tiers() {
         let idle = o.low(t);
-        o.drain_oldest(t, idle, true, drop);
+        bytes += o.size(t) * o.drain_oldest(t, idle, true, drop);
         o.reset_low(t);
         if o.idle_since_last_look(t) && o.len(t) == 0 {
             o.set_limit(t, 0);
             o.free_storage(t);
         }
     }
+    bytes
 }
 
 /// This thread's part of a `trim()` of generation `generation`: release everything now.

@@ -457,7 +457,10 @@ impl BufferPool {
         let state = self.shared();
         let generation = state.start_trim();
         let own = tls::with_owner(self.key, (), |o, _, ()| policy::trimmed(o, generation));
-        own.unwrap_or(0) + state.depot.trim()
+        let bytes = own.unwrap_or(0) + state.depot.trim();
+        state.allocator_trim.released(bytes);
+        state.allocator_trim.run_now();
+        bytes
     }
 
     /// The tier sizes, ascending.

@@ -9,6 +9,7 @@ use crate::decay::Clock;
 use crate::depot::Depot;
 use crate::error::AllocError;
 use crate::fresh::{alloc_fresh, prepare_hit, scrub, Fresh};
+use crate::os::AllocatorTrim;
 use crate::stats::{BudgetStats, Stats};
 use crate::sync::{lock, Arc, AtomicBool, AtomicU64, Mutex, Ordering};
 
@@ -57,6 +58,8 @@ pub(crate) struct PoolState {
     /// exactly a tier's size, so that every buffer it hands out has the capacity it was
     /// charged.
     pub(crate) budget: Option<Arc<Budget>>,
+    /// Released bytes, for glibc's `malloc_trim` (`os.rs`).
+    pub(crate) allocator_trim: AllocatorTrim,
 }
 
 impl PoolState {
@@ -85,6 +88,7 @@ impl PoolState {
             trimmer: Mutex::new(None),
             interval: config.decay_interval,
             budget,
+            allocator_trim: AllocatorTrim::new(config.trim_allocator),
         }
     }
 
@@ -220,7 +224,8 @@ impl PoolState {
                 .compare_exchange(seen, epoch, Ordering::Relaxed, Ordering::Relaxed)
                 .is_ok()
         {
-            self.depot.decay();
+            self.allocator_trim.released(self.depot.decay());
+            self.allocator_trim.maybe_run(epoch);
         }
     }
 
@@ -297,8 +302,15 @@ impl PoolState {
             self.with_retired(|s| s.untiered_returned += 1);
             return;
         };
-        let kept = (!self.exact_only() || v.capacity() == self.classes.size(t))
-            && self.depot.put_one(t, v).is_ok();
+        let cap = v.capacity();
+        let kept = if !self.exact_only() || cap == self.classes.size(t) {
+            self.depot.put_one(t, v).is_ok()
+        } else {
+            false
+        };
+        if !kept {
+            self.allocator_trim.released(cap);
+        }
         self.with_retired(|s| {
             s.tiers[t].returned += 1;
             if !kept {
@@ -326,6 +338,7 @@ impl PoolState {
         }
         self.depot.add_to(&mut s);
         s.budget = self.budget_stats();
+        s.allocator_trims = self.allocator_trim.count();
         s.finish()
     }
 }

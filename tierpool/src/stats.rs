@@ -87,6 +87,9 @@ pub struct Stats {
     pub thread_caches: usize,
     /// Of `returned` and `discarded`: buffers that fit no tier.
     pub untiered_returned: u64,
+    /// Times the pool asked glibc to return free pages to the system after releasing memory
+    /// ([`Builder::trim_allocator`](crate::Builder::trim_allocator)).
+    pub allocator_trims: u64,
     /// Per-tier breakdown, ascending by size.
     pub tiers: Vec<TierStats>,
     /// The budget on bytes in use, if the pool has one

@@ -42,6 +42,28 @@ fn after_a_burst_memory_falls_back_while_the_program_runs_on_slowly() {
     let s = pool.stats();
     assert!(s.discarded >= 2900, "{s}");
     assert!(s.hits >= 1, "the working set stays pooled: {s}");
+    // Having released tens of megabytes, the pool asked glibc to return the free pages in
+    // the middle of its heap (the `burst` workload measures the RSS this saves).
+    let expected = cfg!(all(target_os = "linux", target_env = "gnu"));
+    assert_eq!(s.allocator_trims > 0, expected, "{s:?}");
+}
+
+#[test]
+fn trim_allocator_is_called_after_a_megabyte_and_can_be_turned_off() {
+    let gnu = cfg!(all(target_os = "linux", target_env = "gnu"));
+    for enabled in [true, false] {
+        let pool = BufferPool::builder()
+            .trim_allocator(enabled)
+            .build()
+            .unwrap();
+        drop(pool.get(4096));
+        assert_eq!(pool.trim(), 4096);
+        assert_eq!(pool.stats().allocator_trims, 0, "4 KiB is not worth a trim");
+        let burst: Vec<_> = (0..100).map(|_| pool.get(KIB16)).collect();
+        drop(burst);
+        assert!(pool.trim() >= 100 * KIB16);
+        assert_eq!(pool.stats().allocator_trims, u64::from(enabled && gnu));
+    }
 }
 
 #[test]
