@@ -66,7 +66,7 @@ fn main() {
     ] {
         println!(
             "{name:>22}: trim() of {} MiB {:.2} ms, RSS after {:.1} MiB, taking the burst again {:.2} ms (medians of {rounds})",
-            BUFFERS * SIZE >> 20,
+            (BUFFERS * SIZE) >> 20,
             median(r.iter().map(|x| x.0).collect()),
             median(r.iter().map(|x| x.1).collect()),
             median(r.iter().map(|x| x.2).collect()),
