@@ -9,7 +9,8 @@
 //! callgrind prints `Collected : N`: N / iterations is the cost of one loop iteration (one
 //! `get`, a write of the first and last byte, one drop), loop included. `HOT_LOOP=try_get`
 //! (with `--toggle-collect='*counted_try*'`) or `HOT_LOOP=get_zeroed` (`'*counted_zeroed*'`)
-//! count the other two ways to get a buffer. The report's
+//! count the other two ways to get a buffer; `HOT_LOOP=budget` runs `counted_loop` on a pool
+//! with a 64 MiB budget on bytes in use (`Builder::max_in_use_bytes`). The report's
 //! `instructions` workload does the same for every contender
 //! (`cargo run --release -p tierpool-bench -- --workload instructions`).
 //!
@@ -75,12 +76,20 @@ fn main() {
         .next()
         .map_or(10_000_000, |s| s.parse().expect("iterations"));
     assert!(n > 0, "size must be at least 1");
-    let pool = tierpool::BufferPool::new();
+    let mode = std::env::var("HOT_LOOP").unwrap_or_default();
+    let pool = if mode == "budget" {
+        tierpool::BufferPool::builder()
+            .max_in_use_bytes(64 << 20)
+            .build()
+            .expect("valid configuration")
+    } else {
+        tierpool::BufferPool::new()
+    };
     warm_up(&pool, n, 1000);
     let start = Instant::now();
-    match std::env::var("HOT_LOOP").as_deref() {
-        Ok("try_get") => counted_try(&pool, n, iters),
-        Ok("get_zeroed") => counted_zeroed(&pool, n, iters),
+    match mode.as_str() {
+        "try_get" => counted_try(&pool, n, iters),
+        "get_zeroed" => counted_zeroed(&pool, n, iters),
         _ => counted_loop(&pool, n, iters),
     }
     let elapsed = start.elapsed();

@@ -71,8 +71,24 @@ pub(crate) fn give_back(key: u32, tier: u32, mut v: Vec<u8>) {
 #[inline(never)]
 fn give_back_slow(v: Vec<u8>, key: u32, tier: u32) {
     if key & BUDGETED != 0 {
-        refund(key, tier);
         let mut v = v;
+        if let Some((pushed, excess)) = tls::push_charged(arm(key), tier, &mut v) {
+            if excess > 0 {
+                release(key, excess);
+            }
+            let hint = Charge::of(tier).hint();
+            match pushed {
+                // Taken: `v` is an empty `Vec` now.
+                Pushed::Kept => mem::forget(v),
+                Pushed::Due => {
+                    mem::forget(v);
+                    tls::service(key, hint);
+                }
+                Pushed::Refused => file(key, v),
+            }
+            return;
+        }
+        refund(key, tier);
         let hint = Charge::of(tier).hint();
         match tls::fast_push(arm(key), hint, &mut v) {
             Pushed::Kept => {}

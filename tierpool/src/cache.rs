@@ -612,6 +612,49 @@ impl<'a> Owner<'a> {
         pop_tier(tier, off)
     }
 
+    /// [`pop_fast`](Self::pop_fast) for a pool with a budget: charges the tier's size to
+    /// this thread's credit before popping. `Ok`: a buffer, charged. `Err(Some(hint))`: the
+    /// charge for the tier with that hint is taken but its stack is empty (the slow path gets
+    /// a buffer for it). `Err(None)`: nothing taken (credit short, or a size this path leaves
+    /// to the slow one).
+    #[inline(always)]
+    pub(crate) fn pop_charged(&self, n: usize) -> Result<Popped, Option<u32>> {
+        let c = self.cache;
+        let b = bucket_of_pred(n.wrapping_sub(1));
+        debug_assert!(b < c.table.len());
+        // SAFETY: as in `pop_fast`: every bucket has an entry.
+        let off = unsafe { *c.table.get_unchecked(b) } as usize;
+        // SAFETY: table entries are offsets of tiers (or of the sentinel) in `tiers`.
+        let tier = unsafe { c.tier_at(off) };
+        // Below `n`: the walk (rare) is the slow path's; the sentinel's size never fits a
+        // credit, so sizes above the largest tier take nothing here.
+        if tier.size < n || !c.credit.take(tier.size) {
+            return Err(None);
+        }
+        pop_tier(tier, off).ok_or(Some(off as u32))
+    }
+
+    /// [`push_fast`](Self::push_fast) for a buffer of a pool with a budget whose tier field
+    /// `tag` says it was charged its tier's size: the charge goes back to this thread's
+    /// credit, then the buffer to the stack. Returns what became of the buffer and the bytes
+    /// the credit should not keep (for the caller to release to the budget), or `None`
+    /// (nothing done) for any other tag.
+    #[inline(always)]
+    pub(crate) fn push_charged(&self, tag: u32, v: &mut Vec<u8>) -> Option<(Pushed, usize)> {
+        let Charge::Tier(hint) = Charge::of(tag) else {
+            return None;
+        };
+        let budget = self.cache.in_use.as_deref()?;
+        let off = hint as usize;
+        if off >= self.cache.hint_end - size_of::<Tier>() || off % size_of::<Tier>() != 0 {
+            return None;
+        }
+        // SAFETY: a multiple of the tier size below the sentinel's offset: a tier.
+        let size = unsafe { self.cache.tier_at(off) }.size;
+        let excess = budget.credit_back(&self.cache.credit, size);
+        Some((self.push_fast(hint, v), excess))
+    }
+
     /// The fast path of a return of `v`, handed out from tier `t` (a hint, checked): pushed
     /// (and `v` left empty) if its capacity is exactly the tier's size and the stack is below
     /// its fast limit. Anything else leaves `v` as it was, for the slow path.

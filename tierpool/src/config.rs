@@ -424,4 +424,33 @@ mod tests {
             .unwrap();
         assert_eq!(c.thread_cache_bytes, DEFAULT_THREAD_CACHE_BYTES);
     }
+
+    #[test]
+    fn budget_limits_are_validated() {
+        let e = |b: Builder| b.validate().unwrap_err();
+        assert_eq!(
+            e(Builder::new().tiers([4096]).max_in_use_bytes(4095)),
+            ConfigError::BudgetTooSmall {
+                max_in_use_bytes: 4095,
+                smallest_tier: 4096
+            }
+        );
+        let too_big = crate::MAX_BUDGET + 1;
+        assert_eq!(
+            e(Builder::new().max_in_use_bytes(too_big)),
+            ConfigError::BudgetTooLarge {
+                max_in_use_bytes: too_big
+            }
+        );
+        assert!(e(Builder::new().max_in_use_bytes(too_big))
+            .to_string()
+            .contains(&too_big.to_string()));
+        let c = Builder::new()
+            .tiers([4096])
+            .max_in_use_bytes(4096)
+            .validate()
+            .unwrap();
+        assert_eq!(c.max_in_use_bytes, Some(4096));
+        assert_eq!(Builder::new().validate().unwrap().max_in_use_bytes, None);
+    }
 }

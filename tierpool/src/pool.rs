@@ -160,7 +160,18 @@ impl BufferPool {
     #[inline(never)]
     fn acquire_slow(&self, n: usize, how: Fresh, wait: Wait) -> Result<PooledBuf, AllocError> {
         if self.key & BUDGETED != 0 {
-            return self.acquire_budgeted(n, how, wait);
+            // The budgeted fast path: the charge from this thread's credit, the buffer from
+            // its stack.
+            return match tls::pop_charged(arm(self.key), n) {
+                Ok(hit) => {
+                    let tag = TAG_TIERED | hit.tier;
+                    let mut v = hit.into_vec();
+                    prepare_hit(&mut v, n, how);
+                    Ok(PooledBuf::new(v, self.key, tag))
+                }
+                Err(Some(hint)) => self.charged(n, how, TAG_TIERED | hint),
+                Err(None) => self.acquire_budgeted(n, how, wait),
+            };
         }
         let (v, tier) = self.fetch_slow(n, how)?;
         Ok(PooledBuf::new(v, self.key, tier))

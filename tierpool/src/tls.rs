@@ -235,6 +235,23 @@ pub(crate) fn fast_push(key: u32, tier: u32, v: &mut Vec<u8>) -> Pushed {
     })
 }
 
+/// The fast path of a get on a pool with a budget (its caches' doorbells hold `armed`): see
+/// [`Owner::pop_charged`]; `Err(None)` also when this thread has no current cache for it.
+#[inline(always)]
+pub(crate) fn pop_charged(armed: u32, n: usize) -> Result<Popped, Option<u32>> {
+    with_this_thread(|local| match current(local, armed) {
+        Some(owner) => owner.pop_charged(n),
+        None => Err(None),
+    })
+}
+
+/// The fast path of a return to a pool with a budget: see [`Owner::push_charged`]; `None`
+/// also when this thread has no current cache for it.
+#[inline(always)]
+pub(crate) fn push_charged(armed: u32, tag: u32, v: &mut Vec<u8>) -> Option<(Pushed, usize)> {
+    with_this_thread(|local| current(local, armed)?.push_charged(tag, v))
+}
+
 /// Runs `f` on this thread's current cache if its doorbell holds `armed` (a budgeted pool's
 /// [`arm`](crate::budget::arm)ed key), like the fast paths; `None` otherwise. `f` must not
 /// call anything that may re-enter tierpool (the fast path's rule: see the module docs).

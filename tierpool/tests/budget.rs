@@ -345,6 +345,10 @@ fn idle_credit_in_another_thread_never_blocks_a_request_for_the_whole_budget() {
 }
 
 #[test]
+#[cfg_attr(
+    miri,
+    ignore = "a tokio runtime under Miri takes minutes; the waker protocol is covered by the manual-waker tests"
+)]
 fn the_tokio_runtime_waits_and_wakes_across_workers() {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -379,6 +383,10 @@ fn the_tokio_runtime_waits_and_wakes_across_workers() {
 /// at least what is in use at any moment; it must never exceed the limit. Everything must
 /// finish (a request for the whole budget included), and the stats must add up at the end.
 #[test]
+#[cfg_attr(
+    miri,
+    ignore = "stress: run natively, in release and under ThreadSanitizer"
+)]
 fn stress_threads_and_tasks_never_exceed_the_budget() {
     const LIMIT: usize = 1 << 20;
     let pool = budgeted(LIMIT);
