@@ -54,7 +54,9 @@
 //! - **Memory comes back.** Buffers unused for a whole decay interval are released at the next
 //!   boundary, so after a burst retained memory falls back within about two intervals;
 //!   [`BufferPool::trim`] releases on demand; [`Builder::background_trim`] also covers a pool
-//!   that has gone completely idle; dropping the last handle frees the depot.
+//!   that has gone completely idle; dropping the last handle frees the depot. Under glibc,
+//!   whose heap returns memory only from its top, the pool follows a release of a megabyte or
+//!   more with `malloc_trim(0)` ([`Builder::trim_allocator`]), so the process's RSS falls too.
 //! - **A budget on bytes in use** (optional): [`Builder::max_in_use_bytes`] bounds what is
 //!   handed out, with waiting, timed, async and refusing ways to ask (see *Budgets and
 //!   backpressure*).
@@ -222,7 +224,7 @@
 //! # Safety and correctness
 //!
 //! Every `unsafe` block has a `// SAFETY:` argument beside it (enforced by
-//! `clippy::undocumented_unsafe_blocks`). They are in five places:
+//! `clippy::undocumented_unsafe_blocks`). They are in six places:
 //!
 //! - `tls.rs`: reaching this thread's table and current cache through raw pointers held in a
 //!   `const` thread-local, and making the `Owner` that proves a thread owns a
@@ -238,16 +240,19 @@
 //!   that nothing mutates while a view exists, with `Arc`'s counting protocol deciding who
 //!   hands the buffer back; its control blocks move between threads as raw boxes.
 //! - `bytes_impls.rs`: `BufMut` for [`PooledBuf`] (writing into spare capacity).
+//! - `os.rs`: the call to glibc's `malloc_trim` (no pointers; not run under Miri or loom).
 //!
 //! How it is checked (the commands `.ci/run` runs):
 //! - **Miri** (strict provenance) runs the unit tests and the integration tests that drive the
-//!   thread caches, thread exit, panics, cross-thread hand-off and the model test:
-//!   `MIRIFLAGS="-Zmiri-strict-provenance" cargo +nightly miri test -p tierpool --features bytes --lib --test model --test semantics --test alloc_free --test leak --test threads --test bad_input`
+//!   thread caches, thread exit, panics, cross-thread hand-off, the budget and the model test:
+//!   `MIRIFLAGS="-Zmiri-strict-provenance" cargo +nightly miri test -p tierpool --features bytes --lib --test model --test semantics --test alloc_free --test leak --test threads --test bad_input --test budget`
 //!   (`.ci/run` splits these over two processes, one per core).
 //! - **loom** explores every interleaving of the depot exchange, the cap under contention,
 //!   decay and trim racing with get/put, close racing with returns, the doorbell (a ring is
 //!   never lost: loom found a lost ring in a first version that rang with a plain store), and
-//!   counter publication vs. `stats()` (a hit is never counted twice):
+//!   counter publication vs. `stats()` (a hit is never counted twice), and the budget's
+//!   credit and waiter protocol (no lost wake-up, no over-grant, no credit stranded, a
+//!   cancelled waiter's bytes passed on):
 //!   `RUSTFLAGS="--cfg loom" cargo test -p tierpool --lib --release --target-dir target/loom loom`.
 //! - **ThreadSanitizer** runs the threads, stress and soak tests with std rebuilt under TSan:
 //!   `RUSTFLAGS="-Zsanitizer=thread" cargo +nightly test -Zbuild-std --target x86_64-unknown-linux-gnu -p tierpool --release --test threads --test stress --test soak`.
