@@ -230,6 +230,53 @@ impl PooledBytes {
         unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
     }
 
+    /// The buffer back as a writable [`PooledBuf`], if this is its only view (as
+    /// `bytes::Bytes::try_into_mut`); otherwise `Err(self)`, unchanged. The `PooledBuf` holds
+    /// this view's bytes (`len()` of them) and still returns to its pool when dropped, with
+    /// its full capacity. If the view does not start at the buffer's start (after
+    /// `split_to` or `advance`), its bytes are moved to the front (a `memmove` of `len()`
+    /// bytes); otherwise nothing is copied. A view of a `Vec` that belongs to no pool
+    /// (`From<Vec<u8>>`) is always `Err`.
+    ///
+    /// ```
+    /// let pool = tierpool::BufferPool::new();
+    /// let mut buf = pool.get(64);
+    /// buf.extend_from_slice(b"header:payload");
+    /// let mut shared = buf.into_shared();
+    /// let header = shared.split_to(7);
+    /// let shared = shared.try_into_mut().unwrap_err(); // `header` still shares the buffer
+    /// drop(header);
+    /// let mut buf = shared.try_into_mut().expect("the only view now");
+    /// assert_eq!(&buf[..], b"payload");
+    /// buf.extend_from_slice(b"!"); // writable again, same pooled buffer
+    /// assert!(buf.capacity() >= 64);
+    /// ```
+    pub fn try_into_mut(self) -> Result<PooledBuf, PooledBytes> {
+        // `Acquire`: pairs with the `Release` decrements of views dropped on other threads,
+        // whose reads of the bytes then happen before our writes (as in `last_view`).
+        if self.inner().tier == FOREIGN || self.inner().refs.load(Ordering::Acquire) != 1 {
+            return Err(self);
+        }
+        let this = mem::ManuallyDrop::new(self);
+        // SAFETY: the count is 1 and this view holds it, so no other view exists, and none can
+        // be made (views are cloned only from live ones, and this one is consumed): this
+        // thread has the block to itself, as the last view has in `last_view`.
+        let block = unsafe { &mut *this.inner.as_ptr() };
+        let mut buf = mem::take(&mut block.buf);
+        let (pool, tier) = (block.pool, block.tier);
+        // SAFETY: the view lies within `buf`'s initialized part (field invariant), so both
+        // pointers are into the same allocation and `ptr >= buf.as_ptr()`.
+        let start = unsafe { this.ptr.offset_from(buf.as_ptr()) } as usize;
+        let len = this.len;
+        // SAFETY: the block's `buf` is empty now and nothing uses the block again.
+        unsafe { blocks::give(this.inner) };
+        if start != 0 {
+            buf.copy_within(start..start + len, 0);
+        }
+        buf.truncate(len);
+        Ok(PooledBuf::new(buf, pool, tier))
+    }
+
     /// Copies this view into a new `Vec`.
     pub fn to_vec(&self) -> Vec<u8> {
         self.as_slice().to_vec()

@@ -399,3 +399,38 @@ fn a_tier_above_the_thread_budget_keeps_one_buffer_in_the_thread_cache() {
     );
     assert!(s.retained_bytes <= pool.max_retained_bytes() + pool.thread_cache_bytes() + 1000);
 }
+
+/// `PooledBytes::try_into_mut`: refused while another view exists (and for a foreign `Vec`),
+/// then the buffer comes back writable with the view's bytes at the front, still pooled.
+#[test]
+fn shared_views_become_writable_again_when_they_are_the_only_one() {
+    let pool = BufferPool::builder().tiers([64, 4096]).build().unwrap();
+    let mut buf = pool.get(100);
+    buf.extend_from_slice(b"0123456789");
+    let addr = buf.as_ptr();
+    let mut all = buf.into_shared();
+    let head = all.split_to(3);
+    let clone = all.clone();
+    let all = all.try_into_mut().unwrap_err();
+    drop(clone);
+    let all = all.try_into_mut().unwrap_err(); // `head` still shares it
+    assert_eq!(&head[..], b"012");
+    // Dropped on another thread: its decrement is seen here.
+    std::thread::spawn(move || drop(head)).join().unwrap();
+    let mut back = all.try_into_mut().expect("the only view");
+    assert_eq!(&back[..], b"3456789");
+    assert_eq!((back.as_ptr(), back.capacity()), (addr, 4096));
+    back.extend_from_slice(b"!");
+    assert_eq!(&back[..], b"3456789!");
+    // A view from the start is handed back without a copy, and shortened views truncate.
+    let mut again = back.into_shared();
+    again.truncate(2);
+    let back = again.try_into_mut().unwrap();
+    assert_eq!(&back[..], b"34");
+    drop(back);
+    let s = pool.stats();
+    assert_eq!((s.gets, s.returned, s.retained_buffers), (1, 1, 1));
+    // A view of a foreign Vec cannot become a pooled buffer.
+    let foreign = tierpool::PooledBytes::from(vec![1u8, 2, 3]);
+    assert_eq!(&foreign.try_into_mut().unwrap_err()[..], &[1, 2, 3]);
+}
