@@ -70,7 +70,7 @@ use std::io;
 use bytes::{Buf, BufMut};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
-use crate::{AllocError, BufferPool, PooledBuf, PooledBytes};
+use crate::{AllocError, BufferPool, PooledBuf, PooledBytes, PooledChain};
 
 /// The longest header a [`FrameFormat`] may have.
 pub const MAX_HEADER_LEN: usize = 16;
@@ -303,15 +303,8 @@ impl<R: AsyncRead + Unpin, F: FrameFormat> FrameReader<R, F> {
         self.io
     }
 
-    /// Reads the next frame: `Some((flags, payload))`, or `None` if the stream ended cleanly
-    /// between frames.
-    ///
-    /// Cancel safety: not cancel safe (a frame partly read when the future is dropped is lost,
-    /// and the stream is then out of step).
-    ///
-    /// # Errors
-    /// See [`FrameError`]; after an error the stream is out of step and should be closed.
-    pub async fn read_frame(&mut self) -> Result<Option<(u8, PooledBuf)>, FrameError> {
+    /// Reads and checks a header: `(flags, payload length)`, or `None` at a clean end.
+    async fn read_header(&mut self) -> Result<Option<(u8, usize)>, FrameError> {
         let mut header = [0u8; MAX_HEADER_LEN];
         let header = &mut header[..F::HEADER_LEN];
         let mut got = 0;
@@ -337,6 +330,21 @@ impl<R: AsyncRead + Unpin, F: FrameFormat> FrameReader<R, F> {
             });
         }
         let len = len as usize; // <= max_frame, a usize
+        Ok(Some((flags, len)))
+    }
+
+    /// Reads the next frame: `Some((flags, payload))`, or `None` if the stream ended cleanly
+    /// between frames.
+    ///
+    /// Cancel safety: not cancel safe (a frame partly read when the future is dropped is lost,
+    /// and the stream is then out of step).
+    ///
+    /// # Errors
+    /// See [`FrameError`]; after an error the stream is out of step and should be closed.
+    pub async fn read_frame(&mut self) -> Result<Option<(u8, PooledBuf)>, FrameError> {
+        let Some((flags, len)) = self.read_header().await? else {
+            return Ok(None);
+        };
         let mut buf = if self.pool.max_in_use_bytes().is_some() {
             // Under a budget: wait for room for the whole payload before reading any of it,
             // so a flood of frames slows the peers down (through TCP) instead of growing the
@@ -365,6 +373,46 @@ impl<R: AsyncRead + Unpin, F: FrameFormat> FrameReader<R, F> {
             }
         }
         Ok(Some((flags, buf)))
+    }
+
+    /// [`read_frame`](Self::read_frame), delivering the payload as a [`PooledChain`] of
+    /// pooled chunks of `chunk` bytes each (the last may be shorter), for consumers that can
+    /// take a chain: a large frame is read without growth copies and without a tier's slack
+    /// beyond its last chunk. Each chunk is taken as its bytes are due, so a peer that claims a
+    /// large frame and trickles it holds chunks only for what it sent (plus one). With a
+    /// budget, each chunk waits for room in turn; keep `chunk` well below the budget divided
+    /// by the number of readers, or a reader holding part of a frame can wait on others doing
+    /// the same (use [`read_frame`](Self::read_frame), which waits for the whole payload at
+    /// once, to rule that out).
+    ///
+    /// # Errors
+    /// As [`read_frame`](Self::read_frame).
+    pub async fn read_frame_chain(
+        &mut self,
+        chunk: usize,
+    ) -> Result<Option<(u8, PooledChain)>, FrameError> {
+        let Some((flags, len)) = self.read_header().await? else {
+            return Ok(None);
+        };
+        let chunk = chunk.max(1);
+        let mut chain = PooledChain::new();
+        while chain.len() < len {
+            let want = chunk.min(len - chain.len());
+            let mut buf = self.pool.acquire(want).await?;
+            while buf.len() < want {
+                let room = want - buf.len();
+                let n = self.io.read_buf(&mut (&mut buf).limit(room)).await?;
+                if n == 0 {
+                    return Err(FrameError::UnexpectedEof {
+                        part: FramePart::Payload,
+                        expected: len as u64,
+                        received: (chain.len() + buf.len()) as u64,
+                    });
+                }
+            }
+            chain.push(buf.into_shared());
+        }
+        Ok(Some((flags, chain)))
     }
 
     /// [`read_frame`](Self::read_frame), returning the payload as a shared [`PooledBytes`].
@@ -411,6 +459,43 @@ impl<W: AsyncWrite + Unpin, F: FrameFormat> FrameWriter<W, F> {
         self.format
             .encode(flags, payload.len(), &mut header[..F::HEADER_LEN])?;
         let mut both = Buf::chain(&header[..F::HEADER_LEN], payload);
+        self.io.write_all_buf(&mut both).await?;
+        Ok(())
+    }
+
+    /// Writes one frame whose payload is a [`PooledChain`], header and every view in one
+    /// vectored write where the transport supports it (no copy of the payload into one
+    /// buffer). The chain's buffers go back to their pools as it is written.
+    ///
+    /// # Errors
+    /// As [`write_frame`](Self::write_frame).
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), tierpool::frame::FrameError> {
+    /// use tierpool::frame::{FrameReader, FrameWriter};
+    ///
+    /// let pool = tierpool::BufferPool::new();
+    /// let mut chain = tierpool::PooledChain::new();
+    /// for part in [&b"header|"[..], b"body"] {
+    ///     let mut b = pool.get(part.len());
+    ///     b.extend_from_slice(part);
+    ///     chain.push(b.into_shared());
+    /// }
+    /// let (client, server) = tokio::io::duplex(1024);
+    /// let mut w = FrameWriter::new(client);
+    /// w.write_chain(0, chain).await?;
+    /// drop(w);
+    /// let mut r = FrameReader::new(server, pool);
+    /// let (_, payload) = r.read_frame().await?.unwrap();
+    /// assert_eq!(&payload[..], b"header|body");
+    /// # Ok(()) }
+    /// ```
+    pub async fn write_chain(&mut self, flags: u8, chain: PooledChain) -> Result<(), FrameError> {
+        let mut header = [0u8; MAX_HEADER_LEN];
+        self.format
+            .encode(flags, chain.len(), &mut header[..F::HEADER_LEN])?;
+        let mut both = Buf::chain(&header[..F::HEADER_LEN], chain);
         self.io.write_all_buf(&mut both).await?;
         Ok(())
     }

@@ -287,6 +287,7 @@
 mod budget;
 mod buf;
 mod cache;
+mod chain;
 mod class;
 mod config;
 mod decay;
@@ -315,6 +316,7 @@ mod loom_tests;
 
 pub use budget::MAX_BUDGET;
 pub use buf::PooledBuf;
+pub use chain::PooledChain;
 pub use class::MAX_TIERS;
 pub use config::{
     Builder, DEFAULT_DECAY_INTERVAL, DEFAULT_MAX_RETAINED_BYTES, DEFAULT_MAX_TIER,

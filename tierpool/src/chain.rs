@@ -1,0 +1,397 @@
+//! [`PooledChain`]: an ordered list of [`PooledBytes`] views that reads as one byte sequence
+//! (gRPC-Go's `mem.BufferSlice`, Netty's `CompositeByteBuf`).
+
+use std::collections::VecDeque;
+use std::fmt;
+use std::io::{self, IoSlice};
+
+use crate::{AllocError, BufferPool, PooledBuf, PooledBytes};
+
+/// An ordered list of [`PooledBytes`] views that reads as one byte sequence, without copying
+/// them together.
+///
+/// A message that arrived in several pooled buffers (or is assembled from a header and a
+/// body) stays in them: [`len`](Self::len) is the total, [`split_to`](Self::split_to) and
+/// [`advance`](Self::advance) work at any byte offset by splitting at most one view (no copy),
+/// [`io_slices`](Self::io_slices) and [`write_to`](Self::write_to) give a vectored write of the
+/// whole chain, and it implements [`std::io::Read`] and [`std::io::BufRead`]. With the `bytes`
+/// feature it implements [`bytes::Buf`] (`chunks_vectored` lists every view), and
+/// `FrameWriter::write_chain` writes one as a frame with a single vectored write. When one
+/// contiguous buffer is needed after all, [`materialize`](Self::materialize) copies it into a
+/// single pooled buffer. Every buffer goes back to its pool when its last view is dropped.
+///
+/// ```
+/// use std::io::Read;
+///
+/// let pool = tierpool::BufferPool::new();
+/// let mut chain = tierpool::PooledChain::new();
+/// for part in [&b"hello, "[..], b"pooled ", b"world"] {
+///     let mut buf = pool.get(part.len());
+///     buf.extend_from_slice(part);
+///     chain.push(buf.into_shared());
+/// }
+/// assert_eq!((chain.len(), chain.num_parts()), (19, 3));
+/// let greeting = chain.split_to(5); // splits the first view, copies nothing
+/// assert_eq!(greeting.to_vec(), b"hello");
+/// let whole = chain.materialize(&pool); // one contiguous pooled buffer
+/// assert_eq!(&whole[..], b", pooled world");
+/// let mut rest = String::new();
+/// chain.read_to_string(&mut rest)?;
+/// assert_eq!(rest, ", pooled world");
+/// # Ok::<(), std::io::Error>(())
+/// ```
+#[derive(Clone, Default)]
+pub struct PooledChain {
+    parts: VecDeque<PooledBytes>,
+    len: usize,
+}
+
+impl PooledChain {
+    /// An empty chain (allocates nothing until a view is pushed).
+    pub fn new() -> Self {
+        PooledChain::default()
+    }
+
+    /// Appends a view (an empty one is dropped, not kept).
+    pub fn push(&mut self, part: PooledBytes) {
+        if !part.is_empty() {
+            self.len += part.len();
+            self.parts.push_back(part);
+        }
+    }
+
+    /// Appends the views of `other`, in order.
+    pub fn append(&mut self, other: PooledChain) {
+        self.len += other.len;
+        self.parts.extend(other.parts);
+    }
+
+    /// Total bytes.
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// True if the chain holds no bytes.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Number of views (none of them empty).
+    pub fn num_parts(&self) -> usize {
+        self.parts.len()
+    }
+
+    /// The views, in order.
+    pub fn parts(&self) -> impl ExactSizeIterator<Item = &PooledBytes> + '_ {
+        self.parts.iter()
+    }
+
+    /// Splits off the first `at` bytes and returns them; `self` keeps the rest. At most one
+    /// view is split (a clone of its count, no copy of payload).
+    ///
+    /// # Panics
+    /// If `at > len()`.
+    #[must_use = "use `advance` to drop the first bytes"]
+    pub fn split_to(&mut self, at: usize) -> PooledChain {
+        assert!(
+            at <= self.len,
+            "split_to({at}) out of bounds for a chain of {} bytes",
+            self.len
+        );
+        let mut head = PooledChain::new();
+        while head.len < at {
+            let want = at - head.len;
+            let front = self.parts.front_mut().expect("len counts the views' bytes");
+            if front.len() <= want {
+                let part = self.parts.pop_front().expect("checked");
+                head.len += part.len();
+                head.parts.push_back(part);
+            } else {
+                head.push(front.split_to(want));
+            }
+        }
+        self.len -= at;
+        head
+    }
+
+    /// Drops the first `n` bytes.
+    ///
+    /// # Panics
+    /// If `n > len()`.
+    pub fn advance(&mut self, n: usize) {
+        assert!(
+            n <= self.len,
+            "advance({n}) past the end of a chain of {} bytes",
+            self.len
+        );
+        self.len -= n;
+        let mut n = n;
+        while n > 0 {
+            let front = self.parts.front_mut().expect("len counts the views' bytes");
+            if front.len() <= n {
+                n -= front.len();
+                self.parts.pop_front();
+            } else {
+                front.advance(n);
+                n = 0;
+            }
+        }
+    }
+
+    /// Fills `dst` with one `IoSlice` per view, from the start; returns how many it filled
+    /// (all views if `dst` is long enough). For `write_vectored`.
+    pub fn io_slices<'a>(&'a self, dst: &mut [IoSlice<'a>]) -> usize {
+        let mut n = 0;
+        for (slot, part) in dst.iter_mut().zip(&self.parts) {
+            *slot = IoSlice::new(part);
+            n += 1;
+        }
+        n
+    }
+
+    /// Writes the whole chain to `w` with vectored writes (up to 64 views per call), consuming
+    /// it as it goes: on an error, the chain holds what was not written.
+    ///
+    /// # Errors
+    /// What `w` returns; `WriteZero` if it accepts nothing.
+    pub fn write_to<W: io::Write + ?Sized>(&mut self, w: &mut W) -> io::Result<()> {
+        while !self.is_empty() {
+            let mut slices = [IoSlice::new(&[]); 64];
+            let k = self.io_slices(&mut slices);
+            let n = w.write_vectored(&slices[..k])?;
+            if n == 0 {
+                return Err(io::ErrorKind::WriteZero.into());
+            }
+            self.advance(n);
+        }
+        Ok(())
+    }
+
+    /// Copies the chain's bytes into one buffer from `pool` (`len() == self.len()`).
+    ///
+    /// # Panics
+    /// As [`BufferPool::get`].
+    pub fn materialize(&self, pool: &BufferPool) -> PooledBuf {
+        let mut buf = pool.get(self.len);
+        self.copy_into(&mut buf);
+        buf
+    }
+
+    /// Like [`materialize`](Self::materialize), but failures (and, with a budget, no room
+    /// now) are errors, as with [`BufferPool::try_get`].
+    ///
+    /// # Errors
+    /// As [`BufferPool::try_get`].
+    pub fn try_materialize(&self, pool: &BufferPool) -> Result<PooledBuf, AllocError> {
+        let mut buf = pool.try_get(self.len)?;
+        self.copy_into(&mut buf);
+        Ok(buf)
+    }
+
+    fn copy_into(&self, buf: &mut Vec<u8>) {
+        for part in &self.parts {
+            buf.extend_from_slice(part);
+        }
+    }
+
+    /// Copies the chain's bytes into a new `Vec`.
+    pub fn to_vec(&self) -> Vec<u8> {
+        let mut v = Vec::with_capacity(self.len);
+        self.copy_into(&mut v);
+        v
+    }
+
+    /// Reads `io` to its end into pooled chunks of `chunk` bytes each (the last one may be
+    /// shorter), without knowing the length up front: no growth copies, no slack beyond the
+    /// last chunk's tier. With a budget on `pool` each chunk waits for room
+    /// ([`BufferPool::acquire`]).
+    ///
+    /// # Errors
+    /// What `io` returns; `InvalidData` if the stream is longer than `limit` bytes (what was
+    /// read is dropped, its buffers returned); `OutOfMemory` (wrapping the [`AllocError`]) if
+    /// a chunk cannot be had.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> std::io::Result<()> {
+    /// let pool = tierpool::BufferPool::new();
+    /// let data = vec![7u8; 100_000];
+    /// let chain = tierpool::PooledChain::read_all(&mut &data[..], &pool, 16 << 10, 1 << 20).await?;
+    /// assert_eq!((chain.len(), chain.num_parts()), (100_000, 7));
+    /// assert_eq!(chain.to_vec(), data);
+    /// # Ok(()) }
+    /// ```
+    #[cfg(feature = "tokio")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
+    pub async fn read_all<R>(
+        io: &mut R,
+        pool: &BufferPool,
+        chunk: usize,
+        limit: usize,
+    ) -> io::Result<PooledChain>
+    where
+        R: tokio::io::AsyncRead + Unpin + ?Sized,
+    {
+        use tokio::io::AsyncReadExt;
+        let chunk = chunk.max(1);
+        let mut chain = PooledChain::new();
+        loop {
+            let mut buf = pool
+                .acquire(chunk)
+                .await
+                .map_err(|e| io::Error::new(io::ErrorKind::OutOfMemory, e))?;
+            while buf.len() < chunk {
+                let room = chunk - buf.len();
+                let n = io
+                    .read_buf(&mut bytes::BufMut::limit(&mut *buf, room))
+                    .await?;
+                if n == 0 {
+                    chain.push(buf.into_shared());
+                    return Ok(chain);
+                }
+                if chain.len + buf.len() > limit {
+                    return Err(io::Error::new(
+                        io::ErrorKind::InvalidData,
+                        format!("stream longer than the limit of {limit} bytes"),
+                    ));
+                }
+            }
+            chain.push(buf.into_shared());
+        }
+    }
+}
+
+impl From<PooledBytes> for PooledChain {
+    fn from(part: PooledBytes) -> Self {
+        let mut c = PooledChain::new();
+        c.push(part);
+        c
+    }
+}
+
+impl From<PooledBuf> for PooledChain {
+    fn from(buf: PooledBuf) -> Self {
+        PooledChain::from(buf.into_shared())
+    }
+}
+
+impl Extend<PooledBytes> for PooledChain {
+    fn extend<I: IntoIterator<Item = PooledBytes>>(&mut self, iter: I) {
+        for part in iter {
+            self.push(part);
+        }
+    }
+}
+
+impl FromIterator<PooledBytes> for PooledChain {
+    fn from_iter<I: IntoIterator<Item = PooledBytes>>(iter: I) -> Self {
+        let mut c = PooledChain::new();
+        c.extend(iter);
+        c
+    }
+}
+
+impl io::Read for PooledChain {
+    /// Consumes bytes from the front.
+    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        let mut n = 0;
+        while n < out.len() {
+            let Some(front) = self.parts.front() else {
+                break;
+            };
+            let k = front.len().min(out.len() - n);
+            out[n..n + k].copy_from_slice(&front[..k]);
+            n += k;
+            self.advance(k);
+        }
+        Ok(n)
+    }
+}
+
+impl io::BufRead for PooledChain {
+    /// The front view's bytes (empty at the end).
+    fn fill_buf(&mut self) -> io::Result<&[u8]> {
+        Ok(self.parts.front().map_or(&[][..], |p| &p[..]))
+    }
+
+    fn consume(&mut self, n: usize) {
+        self.advance(n.min(self.len));
+    }
+}
+
+impl PartialEq for PooledChain {
+    /// Compares the byte sequences, however they are split into views.
+    fn eq(&self, other: &Self) -> bool {
+        self.len == other.len
+            && self
+                .parts
+                .iter()
+                .flat_map(|p| p.iter())
+                .eq(other.parts.iter().flat_map(|p| p.iter()))
+    }
+}
+
+impl Eq for PooledChain {}
+
+impl fmt::Debug for PooledChain {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PooledChain")
+            .field("len", &self.len)
+            .field("parts", &self.parts.len())
+            .finish()
+    }
+}
+
+#[cfg(feature = "bytes")]
+mod buf_impl {
+    use std::io::IoSlice;
+
+    use bytes::{Buf, Bytes};
+
+    use super::PooledChain;
+
+    #[cfg_attr(docsrs, doc(cfg(feature = "bytes")))]
+    impl Buf for PooledChain {
+        #[inline]
+        fn remaining(&self) -> usize {
+            self.len
+        }
+
+        #[inline]
+        fn chunk(&self) -> &[u8] {
+            self.parts.front().map_or(&[][..], |p| &p[..])
+        }
+
+        fn advance(&mut self, cnt: usize) {
+            PooledChain::advance(self, cnt);
+        }
+
+        /// One `IoSlice` per view: a `writev` of the whole chain.
+        fn chunks_vectored<'a>(&'a self, dst: &mut [IoSlice<'a>]) -> usize {
+            self.io_slices(dst)
+        }
+
+        /// Without copying when the bytes lie in the front view; a chain's bytes spread over
+        /// several views are copied into one `Bytes` (use [`PooledChain::split_to`] to keep
+        /// them apart without a copy).
+        fn copy_to_bytes(&mut self, len: usize) -> Bytes {
+            assert!(len <= self.len, "copy_to_bytes({len}) past the end");
+            match self.parts.front_mut() {
+                Some(front) if front.len() >= len => {
+                    let head = front.split_to(len);
+                    if front.is_empty() {
+                        self.parts.pop_front();
+                    }
+                    self.len -= len;
+                    Bytes::from(head)
+                }
+                _ => {
+                    let head = self.split_to(len);
+                    Bytes::from(head.to_vec())
+                }
+            }
+        }
+    }
+}
