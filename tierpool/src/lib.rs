@@ -307,6 +307,8 @@ mod tls;
 
 #[cfg(feature = "bytes")]
 mod bytes_impls;
+#[cfg(feature = "compio")]
+mod compio_impls;
 #[cfg(feature = "tokio")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
 pub mod frame;
