@@ -225,6 +225,19 @@ pub fn peak_rss_bytes() -> u64 {
         .map_or(0, |kb| kb * 1024)
 }
 
+/// Minor page faults of this process so far (field 10 of `/proc/self/stat`), or 0 where that
+/// file does not exist.
+pub fn minor_faults() -> u64 {
+    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else {
+        return 0;
+    };
+    // The command name (field 2) is in parentheses and may contain spaces: count from after it.
+    stat.rsplit_once(')')
+        .and_then(|(_, rest)| rest.split_whitespace().nth(7))
+        .and_then(|f| f.parse().ok())
+        .unwrap_or(0)
+}
+
 /// The process's resident set size in bytes (from `/proc/self/statm`, 4 KiB pages), or 0
 /// where that file does not exist. Allocates nothing, so that sampling memory does not move
 /// the heap it measures.

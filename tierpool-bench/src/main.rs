@@ -21,8 +21,8 @@ USAGE: cargo run --release -p tierpool-bench -- [OPTIONS]
 OPTIONS:
   --workload NAME   run only this workload (repeat to choose several):
                     lookup, get-put, instructions, mixed, cross-thread, burst, threads,
-                    streaming, budget (instructions needs valgrind; without it, it is
-                    skipped)
+                    streaming, budget, file-read (instructions needs valgrind and
+                    file-read io_uring; without them they are skipped)
   --quick           tiny iteration counts: proves every workload runs and the report is
                     well formed (for CI), measures nothing worth quoting
   --out DIR         where to write results.json, report.md and the SVG charts
@@ -132,7 +132,15 @@ fn child(a: &Args) -> Result<(), String> {
         workloads::instructions::child(kind, alloc::current(), n, a.quick);
         return Ok(());
     }
-    let out = if w == Workload::Budget {
+    let out = if w == Workload::FileRead {
+        use workloads::file_read::{run_one, Strategy, BLOCKS};
+        let id = a.contender.as_deref().ok_or("--contender needed")?;
+        let s = Strategy::from_id(id).ok_or(format!("unknown file-read strategy {id}"))?;
+        let block = *BLOCKS
+            .get(a.shape.unwrap_or(0))
+            .ok_or("no such block size")?;
+        run_one(&ctx, s, block).ok_or("io_uring refused")?
+    } else if w == Workload::Budget {
         let id = a.contender.as_deref().ok_or("--contender needed")?;
         let b = workloads::budget::from_id(id).ok_or(format!("unknown budget run {id}"))?;
         workloads::budget::run_one(&ctx, b)
@@ -250,6 +258,9 @@ fn descriptions() -> BTreeMap<String, String> {
             ),
         );
     }
+    for s in workloads::file_read::Strategy::ALL {
+        m.insert(s.label().to_string(), s.description().to_string());
+    }
     for b in workloads::budget::RUNS {
         m.insert(
             workloads::budget::label(b),
@@ -304,6 +315,28 @@ fn run_workload(w: Workload, quick: bool) -> Result<Output, String> {
                     }
                 }
             }
+            merge(Output {
+                records: workloads::streaming::merge_rounds(records),
+                timelines: vec![],
+            });
+        }
+        Workload::FileRead => {
+            use workloads::file_read::{self as fr, Strategy, BLOCKS};
+            let path = fr::file_path(quick);
+            fr::make_file(&path, fr::file_size(quick))
+                .map_err(|e| format!("{}: {e}", path.display()))?;
+            let mut records = Vec::new();
+            // One process per strategy and block size (peak RSS is per process), in rounds.
+            for round in 1..=workloads::streaming::rounds(quick) {
+                eprintln!("  file-read round {round}");
+                for (i, _) in BLOCKS.iter().enumerate() {
+                    for s in Strategy::ALL {
+                        let child = spawn_with(w, Allocator::System, s.id(), Some(i), quick)?;
+                        records.extend(collect(child, s.label())?.records);
+                    }
+                }
+            }
+            let _ = std::fs::remove_file(&path);
             merge(Output {
                 records: workloads::streaming::merge_rounds(records),
                 timelines: vec![],
@@ -434,6 +467,10 @@ fn real_main(args: Args) -> Result<(), String> {
         );
         args.workloads.retain(|&w| w != Workload::Instructions);
     }
+    if args.workloads.contains(&Workload::FileRead) && !workloads::file_read::io_uring_available() {
+        eprintln!("io_uring refused by this kernel: the file-read workload is skipped");
+        args.workloads.retain(|&w| w != Workload::FileRead);
+    }
     let started = Instant::now();
     let mut all = Output::default();
     for (i, &w) in args.workloads.iter().enumerate() {
@@ -465,6 +502,7 @@ fn real_main(args: Args) -> Result<(), String> {
         let baseline = match wl {
             Workload::Streaming => Strategy::NoPool.label(),
             Workload::Budget => unbounded.as_str(),
+            Workload::FileRead => workloads::file_read::Strategy::FreshVec.label(),
             _ => "Vec (glibc)",
         };
         md.push_str(&format!(

@@ -7,6 +7,7 @@
 pub mod budget;
 pub mod burst;
 pub mod cross_thread;
+pub mod file_read;
 pub mod get_put;
 pub mod instructions;
 pub mod lookup;
@@ -44,11 +45,13 @@ pub enum Workload {
     Streaming,
     /// Large frames over many connections, with and without a budget on bytes in use.
     Budget,
+    /// Block reads of a file through compio (io_uring).
+    FileRead,
 }
 
 impl Workload {
     /// Every workload, in report order: the one list.
-    pub const ALL: [Workload; 9] = [
+    pub const ALL: [Workload; 10] = [
         Workload::Lookup,
         Workload::GetPut,
         Workload::Instructions,
@@ -58,6 +61,7 @@ impl Workload {
         Workload::Threads,
         Workload::Streaming,
         Workload::Budget,
+        Workload::FileRead,
     ];
 
     /// The name on the command line, in the JSON and in the report.
@@ -72,6 +76,7 @@ impl Workload {
             Workload::Threads => "threads",
             Workload::Streaming => "streaming",
             Workload::Budget => "budget",
+            Workload::FileRead => "file-read",
         }
     }
 
@@ -91,6 +96,7 @@ impl Workload {
             Workload::Burst => "Seed 003 (memory): 10,000 x 16 KiB taken at once and released, then one get/put per millisecond; RSS and retained bytes over time (each contender in its own process).",
             Workload::Streaming => "Seed 003 (gRPC-Go shared receive buffers): a loopback streaming server and client on 2 tokio workers, one connection; each stream sends a request and awaits a response of the same size; one receive-buffer strategy per process; per round trip, with QPS, latency and peak RSS.",
             Workload::Budget => "Memory under a flood (issue 10): 128 loopback TCP connections each send 8 frames of 1 MiB as fast as they can; a reader task per connection reads them with tierpool's FrameReader from one shared pool and queues them (unbounded) for one handler thread, which processes them more slowly than they arrive (8 checksum passes); once with no budget and once with max_in_use_bytes(64 MiB) (the reader then waits for room before reading a payload), each in its own process, 3 interleaved rounds; per frame, with throughput, p99 read_frame time (waiting included), peak RSS and, under the budget, its peak and waits.",
+            Workload::FileRead => "Seed 002 (goleveldb block reads): a 256 MiB file in the page cache read start to end in 64 KiB or 1 MiB blocks with compio's read_at on io_uring, each block into a tierpool buffer, a fresh Vec, or one reused Vec (the floor); one process per strategy and block size, 5 timed passes after a warm-up; per read, with MB/s, allocations and minor page faults per read, peak RSS.",
             Workload::Threads => "All threads get/put 4 KiB at once on this 2-core machine (oversubscribed above 2); wall time per operation of all threads together.",
         }
     }
@@ -156,6 +162,17 @@ pub fn run(w: Workload, ctx: &Ctx, kinds: &[Kind]) -> Output {
                 let o = burst::run_one(ctx, k);
                 out.records.extend(o.records);
                 out.timelines.extend(o.timelines);
+            }
+            out
+        }
+        Workload::FileRead => {
+            let mut out = Output::default();
+            for block in file_read::BLOCKS {
+                for s in file_read::Strategy::ALL {
+                    if let Some(o) = file_read::run_one(ctx, s, block) {
+                        out.records.extend(o.records);
+                    }
+                }
             }
             out
         }
