@@ -72,6 +72,17 @@
 //! thread that happens (gRPC-Go's reference-counted `mem.Buffer`, in Rust). Its control block is
 //! recycled with the buffer, so in steady state it allocates nothing.
 //!
+//! # Chains of buffers: [`PooledChain`]
+//!
+//! A message that arrives in several pooled buffers, or is assembled from a header and a body,
+//! need not be copied into one: a [`PooledChain`] is an ordered list of [`PooledBytes`] views
+//! that reads as one byte sequence (gRPC-Go's `BufferSlice`). It splits at any byte offset
+//! without copying payload, writes with one vectored call (`write_to`, `io_slices`, and
+//! `bytes::Buf::chunks_vectored`), reads through `std::io::Read`/`BufRead`, and
+//! [`materialize`](PooledChain::materialize)s into one pooled buffer when a consumer needs
+//! contiguous bytes. And when the last view of a buffer is all that is left,
+//! [`PooledBytes::try_into_mut`] makes it a writable [`PooledBuf`] again.
+//!
 //! # Budgets and backpressure
 //!
 //! `max_retained_bytes` caps what the pool *keeps*; [`Builder::max_in_use_bytes`] caps what it
@@ -140,7 +151,14 @@
 //!   checks the length before allocating, grows buffers only as data arrives (a peer claiming
 //!   a huge frame cannot make the reader allocate it), reports truncated frames with the number
 //!   of missing bytes, and writes frames with one vectored write. Works on the multi-threaded
-//!   runtime, where a task's buffer is often taken on one worker and dropped on another.
+//!   runtime, where a task's buffer is often taken on one worker and dropped on another. Also
+//!   `FrameWriter::write_chain`, `FrameReader::read_frame_chain` and
+//!   [`PooledChain::read_all`].
+//! - **`compio`**: compio-buf's `IoBuf`/`IoBufMut`/`SetLen` for [`PooledBuf`] and `IoBuf` for
+//!   [`PooledBytes`], so pooled buffers go straight into compio's completion-based operations
+//!   (io_uring, IOCP); a cancelled operation gives its buffer back once, after the completion.
+//!   Note that compio fills a buffer to its capacity (a tier's size): read into
+//!   `buf.slice(..n)` for exactly `n` bytes. (compio needs Rust 1.85.)
 //!
 //! ```
 //! # #[cfg(feature = "bytes")] {
@@ -204,11 +222,13 @@
 //!   (within the cap) and folds its counters into the pool's.
 //!
 //! The modules, bottom-up (each imports only those before it): `sync` (the loom switch),
-//! `budget` (the budget on bytes in use: account, waiters, credit), `class`, `error`,
+//! `budget` (the budget on bytes in use: account, waiters, credit), `os` (giving released
+//! memory back to the system), `class`, `error`,
 //! `stats`, `fresh` (making and cleaning buffers), `depot`, `cache` (a
 //! thread cache's layout and fast path), `decay`, `config`, `state` (a pool's shared state),
 //! `registry`, `policy`, `tls` (the thread-local table: all thread-local `unsafe`), then the
-//! public handles `buf`, `pooled_bytes`, `pool`, `global`.
+//! public handles `buf`, `pooled_bytes`, `chain`, `pool`, `global`, and the integrations
+//! `bytes_impls`, `compio_impls`, `frame`.
 //!
 //! # When not to use it
 //!
