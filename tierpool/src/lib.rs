@@ -41,7 +41,7 @@
 //!   outside the tiers are freed. Requests above the largest tier are allocated exactly and not
 //!   kept.
 //! - **No hidden allocations, no locks** on the steady-state path: each thread has its own
-//!   cache per pool. A get and a return from it cost 63 instructions together (loop and two
+//!   cache per pool. A get and a return from it cost 62 instructions together (loop and two
 //!   byte writes included), fewer than any allocator or pool crate measured (see
 //!   *Performance*).
 //! - **Shared across threads.** A buffer taken on one thread and dropped on another is kept:
@@ -287,10 +287,11 @@
 //!
 //! `BENCHMARKS.md` in the repository has the measured figures, from the comparison report
 //! (`cargo run --release -p tierpool-bench`). In short, on the project's 2-core VM: a get+put
-//! from the thread cache costs 63 instructions (loop and two byte writes included, counted by
-//! callgrind) and about 4.4 ns at every size from 256 B to 16 MiB, against 74 instructions and
-//! 6.6 ns for `Vec` under jemalloc at 256 B, 8.8 ns at 4 KiB and 235 ns from 64 KiB, and 10-20
-//! ns for every pool crate measured. Many threads at once do not collapse it (3.7-5.1 ns per
+//! from the thread cache costs 62 instructions (loop and two byte writes included, counted by
+//! callgrind) and about 3.8 ns at every size from 256 B to 16 MiB, against 75 instructions and
+//! 6.5 ns for `Vec` under jemalloc at 256 B, 8.8 ns at 4 KiB and 235 ns from 64 KiB, and 10-34
+//! ns for every pool crate measured. With a budget on bytes in use, 229 instructions and
+//! 21.7 ns. Many threads at once do not collapse it (3.7-5.1 ns per
 //! operation of all threads, level with jemalloc). A buffer handed from one thread to another
 //! costs about 45 ns at 4 and 64 KiB, level with the fastest pool crate (opool) and 3-10x less
 //! than the allocators; at 1 MiB about 100-140 ns, where opool's lock-free queue (about 47 ns)
