@@ -88,6 +88,13 @@ impl PooledChain {
         self.parts.iter()
     }
 
+    /// Removes and returns the first view.
+    pub fn pop_front(&mut self) -> Option<PooledBytes> {
+        let part = self.parts.pop_front()?;
+        self.len -= part.len();
+        Some(part)
+    }
+
     /// Splits off the first `at` bytes and returns them; `self` keeps the rest. At most one
     /// view is split (a clone of its count, no copy of payload).
     ///

@@ -159,6 +159,10 @@
 //!   (io_uring, IOCP); a cancelled operation gives its buffer back once, after the completion.
 //!   Note that compio fills a buffer to its capacity (a tier's size): read into
 //!   `buf.slice(..n)` for exactly `n` bytes. (compio needs Rust 1.85.)
+//! - **`http-body`** (implies `bytes`): `http_body::Body` for [`PooledBytes`] (one data frame)
+//!   and [`PooledChain`] (one frame per view), so hyper, axum and tonic send pooled data as a
+//!   body without copying it; the buffers return to their pools as the transport drops the
+//!   frames.
 //!
 //! ```
 //! # #[cfg(feature = "bytes")] {
@@ -333,6 +337,8 @@ mod compio_impls;
 #[cfg(feature = "tokio")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
 pub mod frame;
+#[cfg(feature = "http-body")]
+mod http_body_impls;
 
 #[cfg(all(test, loom))]
 mod loom_tests;

@@ -1,0 +1,74 @@
+//! `http_body::Body` for `PooledBytes` and `PooledChain` (feature `http-body`): the frames are
+//! the views, in order, with an exact size hint; the buffers go back when the frames are
+//! dropped.
+
+#![cfg(feature = "http-body")]
+
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll, Wake, Waker};
+
+use http_body::Body;
+use tierpool::{BufferPool, PooledBytes, PooledChain};
+
+struct Noop;
+impl Wake for Noop {
+    fn wake(self: Arc<Self>) {}
+}
+
+/// Polls `body` to its end; returns the data frames.
+fn frames<B: Body<Data = PooledBytes> + Unpin>(mut body: B) -> Vec<PooledBytes>
+where
+    B::Error: std::fmt::Debug,
+{
+    let waker = Waker::from(Arc::new(Noop));
+    let mut cx = Context::from_waker(&waker);
+    let mut out = Vec::new();
+    loop {
+        match Pin::new(&mut body).poll_frame(&mut cx) {
+            Poll::Ready(Some(f)) => out.push(f.unwrap().into_data().expect("data frames only")),
+            Poll::Ready(None) => break,
+            Poll::Pending => panic!("a pooled body is always ready"),
+        }
+    }
+    assert!(body.is_end_stream());
+    assert_eq!(body.size_hint().exact(), Some(0));
+    out
+}
+
+fn bytes(pool: &BufferPool, data: &[u8]) -> PooledBytes {
+    let mut b = pool.get(data.len());
+    b.extend_from_slice(data);
+    b.into_shared()
+}
+
+#[test]
+fn a_pooled_bytes_body_is_one_frame() {
+    let pool = BufferPool::new();
+    let body = bytes(&pool, b"hello body");
+    assert_eq!(body.size_hint().exact(), Some(10));
+    assert!(!body.is_end_stream());
+    let got = frames(body);
+    assert_eq!(got.len(), 1);
+    assert_eq!(&got[0][..], b"hello body");
+    assert_eq!(pool.stats().returned, 0, "the frame still holds the buffer");
+    drop(got);
+    assert_eq!(pool.stats().returned, 1);
+    assert!(frames(PooledBytes::default()).is_empty());
+}
+
+#[test]
+fn a_chain_body_is_one_frame_per_view() {
+    let pool = BufferPool::new();
+    let chain: PooledChain = [&b"GET "[..], b"/pooled", b" HTTP/1.1"]
+        .into_iter()
+        .map(|p| bytes(&pool, p))
+        .collect();
+    assert_eq!(chain.size_hint().exact(), Some(20));
+    let got = frames(chain);
+    let joined: Vec<u8> = got.iter().flat_map(|f| f.iter().copied()).collect();
+    assert_eq!((got.len(), &joined[..]), (3, &b"GET /pooled HTTP/1.1"[..]));
+    drop(got);
+    let s = pool.stats();
+    assert_eq!((s.gets, s.returned), (3, 3));
+}
