@@ -159,6 +159,9 @@
 //!   (io_uring, IOCP); a cancelled operation gives its buffer back once, after the completion.
 //!   Note that compio fills a buffer to its capacity (a tier's size): read into
 //!   `buf.slice(..n)` for exactly `n` bytes. (compio needs Rust 1.85.)
+//! - **`tokio-uring`** (Linux): tokio-uring's unsafe `IoBuf`/`IoBufMut` for [`PooledBuf`] and
+//!   `IoBuf` for [`PooledBytes`], each with its `// SAFETY:` argument (a stable heap pointer,
+//!   honest lengths); a cancelled operation gives its buffer back once, after the completion.
 //! - **`http-body`** (implies `bytes`): `http_body::Body` for [`PooledBytes`] (one data frame)
 //!   and [`PooledChain`] (one frame per view), so hyper, axum and tonic send pooled data as a
 //!   body without copying it; the buffers return to their pools as the transport drops the
@@ -248,7 +251,7 @@
 //! # Safety and correctness
 //!
 //! Every `unsafe` block has a `// SAFETY:` argument beside it (enforced by
-//! `clippy::undocumented_unsafe_blocks`). They are in six places:
+//! `clippy::undocumented_unsafe_blocks`). They are in these places:
 //!
 //! - `tls.rs`: reaching this thread's table and current cache through raw pointers held in a
 //!   `const` thread-local, and making the `Owner` that proves a thread owns a
@@ -265,6 +268,10 @@
 //!   hands the buffer back; its control blocks move between threads as raw boxes.
 //! - `bytes_impls.rs`: `BufMut` for [`PooledBuf`] (writing into spare capacity).
 //! - `os.rs`: the call to glibc's `malloc_trim` (no pointers; not run under Miri or loom).
+//! - `pooled_bytes.rs` `try_into_mut` (the view's offset in its buffer) and `buf.rs` (the
+//!   handle's `ManuallyDrop<Vec>`, taken exactly once).
+//! - `compio_impls.rs`, `tokio_uring_impls.rs`: the runtimes' buffer traits (`set_len`, and
+//!   tokio-uring's unsafe traits: the pointer stays put while the kernel owns the buffer).
 //!
 //! How it is checked (the commands `.ci/run` runs):
 //! - **Miri** (strict provenance) runs the unit tests and the integration tests that drive the
@@ -339,6 +346,8 @@ mod compio_impls;
 pub mod frame;
 #[cfg(feature = "http-body")]
 mod http_body_impls;
+#[cfg(all(feature = "tokio-uring", target_os = "linux"))]
+mod tokio_uring_impls;
 
 #[cfg(all(test, loom))]
 mod loom_tests;

@@ -1,0 +1,76 @@
+//! The tokio-uring integration (feature `tokio-uring`, Linux): [`tokio_uring::buf::IoBuf`] and
+//! [`IoBufMut`] for [`PooledBuf`], [`tokio_uring::buf::IoBuf`] for [`PooledBytes`], so pooled
+//! buffers go straight into tokio-uring's io_uring operations.
+//!
+//! tokio-uring owns a buffer for the length of an operation and hands it back with the result
+//! (`BufResult`); if the future is dropped while the kernel still owns it, the runtime keeps it
+//! until the operation completes (tokio-uring does not cancel it: a dropped socket read
+//! completes when data arrives, and consumes that data) and then drops it, so a `PooledBuf`
+//! returns to its pool exactly once, after the kernel is done (tested in
+//! `tests/tokio_uring.rs`). Reads fill up to the
+//! capacity (a tier's size, at least what was asked); read into `buf.slice(..n)` for exactly
+//! `n` bytes. With `tokio_uring::buf::BoundedBuf` in scope, `view.slice(range)` on a
+//! [`PooledBytes`] resolves to `BoundedBuf::slice`, which takes the view by value; call
+//! [`PooledBytes::slice`] by its path to keep the view.
+
+use tokio_uring::buf::{IoBuf, IoBufMut};
+
+use crate::{PooledBuf, PooledBytes};
+
+// SAFETY: the pointer is the `Vec`'s heap buffer, which moving the `PooledBuf` does not move
+// and which nothing else frees or reallocates while tokio-uring owns the value (it holds the
+// only handle; the pool gets the buffer back only when the handle is dropped). The lengths are
+// the `Vec`'s own: `bytes_init` = `len()` bytes are initialized, `bytes_total` = `capacity()`
+// bytes are allocated.
+#[cfg_attr(docsrs, doc(cfg(feature = "tokio-uring")))]
+unsafe impl IoBuf for PooledBuf {
+    fn stable_ptr(&self) -> *const u8 {
+        self.as_ptr()
+    }
+
+    fn bytes_init(&self) -> usize {
+        self.len()
+    }
+
+    fn bytes_total(&self) -> usize {
+        self.capacity()
+    }
+}
+
+// SAFETY: as for `IoBuf` above: a stable pointer to `capacity()` bytes owned by the `Vec`;
+// `set_init` only raises the length, under the caller's guarantee that the bytes up to
+// `init_len` are initialized (which is `Vec::set_len`'s requirement, with `init_len` at most
+// `bytes_total`, the capacity).
+#[cfg_attr(docsrs, doc(cfg(feature = "tokio-uring")))]
+unsafe impl IoBufMut for PooledBuf {
+    fn stable_mut_ptr(&mut self) -> *mut u8 {
+        self.as_mut_ptr()
+    }
+
+    unsafe fn set_init(&mut self, init_len: usize) {
+        if self.len() < init_len {
+            // SAFETY: the caller guarantees the bytes up to `init_len` (<= capacity) are
+            // initialized.
+            unsafe { self.set_len(init_len) };
+        }
+    }
+}
+
+// SAFETY: the pointer is into the shared heap buffer behind the view, which no view can mutate
+// and which is freed or returned only when the last view (the one tokio-uring owns among them)
+// is dropped; moving the view does not move the buffer. The view's `len()` bytes are
+// initialized, and it exposes no more (`bytes_total` = `bytes_init`).
+#[cfg_attr(docsrs, doc(cfg(feature = "tokio-uring")))]
+unsafe impl IoBuf for PooledBytes {
+    fn stable_ptr(&self) -> *const u8 {
+        self.as_ptr()
+    }
+
+    fn bytes_init(&self) -> usize {
+        self.len()
+    }
+
+    fn bytes_total(&self) -> usize {
+        self.len()
+    }
+}
