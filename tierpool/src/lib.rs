@@ -162,6 +162,8 @@
 //! - **`tokio-uring`** (Linux): tokio-uring's unsafe `IoBuf`/`IoBufMut` for [`PooledBuf`] and
 //!   `IoBuf` for [`PooledBytes`], each with its `// SAFETY:` argument (a stable heap pointer,
 //!   honest lengths); a cancelled operation gives its buffer back once, after the completion.
+//! - **`monoio`** (Linux): monoio's unsafe `IoBuf`/`IoBufMut` for [`PooledBuf`] and `IoBuf`
+//!   for [`PooledBytes`], with their safety arguments.
 //! - **`http-body`** (implies `bytes`): `http_body::Body` for [`PooledBytes`] (one data frame)
 //!   and [`PooledChain`] (one frame per view), so hyper, axum and tonic send pooled data as a
 //!   body without copying it; the buffers return to their pools as the transport drops the
@@ -270,8 +272,9 @@
 //! - `os.rs`: the call to glibc's `malloc_trim` (no pointers; not run under Miri or loom).
 //! - `pooled_bytes.rs` `try_into_mut` (the view's offset in its buffer) and `buf.rs` (the
 //!   handle's `ManuallyDrop<Vec>`, taken exactly once).
-//! - `compio_impls.rs`, `tokio_uring_impls.rs`: the runtimes' buffer traits (`set_len`, and
-//!   tokio-uring's unsafe traits: the pointer stays put while the kernel owns the buffer).
+//! - `compio_impls.rs`, `tokio_uring_impls.rs`, `monoio_impls.rs`: the runtimes' buffer traits (`set_len`, and
+//!   tokio-uring's and monoio's unsafe traits: the pointer stays put while the kernel owns
+//!   the buffer).
 //!
 //! How it is checked (the commands `.ci/run` runs):
 //! - **Miri** (strict provenance) runs the unit tests and the integration tests that drive the
@@ -346,6 +349,8 @@ mod compio_impls;
 pub mod frame;
 #[cfg(feature = "http-body")]
 mod http_body_impls;
+#[cfg(all(feature = "monoio", target_os = "linux"))]
+mod monoio_impls;
 #[cfg(all(feature = "tokio-uring", target_os = "linux"))]
 mod tokio_uring_impls;
 
