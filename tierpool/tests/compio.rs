@@ -23,7 +23,7 @@ use compio::runtime::Runtime;
 use tierpool::BufferPool;
 
 mod common;
-use common::Rng;
+use common::{io_uring_refused, random_bytes as data, temp_path};
 
 /// A compio runtime on io_uring, or `None` (with a message) where the kernel refuses it.
 fn runtime() -> Option<Runtime> {
@@ -35,23 +35,11 @@ fn runtime() -> Option<Runtime> {
             );
             Some(rt)
         }
-        Err(e) if std::env::var_os("TIERPOOL_REQUIRE_IO_URING").is_some() => {
-            panic!("io_uring required (TIERPOOL_REQUIRE_IO_URING) but refused: {e}")
-        }
         Err(e) => {
-            eprintln!("io_uring refused by this kernel ({e}): test skipped");
+            io_uring_refused(e);
             None
         }
     }
-}
-
-fn data(seed: u64, n: usize) -> Vec<u8> {
-    let mut r = Rng(seed);
-    (0..n).map(|_| r.next() as u8).collect()
-}
-
-fn temp_path(name: &str) -> std::path::PathBuf {
-    std::env::temp_dir().join(format!("tierpool-compio-{}-{name}", std::process::id()))
 }
 
 #[test]

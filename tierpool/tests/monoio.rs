@@ -11,7 +11,7 @@ use monoio::io::{AsyncReadRent, AsyncWriteRentExt};
 use tierpool::BufferPool;
 
 mod common;
-use common::Rng;
+use common::{io_uring_refused, random_bytes as data, temp_path};
 
 /// Runs `f` on a monoio io_uring runtime; false (with a message) where io_uring is refused.
 fn run<F: Future<Output = ()>>(f: F) -> bool {
@@ -23,23 +23,11 @@ fn run<F: Future<Output = ()>>(f: F) -> bool {
             rt.block_on(f);
             true
         }
-        Err(e) if std::env::var_os("TIERPOOL_REQUIRE_IO_URING").is_some() => {
-            panic!("io_uring required (TIERPOOL_REQUIRE_IO_URING) but refused: {e}")
-        }
         Err(e) => {
-            eprintln!("io_uring refused by this kernel ({e}): test skipped");
+            io_uring_refused(e);
             false
         }
     }
-}
-
-fn data(seed: u64, n: usize) -> Vec<u8> {
-    let mut r = Rng(seed);
-    (0..n).map(|_| r.next() as u8).collect()
-}
-
-fn temp_path(name: &str) -> std::path::PathBuf {
-    std::env::temp_dir().join(format!("tierpool-monoio-{}-{name}", std::process::id()))
 }
 
 #[test]

@@ -119,3 +119,24 @@ unsafe impl GlobalAlloc for Counting {
         unsafe { System.dealloc(p, l) }
     }
 }
+
+/// `n` pseudo-random bytes from `seed` (the same every run).
+pub fn random_bytes(seed: u64, n: usize) -> Vec<u8> {
+    let mut r = Rng(seed);
+    (0..n).map(|_| r.next() as u8).collect()
+}
+
+/// A path in the temporary directory, unique to this process and `name`.
+pub fn temp_path(name: &str) -> std::path::PathBuf {
+    std::env::temp_dir().join(format!("tierpool-{}-{name}", std::process::id()))
+}
+
+/// What the io_uring tests do when the kernel refuses io_uring (`why`): fail if
+/// `TIERPOOL_REQUIRE_IO_URING` is set (as `.ci/run` sets it, so CI cannot pass with the tests
+/// skipped), else say so; the caller then returns without testing.
+pub fn io_uring_refused(why: impl std::fmt::Display) {
+    if std::env::var_os("TIERPOOL_REQUIRE_IO_URING").is_some() {
+        panic!("io_uring required (TIERPOOL_REQUIRE_IO_URING) but refused: {why}");
+    }
+    eprintln!("io_uring refused by this kernel ({why}): test skipped");
+}
