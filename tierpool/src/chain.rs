@@ -213,7 +213,9 @@ impl PooledChain {
     /// Reads `io` to its end into pooled chunks of `chunk` bytes each (the last one may be
     /// shorter), without knowing the length up front: no growth copies, no slack beyond the
     /// last chunk's tier. With a budget on `pool` each chunk waits for room
-    /// ([`BufferPool::acquire`]).
+    /// ([`BufferPool::acquire`]) while the chunks already read are held, so keep `limit` well
+    /// below the budget divided by the number of concurrent readers, or readers can wait on
+    /// each other.
     ///
     /// # Errors
     /// What `io` returns; `InvalidData` if the stream is longer than `limit` bytes (what was
