@@ -1,184 +1,59 @@
 //! The budget on bytes in use ([`Builder::max_in_use_bytes`](crate::Builder::max_in_use_bytes)):
-//! the shared account, its queue of waiters, and each thread's credit.
+//! the shared account and its queue of waiters.
 //!
 //! # The protocol
 //!
 //! The budget's `limit` bytes are always in exactly one of four places:
 //!
 //! ```text
-//!   limit = free                     (the shared account, under its lock)
-//!         + Σ have of queued waiters (the front waiter accumulates what is released)
-//!         + Σ credit of thread caches (each thread's own, an atomic in its cache)
-//!         + in use                   (charged to buffers handed out, and to granted waiters)
+//!   limit = free                       (the shared account, under its lock)
+//!         + Σ have of queued waiters   (the front waiter accumulates what is released)
+//!         + Σ bytes on thread stacks   (buffers a thread cache holds count as charged)
+//!         + in use                     (charged to buffers handed out, and to granted waiters)
 //! ```
 //!
-//! Every move between them is a single atomic step (a read-modify-write of one credit, or a
-//! critical section of the account), so in use can never exceed `limit`: a buffer is handed
-//! out only after its charge moved into "in use" from a credit or from `free`.
+//! A buffer is charged when it leaves the shared side (the depot or the allocator) and
+//! refunded when it goes back there (to the depot, or freed); moving between a thread cache's
+//! stack and a user costs nothing. So the fast path of a pool with a budget is the fast path
+//! of a pool without one, instruction for instruction: a get from the stack and a return onto
+//! it move a buffer between "on a stack" and "in use", both charged. Since a stack's buffers
+//! are never counted as free, in use never exceeds `limit`.
 //!
-//! - **A get** charges the buffer's capacity (its tier's size; above the largest tier, the
-//!   size rounded up to 4 KiB) to this thread's credit: one compare-and-swap on a line only
-//!   this thread writes in steady state (no shared write). When the credit is short, the
-//!   thread hands its credit to the account and takes the charge plus a refill of up to
-//!   `credit_max` under the account's lock, if no one is queued.
-//! - **A return** adds the charge back to the returning thread's credit (one `fetch_add`).
-//!   Above `credit_max` it gives the excess beyond half of `credit_max` to the account; under
-//!   pressure it gives all of it.
+//! - **A get** that its stack cannot serve takes its buffer's charge (its tier's size; above
+//!   the largest tier, the size rounded up to 4 KiB) from the account, and with a refill from
+//!   the depot the charge of the whole batch, if no one is queued and it fits. Otherwise it
+//!   waits.
+//! - **A return** onto a stack costs nothing; one the stack cannot take goes to the depot or
+//!   is freed, and its charge goes back to the account (to the front waiter first). Batches
+//!   flushed from a stack to the depot are refunded as a batch.
 //! - **A waiter** joins a FIFO queue. Only the front waiter accumulates released bytes, so a
 //!   large request is never starved by a stream of small ones: once it is at the front,
 //!   everything released goes to it until it is served. Joining sets the *pressure* flag and
-//!   then *sweeps* every thread cache's credit into the account (an atomic swap each), so no
-//!   idle thread holds budget a waiter needs, and the waiter never waits on another thread's
-//!   cooperation.
-//! - **Idle credit**: at most `credit_max` per thread cache (`limit / 16`, at most the thread
-//!   cache budget), and none once a waiter has swept it. A `try_get` that finds the account
-//!   short sweeps too before it refuses.
+//!   then *sweeps* every thread cache: each is reclaimed (`cache/reclaim.rs`) and its stacks go
+//!   to the depot, refunded, whether its owner is busy or has been idle for an hour. So no idle
+//!   thread holds budget a waiter needs, and the waiter waits on no thread's cooperation.
+//!   While the flag is up, thread caches keep nothing: every operation takes the slow path,
+//!   and returns go to the depot and the account.
+//! - **How much a thread may hold**: a budgeted pool's thread caches hold at most
+//!   `min(limit / 16, thread_cache_bytes)` each, so that one thread cannot sit on the whole
+//!   budget between two sweeps.
 //!
-//! Why credit cannot be stranded under pressure: a return adds to its credit (`SeqCst`) and
-//! then reads the pressure flag (`SeqCst`); a waiter sets the flag (`SeqCst`) and then swaps
-//! every credit (`SeqCst`). In the single order of `SeqCst` operations, either the return's
-//! read comes after the flag was set (it sees pressure and gives its credit back) or its add
-//! comes before the sweep's swap (which takes it). The loom model
-//! `loom_budget_credit_is_never_stranded` checks it.
+//! Why nothing is stranded: the sweep runs after the flag is up, and reclaims every cache
+//! under that cache's lock after its owner's current operation (if any) has finished; the
+//! owner's next operation finds its doorbell rung, takes the same lock, and so sees the flag.
+//! The loom model `loom_budget_sweep_strands_nothing` checks it.
 
 use std::collections::VecDeque;
 use std::task::Waker;
 use std::time::{Duration, Instant};
 
-use crate::sync::{lock, AtomicBool, AtomicUsize, Mutex, Ordering};
+use crate::sync::{lock, AtomicBool, Mutex, Ordering};
 
-/// The bit of a pool's key that marks a pool with a budget. Caches of such a pool arm their
-/// doorbell with the key without it, so the unbudgeted fast paths (which compare the doorbell
-/// with the whole key) always miss, and budgeted operations take their own path at no cost to
-/// pools without a budget.
-pub(crate) const BUDGETED: u32 = 1 << 31;
+/// The largest `max_in_use_bytes` (about 8 TiB): what a buffer's tag can record as a charge.
+pub const MAX_BUDGET: usize = crate::key::MAX_PAGES * crate::key::PAGE;
 
-/// The doorbell value of the caches of the pool with key `key`.
-#[inline(always)]
-pub(crate) fn arm(key: u32) -> u32 {
-    key & !BUDGETED
-}
-
-/// Budget charges are kept in a `PooledBuf`'s tier field: a tier hint with this bit set is a
-/// buffer charged its tier's size.
-pub(crate) const TAG_TIERED: u32 = 1 << 30;
-/// A tier field with this bit set (and not one of the two reserved values `u32::MAX`,
-/// `u32::MAX - 1`) is a buffer above the largest tier, charged the low 31 bits in pages.
-pub(crate) const TAG_OVERSIZE: u32 = 1 << 31;
-/// The unit of charges above the largest tier.
-pub(crate) const PAGE: usize = 4096;
-/// The most pages a charge can encode (the largest budget is this many pages).
-pub(crate) const MAX_PAGES: usize = (u32::MAX - 2 - TAG_OVERSIZE) as usize;
-/// The largest `max_in_use_bytes` (about 8 TiB).
-pub const MAX_BUDGET: usize = MAX_PAGES * PAGE;
-
-/// Shares of the budget a thread cache may hold as credit: `limit / CREDIT_SHARE`.
-pub(crate) const CREDIT_SHARE: usize = 16;
-
-/// What a `PooledBuf`'s tier field says about its charge.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Charge {
-    /// Not charged (an adopted `Vec`, or a pool without budget).
-    None,
-    /// Charged its tier's size; the tier hint (byte offset) follows.
-    Tier(u32),
-    /// Charged this many bytes (above the largest tier).
-    Bytes(usize),
-}
-
-impl Charge {
-    /// Decodes the tier field of a buffer from a budgeted pool.
-    #[inline]
-    pub(crate) fn of(tag: u32) -> Charge {
-        if tag >= u32::MAX - 1 {
-            Charge::None
-        } else if tag & TAG_OVERSIZE != 0 {
-            Charge::Bytes((tag & !TAG_OVERSIZE) as usize * PAGE)
-        } else if tag & TAG_TIERED != 0 {
-            Charge::Tier(tag & !TAG_TIERED)
-        } else {
-            Charge::None
-        }
-    }
-
-    /// The tier hint to return the buffer with (`u32::MAX`, none, above the largest tier).
-    #[inline]
-    pub(crate) fn hint(self) -> u32 {
-        match self {
-            Charge::Tier(hint) => hint,
-            _ => u32::MAX,
-        }
-    }
-}
-
-/// The charge of a buffer above the largest tier, for `n` bytes: `(bytes, tag)`.
-pub(crate) fn oversize_charge(n: usize) -> Option<(usize, u32)> {
-    let pages = n.div_ceil(PAGE).max(1);
-    (pages <= MAX_PAGES).then(|| (pages * PAGE, TAG_OVERSIZE | pages as u32))
-}
-
-/// A thread cache's credit: budget bytes its thread may charge without asking.
-///
-/// The owner takes and adds with read-modify-writes on its own cache line (never contended in
-/// steady state); a waiter may [`sweep`](Self::sweep) it from any thread at any time. Every
-/// operation is one atomic step, so no byte is lost or counted twice.
-#[derive(Debug, Default)]
-pub(crate) struct Credit(AtomicUsize);
-
-impl Credit {
-    /// Takes `charge` if the credit holds that much.
-    #[inline]
-    pub(crate) fn take(&self, charge: usize) -> bool {
-        let mut cur = self.0.load(Ordering::Relaxed);
-        loop {
-            if cur < charge {
-                return false;
-            }
-            match self.0.compare_exchange_weak(
-                cur,
-                cur - charge,
-                Ordering::Relaxed,
-                Ordering::Relaxed,
-            ) {
-                Ok(_) => return true,
-                Err(now) => cur = now,
-            }
-        }
-    }
-
-    /// Adds `bytes`; returns the new credit. `SeqCst`: see the module docs.
-    #[inline]
-    pub(crate) fn add(&self, bytes: usize) -> usize {
-        self.0.fetch_add(bytes, Ordering::SeqCst) + bytes
-    }
-
-    /// Takes the whole credit (any thread). `SeqCst`: see the module docs.
-    pub(crate) fn sweep(&self) -> usize {
-        self.0.swap(0, Ordering::SeqCst)
-    }
-
-    /// Takes what is above `keep`.
-    fn take_above(&self, keep: usize) -> usize {
-        let mut cur = self.0.load(Ordering::Relaxed);
-        loop {
-            if cur <= keep {
-                return 0;
-            }
-            match self
-                .0
-                .compare_exchange_weak(cur, keep, Ordering::SeqCst, Ordering::Relaxed)
-            {
-                Ok(_) => return cur - keep,
-                Err(now) => cur = now,
-            }
-        }
-    }
-
-    /// The credit now.
-    pub(crate) fn get(&self) -> usize {
-        self.0.load(Ordering::Relaxed)
-    }
-}
+/// Shares of the budget a thread cache may hold: `limit / CACHE_SHARE`.
+pub(crate) const CACHE_SHARE: usize = 16;
 
 /// How a waiter is woken.
 #[derive(Debug)]
@@ -227,7 +102,8 @@ struct Account {
     /// Tickets served and not yet collected (their bytes are in use).
     served: Vec<(u64, usize)>,
     next_id: u64,
-    /// The most bytes ever out of the account (in use plus credit): `limit - free - queued`.
+    /// The most bytes ever out of the account (in use plus on thread stacks):
+    /// `limit - free - queued`.
     peak: usize,
     waits: u64,
     wait_total: Duration,
@@ -239,8 +115,9 @@ struct Account {
 #[derive(Debug)]
 pub(crate) struct Budget {
     limit: usize,
-    credit_max: usize,
-    /// True while the queue is not empty: returns give all their credit back.
+    /// True while the queue is not empty: thread caches keep nothing. Written under the
+    /// account's lock; read by owners under their cache's lock or after a sweep reclaimed
+    /// their cache (module docs), so `Relaxed` is enough.
     pressure: AtomicBool,
     account: Mutex<Account>,
 }
@@ -260,11 +137,10 @@ pub(crate) struct AccountStats {
 }
 
 impl Budget {
-    /// A budget of `limit` bytes; thread caches hold at most `credit_max` of it idle.
-    pub(crate) fn new(limit: usize, credit_max: usize) -> Self {
+    /// A budget of `limit` bytes.
+    pub(crate) fn new(limit: usize) -> Self {
         Budget {
             limit,
-            credit_max,
             pressure: AtomicBool::new(false),
             account: Mutex::new(Account {
                 free: limit,
@@ -286,52 +162,24 @@ impl Budget {
         self.limit
     }
 
-    /// The most credit a thread cache keeps while no one waits.
-    pub(crate) fn credit_max(&self) -> usize {
-        self.credit_max
-    }
-
     /// True while someone waits.
     pub(crate) fn under_pressure(&self) -> bool {
-        self.pressure.load(Ordering::SeqCst)
+        self.pressure.load(Ordering::Relaxed)
     }
 
-    /// Adds `charge` back to `credit` (a return on the credit's owning thread). Returns what
-    /// the credit should not keep, taken out of it, for the caller to
-    /// [`release`](Self::release) (after it let go of the cache): everything under pressure,
-    /// the excess over half of `credit_max` above `credit_max`, otherwise nothing.
-    #[inline]
-    pub(crate) fn credit_back(&self, credit: &Credit, charge: usize) -> usize {
-        let now = credit.add(charge);
-        if self.under_pressure() {
-            credit.sweep()
-        } else if now > self.credit_max {
-            credit.take_above(self.credit_max / 2)
-        } else {
-            0
+    /// Takes `charge` bytes, and as many more multiples of `unit` (`> 0`) up to `more` as
+    /// are free, if no one is queued and `charge` fits. Returns the extra bytes taken, or
+    /// `None` (nothing taken) if the charge must wait.
+    pub(crate) fn try_take(&self, charge: usize, more: usize, unit: usize) -> Option<usize> {
+        let mut a = lock(&self.account);
+        if !a.queue.is_empty() || a.free < charge {
+            return None;
         }
-    }
-
-    /// Moves `returned` bytes into the account, then takes `charge` and up to `refill` more,
-    /// if no one is queued and `charge` fits. Returns the refill taken (to be added to the
-    /// caller's credit with [`Budget::credit_back`]), or `None` if `charge` did not
-    /// fit (`returned` stays in the account either way).
-    pub(crate) fn try_take(&self, charge: usize, returned: usize, refill: usize) -> Option<usize> {
-        let mut wake = Vec::new();
-        let r = {
-            let mut a = lock(&self.account);
-            self.deposit(&mut a, returned, &mut wake);
-            if a.queue.is_empty() && a.free >= charge {
-                let extra = refill.min(a.free - charge);
-                a.free -= charge + extra;
-                self.note_peak(&mut a);
-                Some(extra)
-            } else {
-                None
-            }
-        };
-        wake.into_iter().for_each(Wake::wake);
-        r
+        let room = (a.free - charge).min(more);
+        let extra = room - room % unit.max(1);
+        a.free -= charge + extra;
+        self.note_peak(&mut a);
+        Some(extra)
     }
 
     /// Counts a refusal (a `try_get` over budget).
@@ -375,7 +223,7 @@ impl Budget {
         }
         a.free = bytes;
         if a.queue.is_empty() {
-            self.pressure.store(false, Ordering::SeqCst);
+            self.pressure.store(false, Ordering::Relaxed);
         }
         self.note_peak(a);
     }
@@ -385,7 +233,7 @@ impl Budget {
     }
 
     /// Joins the queue for `need` bytes, and sets the pressure flag. The caller then sweeps
-    /// the thread caches' credit (`PoolState::sweep_credit`) and waits.
+    /// the thread caches (`cache/reclaim.rs`) and waits.
     pub(crate) fn enqueue(&self, need: usize, wake: Wake) -> Ticket {
         let mut woken = Vec::new();
         let ticket = {
@@ -400,7 +248,7 @@ impl Budget {
                 since: Instant::now(),
                 wake,
             });
-            self.pressure.store(true, Ordering::SeqCst);
+            self.pressure.store(true, Ordering::Relaxed);
             // A new front accumulates what is free at once.
             self.deposit(&mut a, 0, &mut woken);
             Ticket { id, need }
@@ -496,30 +344,29 @@ mod tests {
     use super::*;
 
     #[test]
-    fn charges_round_trip_through_the_tag() {
-        assert_eq!(Charge::of(u32::MAX), Charge::None);
-        assert_eq!(Charge::of(u32::MAX - 1), Charge::None);
-        assert_eq!(Charge::of(128), Charge::None);
-        assert_eq!(Charge::of(TAG_TIERED | 128), Charge::Tier(128));
-        let (bytes, tag) = oversize_charge(PAGE + 1).unwrap();
+    fn a_take_gets_its_charge_and_whole_units_of_what_is_free() {
+        let b = Budget::new(100);
         assert_eq!(
-            (bytes, Charge::of(tag)),
-            (2 * PAGE, Charge::Bytes(2 * PAGE))
+            b.try_take(30, 100, 20),
+            Some(60),
+            "30 + three units of 20 of the 70 free"
         );
-        let (bytes, tag) = oversize_charge(MAX_BUDGET).unwrap();
-        assert_eq!(Charge::of(tag), Charge::Bytes(bytes));
-        assert!(oversize_charge(MAX_BUDGET + 1).is_none());
-        assert_eq!(oversize_charge(0).unwrap().0, PAGE);
+        assert_eq!(b.snapshot().free, 10);
+        assert_eq!(b.try_take(20, 0, 1), None, "does not fit");
+        assert_eq!(b.try_take(10, 50, 20), Some(0));
+        b.release(100);
+        assert_eq!(b.snapshot().free, 100);
+        assert_eq!(b.snapshot().peak, 100);
     }
 
     #[test]
     fn the_front_waiter_accumulates_and_later_ones_wait_their_turn() {
-        let b = Budget::new(100, 10);
-        assert_eq!(b.try_take(60, 0, 0), Some(0));
+        let b = Budget::new(100);
+        assert_eq!(b.try_take(60, 0, 1), Some(0));
         let big = b.enqueue(100, Wake::Task(None));
         assert!(b.under_pressure());
         // A small request behind the large one does not jump the queue.
-        assert_eq!(b.try_take(1, 0, 0), None);
+        assert_eq!(b.try_take(1, 0, 1), None);
         let small = b.enqueue(1, Wake::Task(None));
         assert!(!b.poll(&big, None));
         b.release(60);
@@ -535,8 +382,8 @@ mod tests {
 
     #[test]
     fn a_cancelled_front_passes_its_bytes_on() {
-        let b = Budget::new(100, 10);
-        assert_eq!(b.try_take(100, 0, 0), Some(0));
+        let b = Budget::new(100);
+        assert_eq!(b.try_take(100, 0, 1), Some(0));
         let first = b.enqueue(80, Wake::Task(None));
         let second = b.enqueue(30, Wake::Task(None));
         b.release(50); // all to the front
@@ -552,8 +399,8 @@ mod tests {
 
     #[test]
     fn a_served_but_uncollected_ticket_gives_everything_back_when_cancelled() {
-        let b = Budget::new(10, 1);
-        assert_eq!(b.try_take(10, 0, 0), Some(0));
+        let b = Budget::new(10);
+        assert_eq!(b.try_take(10, 0, 1), Some(0));
         let t = b.enqueue(10, Wake::Task(None));
         b.release(10);
         b.cancel(t);
@@ -561,28 +408,34 @@ mod tests {
     }
 
     #[test]
-    fn credit_refunds_keep_half_the_maximum_and_all_goes_back_under_pressure() {
-        let b = Budget::new(1000, 100);
-        let c = Credit::default();
-        let refund = |charge| b.release(b.credit_back(&c, charge));
-        assert_eq!(b.try_take(200, 0, 0), Some(0));
-        refund(150);
-        assert_eq!(c.get(), 50, "above the maximum: back down to half of it");
-        assert_eq!(b.snapshot().free, 900, "50 in use, 50 credit");
-        let t = b.enqueue(1000, Wake::Task(None));
-        assert!(
-            !b.poll(&t, None),
-            "50 bytes are still charged, 50 are credit"
+    fn nothing_jumps_the_queue_and_pressure_lasts_while_anyone_waits() {
+        let b = Budget::new(10);
+        assert_eq!(b.try_take(10, 0, 1), Some(0));
+        let t = b.enqueue(5, Wake::Task(None));
+        assert!(b.under_pressure());
+        b.release(3);
+        assert_eq!(
+            b.try_take(1, 0, 1),
+            None,
+            "3 are free, but the queue is first"
         );
-        refund(50);
-        assert_eq!(c.get(), 0, "under pressure every byte goes back");
+        b.release(2);
+        assert!(!b.under_pressure(), "served: the queue is empty");
         assert!(b.poll(&t, None));
+        assert_eq!(
+            b.try_take(1, 0, 1),
+            None,
+            "5 are in use by the waiter, 5 outside"
+        );
+        b.release(5);
+        b.release(5);
+        assert_eq!(b.snapshot().free, 10);
     }
 
     #[test]
     fn blocking_wait_times_out_and_returns_what_it_gathered() {
-        let b = Budget::new(10, 1);
-        assert_eq!(b.try_take(10, 0, 0), Some(0));
+        let b = Budget::new(10);
+        assert_eq!(b.try_take(10, 0, 1), Some(0));
         b.release(4);
         let t = b.enqueue(10, Wake::Thread(std::thread::current()));
         let deadline = Instant::now() + Duration::from_millis(20);

@@ -6,12 +6,9 @@ use std::io;
 use std::mem::{self, ManuallyDrop};
 use std::ops::{Deref, DerefMut};
 
-use crate::budget::{arm, Charge, BUDGETED};
-use crate::cache::{Owner, Pushed};
-use crate::policy;
+use crate::cache::{policy, tls, Pushed};
+use crate::key::{Key, Tag};
 use crate::registry;
-use crate::state::PoolState;
-use crate::tls;
 
 /// A `Vec<u8>` on loan from a [`BufferPool`](crate::BufferPool); dropping it returns the buffer.
 ///
@@ -41,155 +38,91 @@ pub struct PooledBuf {
     /// the compiler to inline at every drop site (with a plain `Vec` it stopped inlining it
     /// once a crate had many drop sites: 100 instructions per get+put instead of 63).
     buf: ManuallyDrop<Vec<u8>>,
-    /// The pool's key (`registry.rs`).
-    key: u32,
-    /// The tier the buffer was handed out from, or [`NO_TIER`]: a hint that lets the return
-    /// path skip the tier lookup (it is verified, not trusted).
-    tier: u32,
+    /// The pool's key (`key.rs`).
+    key: Key,
+    /// The tier the buffer was handed out from (a hint that lets the return path skip the
+    /// tier lookup: verified, not trusted), and in a budgeted pool its charge (`key.rs`).
+    tag: Tag,
 }
 
 // The size the docs promise: a `Vec` and eight bytes.
 const _: () = assert!(mem::size_of::<PooledBuf>() == 32);
 
-/// `PooledBuf::tier` when the tier is not known.
-pub(crate) const NO_TIER: u32 = u32::MAX;
-
 /// Returns `v` to the pool with key `key`: the drop path of [`PooledBuf`] and
-/// [`BufferPool::put`](crate::BufferPool::put). `tier` is a hint (for a pool with a budget,
-/// the buffer's charge: see `budget::Charge`).
+/// [`BufferPool::put`](crate::BufferPool::put). A pool with a budget takes the same path:
+/// a buffer on a stack stays charged (`budget.rs`).
 #[inline(always)]
-pub(crate) fn give_back(key: u32, tier: u32, mut v: Vec<u8>) {
-    match tls::fast_push(key, tier, &mut v) {
+pub(crate) fn give_back(key: Key, tag: Tag, mut v: Vec<u8>) {
+    match tls::fast_push(key, tag.hint(), &mut v) {
         // Taken: `v` is an empty `Vec` now, with nothing to free.
         Pushed::Kept => mem::forget(v),
         Pushed::Due => {
             mem::forget(v);
-            tls::service(key, tier);
+            tls::service(key, tag.hint());
         }
-        Pushed::Refused => give_back_slow(v, key, tier),
+        Pushed::Refused => give_back_slow(v, key, tag),
     }
 }
 
-/// A return the fast path could not take; every return to a pool with a budget comes here
-/// (its caches never match the fast path's key).
+/// A return the fast path could not take: through this thread's cache's slow path, or
+/// without one.
 #[cold]
 #[inline(never)]
-fn give_back_slow(v: Vec<u8>, key: u32, tier: u32) {
-    if key & BUDGETED != 0 {
-        let mut v = v;
-        if let Some((pushed, excess)) = tls::push_charged(arm(key), tier, &mut v) {
-            if excess > 0 {
-                release(key, excess);
-            }
-            let hint = Charge::of(tier).hint();
-            match pushed {
-                // Taken: `v` is an empty `Vec` now.
-                Pushed::Kept => mem::forget(v),
-                Pushed::Due => {
-                    mem::forget(v);
-                    tls::service(key, hint);
-                }
-                Pushed::Refused => file(key, v),
-            }
-            return;
-        }
-        refund(key, tier);
-        let hint = Charge::of(tier).hint();
-        match tls::fast_push(arm(key), hint, &mut v) {
-            Pushed::Kept => {}
-            Pushed::Due => tls::service(key, hint),
-            Pushed::Refused => file(key, v),
-        }
-        return;
-    }
-    file(key, v);
+fn give_back_slow(v: Vec<u8>, key: Key, tag: Tag) {
+    tls::slow(
+        key,
+        v,
+        || registry::lookup(key),
+        |o, pool, v| policy::put_slow(o, pool, v, tag),
+        |pool, v| match pool {
+            Some(pool) => pool.put_direct(v, tag),
+            None => drop(v), // the pool is gone
+        },
+    );
 }
 
-/// Files a returned buffer through this thread's cache's slow path, or without one.
-fn file(key: u32, v: Vec<u8>) {
-    let put = policy::put_slow;
-    let Err(v) = tls::with_owner(key, v, put) else {
-        return;
-    };
-    let Err(v) = tls::attach(key, v, || registry::lookup(key), put) else {
-        return;
-    };
-    match registry::lookup(key) {
-        Some(pool) => pool.put_direct(v),
-        None => drop(v), // the pool is gone
-    }
-}
-
-/// Gives `bytes` of credit back to the budget of the pool with key `key`.
-fn release(key: u32, bytes: usize) {
-    let to_pool = |_: &Owner<'_>, pool: &PoolState, bytes| {
-        if let Some(b) = &pool.budget {
-            b.release(bytes);
-        }
-    };
-    if let Err(bytes) = tls::with_owner(key, bytes, to_pool) {
-        if let Some(b) = registry::lookup(key)
-            .as_ref()
-            .and_then(|p| p.budget.as_ref())
-        {
-            b.release(bytes);
-        }
-    }
-}
-
-/// Gives the charge recorded in `tag` back to the budget of the pool with key `key`
-/// (through this thread's credit where it can): a buffer of a budgeted pool came back or
-/// left the pool.
+/// Gives the charge recorded in `tag` back to the budget of the pool with key `key`: a
+/// buffer of a budgeted pool left the pool (`into_vec`, `freeze`d bytes).
 #[cold]
-pub(crate) fn refund(key: u32, tag: u32) {
-    if key & BUDGETED == 0 || Charge::of(tag) == Charge::None {
+pub(crate) fn refund(key: Key, tag: Tag) {
+    if !key.budgeted() || tag == Tag::NONE {
         return;
     }
-    match tls::with_current(arm(key), |o| o.refund(tag)) {
-        Some(0) => return,
-        // What the credit should not keep: released outside the fast path's owner, since
-        // releasing may wake (run) other tasks.
-        Some(bytes) => return release(key, bytes),
-        None => {}
-    }
-    let slow = |o: &Owner<'_>, _: &PoolState, tag: u32| {
-        if let Some(b) = o.budget() {
-            b.release(o.refund(tag));
-        }
-    };
-    let Err(tag) = tls::with_owner(key, tag, slow) else {
-        return;
-    };
-    let Err(tag) = tls::attach(key, tag, || registry::lookup(key), slow) else {
-        return;
-    };
-    if let Some(pool) = registry::lookup(key) {
-        pool.refund_direct(tag);
-    }
+    tls::slow(
+        key,
+        tag,
+        || registry::lookup(key),
+        |_, pool, tag| pool.refund(pool.charge_of(tag)),
+        |pool, tag| {
+            if let Some(pool) = pool {
+                pool.refund(pool.charge_of(tag));
+            }
+        },
+    );
 }
 
 impl PooledBuf {
     #[inline(always)]
-    pub(crate) fn new(buf: Vec<u8>, key: u32, tier: u32) -> Self {
+    pub(crate) fn new(buf: Vec<u8>, key: Key, tag: Tag) -> Self {
         PooledBuf {
             buf: ManuallyDrop::new(buf),
             key,
-            tier,
+            tag,
         }
     }
 
     /// The key of the pool it came from.
     #[inline(always)]
-    pub(crate) fn key(&self) -> u32 {
+    pub(crate) fn key(&self) -> Key {
         self.key
     }
 
     /// The parts of a `PooledBuf`, without running its destructor.
     #[inline(always)]
-    pub(crate) fn into_parts(self) -> (Vec<u8>, u32) {
+    pub(crate) fn into_parts(self) -> (Vec<u8>, Tag) {
         let mut this = ManuallyDrop::new(self);
         // SAFETY: `this` is never dropped (`ManuallyDrop`), so `buf` is taken only here.
-        (unsafe { ManuallyDrop::take(&mut this.buf) }, this.tier)
+        (unsafe { ManuallyDrop::take(&mut this.buf) }, this.tag)
     }
 
     /// Detaches the buffer from its pool: the returned `Vec` is an ordinary one and will not be
@@ -199,7 +132,7 @@ impl PooledBuf {
     pub fn into_vec(self) -> Vec<u8> {
         let mut this = ManuallyDrop::new(self);
         // The bytes leave the pool: with a budget they stop counting as in use.
-        refund(this.key, this.tier);
+        refund(this.key, this.tag);
         // SAFETY: `this` is never dropped (`ManuallyDrop`), so `buf` is taken only here.
         unsafe { ManuallyDrop::take(&mut this.buf) }
     }
@@ -211,7 +144,7 @@ impl Drop for PooledBuf {
         // SAFETY: `drop` runs once, and nothing uses `buf` after it; `into_parts` and
         // `into_vec`, the only other takers, do not run `Drop`.
         let buf = unsafe { ManuallyDrop::take(&mut self.buf) };
-        give_back(self.key, self.tier, buf);
+        give_back(self.key, self.tag, buf);
     }
 }
 

@@ -4,7 +4,6 @@ use std::time::Duration;
 
 use crate::class::{self, Classes, MAX_TIERS};
 use crate::error::ConfigError;
-use crate::BufferPool;
 
 /// Smallest tier of the default configuration.
 pub const DEFAULT_MIN_TIER: usize = 256;
@@ -29,7 +28,7 @@ enum TierSpec {
     },
 }
 
-/// Configures and builds a [`BufferPool`].
+/// Configures and builds a [`BufferPool`](crate::BufferPool).
 ///
 /// Every setting has a documented default; [`build`](Builder::build) validates the whole
 /// configuration and names the first offending value in a [`ConfigError`].
@@ -80,7 +79,7 @@ impl Default for Builder {
 }
 
 impl Builder {
-    /// A builder with the default configuration (see [`BufferPool::new`]).
+    /// A builder with the default configuration (see [`BufferPool::new`](crate::BufferPool::new)).
     pub fn new() -> Self {
         Self::default()
     }
@@ -169,7 +168,7 @@ impl Builder {
         self
     }
 
-    /// After releasing a megabyte or more (decay, [`trim`](BufferPool::trim), buffers refused
+    /// After releasing a megabyte or more (decay, [`trim`](crate::BufferPool::trim), buffers refused
     /// at the cap), ask glibc to give free pages in the middle of its heap back to the system
     /// (`malloc_trim(0)`), at most once per decay interval. Default on; only does anything
     /// where glibc is the C library (Linux `gnu` targets).
@@ -189,9 +188,9 @@ impl Builder {
     /// Caps the bytes **in use**: the total capacity of the buffers handed out and not yet
     /// returned never exceeds `bytes`. Off by default. See the crate docs, "Budgets and
     /// backpressure", for what each way of getting a buffer does when the budget is spent
-    /// ([`get`](BufferPool::get) waits, [`try_get`](BufferPool::try_get) refuses,
-    /// [`acquire`](BufferPool::acquire) waits asynchronously,
-    /// [`get_timeout`](BufferPool::get_timeout) waits up to a timeout).
+    /// ([`get`](crate::BufferPool::get) waits, [`try_get`](crate::BufferPool::try_get) refuses,
+    /// [`acquire`](crate::BufferPool::acquire) waits asynchronously,
+    /// [`get_timeout`](crate::BufferPool::get_timeout) waits up to a timeout).
     ///
     /// A buffer is charged its tier's size, or above the largest tier its size rounded up to
     /// 4 KiB. With a budget the pool keeps only buffers of exactly a tier's size (a grown or
@@ -212,18 +211,6 @@ impl Builder {
     pub fn max_in_use_bytes(mut self, bytes: usize) -> Self {
         self.max_in_use_bytes = Some(bytes);
         self
-    }
-
-    /// Validates the configuration and builds the pool.
-    ///
-    /// # Errors
-    /// A [`ConfigError`] naming the first invalid value: no tiers, a zero tier, a tier above
-    /// `isize::MAX`, too many tiers, an invalid range or step count, a cap that cannot hold one
-    /// buffer of the smallest tier, a thread cache larger than the cap, a zero interval, or a
-    /// budget on bytes in use below the smallest tier or above
-    /// [`MAX_BUDGET`](crate::MAX_BUDGET).
-    pub fn build(self) -> Result<BufferPool, ConfigError> {
-        Ok(BufferPool::from_config(self.validate()?))
     }
 
     pub(crate) fn validate(self) -> Result<Config, ConfigError> {

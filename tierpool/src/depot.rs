@@ -1,13 +1,16 @@
-//! The shared depot: where thread caches exchange batches of buffers.
+//! The shared depot, where thread caches exchange batches of buffers, and the pool's
+//! [`Allowance`]: the one number that bounds what the depot and every thread cache retain.
 //!
-//! One stack of buffers per tier, each behind its own lock on its own cache line, plus one
-//! atomic byte count for the whole depot that enforces `max_retained_bytes`.
+//! One stack of buffers per tier, each behind its own lock on its own cache line. The bytes
+//! the depot holds are counted in the allowance, together with the room thread caches have
+//! reserved (`cache/reserve.rs`), so `max_retained_bytes` bounds both at once.
 //!
 //! # Invariants
-//! - `bytes` is the sum of the capacities of all buffers in all tier stacks, except transiently
-//!   inside an operation: a byte count is *reserved* (added) before buffers are pushed and
-//!   *released* (subtracted) after they are popped, so `bytes <= cap` at every instant and the
-//!   buffers actually present never exceed `bytes`.
+//! - The allowance's `held` is the sum of the capacities of all buffers in the depot plus
+//!   every thread cache's reservation, except transiently inside an operation: bytes are
+//!   *taken* before buffers are pushed or room is reserved and *given* back after buffers
+//!   are popped or room is given up, so `held <= cap` at every instant and what is actually
+//!   retained never exceeds `held`.
 //! - Every buffer in tier `t`'s `exact` stack has capacity exactly `sizes[t]` (these are the
 //!   ones thread caches take in batches); every buffer in its `odd` stack has a larger capacity
 //!   (foreign or grown buffers, filed with
@@ -24,7 +27,71 @@
 //! same effect: memory unused for one interval is gone by the end of the next).
 
 use crate::stats::Stats;
-use crate::sync::{lock, AtomicBool, AtomicUsize, CachePadded, Mutex, MutexGuard, Ordering};
+use crate::sync::{lock, Arc, AtomicBool, AtomicUsize, CachePadded, Mutex, MutexGuard, Ordering};
+
+/// What a pool may retain, depot and thread caches together: `held <= cap` at every instant
+/// (module docs). Shared by the depot and the pool's thread caches; touched only on slow
+/// paths (a batch moved, a reservation changed).
+#[derive(Debug)]
+pub(crate) struct Allowance {
+    held: CachePadded<AtomicUsize>,
+    cap: usize,
+}
+
+impl Allowance {
+    /// An allowance of `cap` bytes, none held.
+    pub(crate) fn new(cap: usize) -> Self {
+        Allowance {
+            held: CachePadded(AtomicUsize::new(0)),
+            cap,
+        }
+    }
+
+    /// Takes `n` bytes if they fit under the cap; false (nothing taken) otherwise.
+    pub(crate) fn take(&self, n: usize) -> bool {
+        // Relaxed is enough: the count is only a budget. The buffers themselves are published
+        // by the depot's locks or their cache's owner, and no reader infers the presence of a
+        // buffer from this count.
+        n == 0
+            || self
+                .held
+                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |cur| {
+                    cur.checked_add(n).filter(|&total| total <= self.cap)
+                })
+                .is_ok()
+    }
+
+    /// Takes the largest multiple of `unit` (`> 0`) up to `n` that fits; returns it.
+    pub(crate) fn take_up_to(&self, n: usize, unit: usize) -> usize {
+        let mut taken = 0;
+        let _ = self
+            .held
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |cur| {
+                let room = self.cap.saturating_sub(cur).min(n);
+                taken = room - room % unit;
+                (taken > 0).then_some(cur + taken)
+            });
+        taken
+    }
+
+    /// Gives back `n` bytes taken before.
+    pub(crate) fn give(&self, n: usize) {
+        if n > 0 {
+            let before = self.held.fetch_sub(n, Ordering::Relaxed);
+            debug_assert!(before >= n, "gave back more than was taken");
+        }
+    }
+
+    /// Bytes held now (depot contents plus reservations).
+    pub(crate) fn held(&self) -> usize {
+        self.held.load(Ordering::Relaxed)
+    }
+
+    /// The cap (`max_retained_bytes`).
+    pub(crate) fn cap(&self) -> usize {
+        self.cap
+    }
+}
 
 #[derive(Debug, Default)]
 struct DepotTier {
@@ -77,8 +144,7 @@ impl DepotTier {
 pub(crate) struct Depot {
     tiers: Box<[CachePadded<Mutex<DepotTier>>]>,
     sizes: Box<[usize]>,
-    bytes: CachePadded<AtomicUsize>,
-    cap: usize,
+    allowance: Arc<Allowance>,
     closed: AtomicBool,
 }
 
@@ -94,40 +160,37 @@ pub(crate) struct Guard<'a> {
 }
 
 impl Depot {
-    /// A depot for tiers of these sizes, holding at most `cap` bytes.
-    pub(crate) fn new(sizes: &[usize], cap: usize) -> Self {
+    /// A depot for tiers of these sizes, counting what it holds in `allowance`.
+    pub(crate) fn new(sizes: &[usize], allowance: Arc<Allowance>) -> Self {
         Depot {
             tiers: sizes
                 .iter()
                 .map(|_| CachePadded(Mutex::new(DepotTier::default())))
                 .collect(),
             sizes: sizes.into(),
-            bytes: CachePadded(AtomicUsize::new(0)),
-            cap,
+            allowance,
             closed: AtomicBool::new(false),
         }
     }
 
-    /// Bytes currently retained in the depot.
-    pub(crate) fn bytes(&self) -> usize {
-        self.bytes.load(Ordering::Relaxed)
+    /// A depot with an allowance of its own of `cap` bytes (for tests and models).
+    #[cfg(test)]
+    pub(crate) fn with_cap(sizes: &[usize], cap: usize) -> Self {
+        Depot::new(sizes, Arc::new(Allowance::new(cap)))
     }
 
-    /// Reserves `n` bytes of the cap; false if they do not fit.
+    /// Bytes currently retained in the depot (locks every tier: for stats and tests).
+    pub(crate) fn bytes(&self) -> usize {
+        self.tiers.iter().map(|t| lock(t).bytes).sum()
+    }
+
+    /// Takes `n` bytes of the allowance; false if they do not fit.
     fn reserve(&self, n: usize) -> bool {
-        // Relaxed is enough: the count is only a budget. The buffers themselves are published
-        // by the tier's lock, and no reader infers the presence of a buffer from this count.
-        self.bytes
-            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |cur| {
-                cur.checked_add(n).filter(|&total| total <= self.cap)
-            })
-            .is_ok()
+        self.allowance.take(n)
     }
 
     fn unreserve(&self, n: usize) {
-        if n > 0 {
-            self.bytes.fetch_sub(n, Ordering::Relaxed);
-        }
+        self.allowance.give(n);
     }
 
     /// Locks tier `t` for a batch move.
@@ -206,13 +269,15 @@ impl Depot {
 
     /// Adds the depot's counters and retained buffers to `into`.
     pub(crate) fn add_to(&self, into: &mut Stats) {
+        let mut bytes = 0;
         for (tier, t) in self.tiers.iter().zip(into.tiers.iter_mut()) {
             let tier = lock(tier);
             t.discarded += tier.discarded;
             t.retained_buffers += tier.exact.len() + tier.odd.len();
             t.retained_bytes += tier.bytes;
+            bytes += tier.bytes;
         }
-        into.depot_bytes += self.bytes();
+        into.depot_bytes += bytes;
     }
 }
 
@@ -250,6 +315,25 @@ impl Guard<'_> {
             self.size,
             "only exact buffers are reserved so"
         );
+        let tier = self.t_mut();
+        tier.bytes += buf.capacity();
+        tier.exact.push(buf);
+    }
+
+    /// Adds a buffer of exactly the tier's size whose bytes are already counted in the
+    /// allowance: a thread cache hands over the room it had reserved for it
+    /// (`cache/reserve.rs`, `transfer_out`).
+    pub(crate) fn push_transferred(&mut self, buf: Vec<u8>) {
+        assert_eq!(
+            buf.capacity(),
+            self.size,
+            "only exact buffers are transferred"
+        );
+        if self.depot.closed.load(Ordering::Relaxed) {
+            // Closed: refused; the room goes back to the allowance as the buffer is freed.
+            self.depot.unreserve(buf.capacity());
+            return;
+        }
         let tier = self.t_mut();
         tier.bytes += buf.capacity();
         tier.exact.push(buf);
@@ -314,7 +398,7 @@ mod tests {
 
     #[test]
     fn put_respects_cap_and_take_returns_newest() {
-        let d = Depot::new(&[40, 20], 100);
+        let d = Depot::with_cap(&[40, 20], 100);
         assert_eq!(put_exact(&d, 0, 3), 2, "only two fit under the cap");
         assert_eq!(d.bytes(), 80);
         assert!(
@@ -335,7 +419,7 @@ mod tests {
 
     #[test]
     fn odd_buffers_are_kept_apart_and_handed_out_one_at_a_time() {
-        let d = Depot::new(&[10], 1000);
+        let d = Depot::with_cap(&[10], 1000);
         d.put_one(0, Vec::with_capacity(15)).unwrap();
         d.put_one(0, Vec::with_capacity(10)).unwrap();
         assert_eq!(d.lock(0).exact_len(), 1);
@@ -347,7 +431,7 @@ mod tests {
 
     #[test]
     fn decay_releases_only_what_stayed_idle() {
-        let d = Depot::new(&[10], 1000);
+        let d = Depot::with_cap(&[10], 1000);
         put_exact(&d, 0, 6);
         assert_eq!(
             d.decay(),
@@ -370,7 +454,7 @@ mod tests {
 
     #[test]
     fn close_empties_and_refuses() {
-        let d = Depot::new(&[10], 1000);
+        let d = Depot::with_cap(&[10], 1000);
         d.put_one(0, Vec::with_capacity(10)).unwrap();
         d.close();
         assert_eq!(d.bytes(), 0);

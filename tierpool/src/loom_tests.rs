@@ -1,6 +1,7 @@
 //! loom models of every place where threads meet: the depot exchange, decay and trim racing
 //! with get/put, pool close racing with returns, the thread caches' doorbell (a ring is never
-//! lost), and counter publication vs. `stats()`.
+//! lost), counter publication vs. `stats()`, a reclaimer taking a cache over while its owner
+//! works on it (module `reclaim`), and the budget's waiters and sweep (module `budget`).
 //!
 //! Run with `RUSTFLAGS="--cfg loom" cargo test -p tierpool --lib --release loom`.
 //! Each model is small (two or three threads, a handful of buffers) so that loom explores every
@@ -11,9 +12,15 @@ use loom::thread;
 use crate::cache::Owner;
 use crate::config::Builder;
 use crate::depot::Depot;
+use crate::key::Key;
 use crate::state::PoolState;
 use crate::sync::Ordering;
 use loom::sync::Arc;
+
+/// A real key for a model's cache (any non-zero slot: the models use no registry).
+fn key(budgeted: bool) -> Key {
+    Key::new(1, budgeted)
+}
 
 /// Drains the depot's tier `t` and returns the sorted capacities found there.
 fn drain(d: &Depot, t: usize) -> Vec<usize> {
@@ -40,7 +47,7 @@ fn put_batch(d: &Depot, t: usize, size: usize, n: usize) -> usize {
 #[test]
 fn loom_depot_batch_exchange_conserves_buffers() {
     loom::model(|| {
-        let d = Arc::new(Depot::new(&[10], 25));
+        let d = Arc::new(Depot::with_cap(&[10], 25));
         d.put_one(0, Vec::with_capacity(10)).unwrap();
         let d1 = d.clone();
         let producer = thread::spawn(move || put_batch(&d1, 0, 10, 2));
@@ -64,7 +71,7 @@ fn loom_depot_batch_exchange_conserves_buffers() {
 #[test]
 fn loom_depot_cap_holds_under_contention() {
     loom::model(|| {
-        let d = Arc::new(Depot::new(&[10, 10], 15));
+        let d = Arc::new(Depot::with_cap(&[10, 10], 15));
         let handles: Vec<_> = (0..2)
             .map(|t| {
                 let d = d.clone();
@@ -84,7 +91,7 @@ fn loom_depot_cap_holds_under_contention() {
 #[test]
 fn loom_decay_and_trim_race_with_get_put() {
     loom::model(|| {
-        let d = Arc::new(Depot::new(&[10], 1000));
+        let d = Arc::new(Depot::with_cap(&[10], 1000));
         put_batch(&d, 0, 10, 2);
         d.decay(); // starts an interval with low water 2
         let d1 = d.clone();
@@ -115,7 +122,7 @@ fn loom_decay_and_trim_race_with_get_put() {
 #[test]
 fn loom_close_races_with_returns() {
     loom::model(|| {
-        let d = Arc::new(Depot::new(&[10], 1000));
+        let d = Arc::new(Depot::with_cap(&[10], 1000));
         let d1 = d.clone();
         let returner = thread::spawn(move || {
             let _ = d1.put_one(0, Vec::with_capacity(20));
@@ -135,11 +142,11 @@ fn loom_counters_publish_and_detach_exactly_once() {
     loom::model(|| {
         let config = Builder::new().tiers([64]).validate().unwrap();
         let state = Arc::new(PoolState::new(config));
-        let cache = state.new_cache(1);
+        let cache = state.new_cache(key(false));
         let s1 = state.clone();
         let worker = thread::spawn(move || {
             // SAFETY: this thread is the cache's only owner from here on.
-            let o = unsafe { Owner::new(&cache) };
+            let o = unsafe { Owner::new_unshared(&cache) };
             assert!(o.set_limit(0, 4));
             // Two returns onto the stack, one hit from it: one buffer stays retained.
             o.push(0, Vec::with_capacity(64), false).unwrap();
@@ -147,7 +154,7 @@ fn loom_counters_publish_and_detach_exactly_once() {
             drop(o.pop(0).unwrap());
             o.drain_oldest(0, usize::MAX, true, drop);
             o.set_limit(0, 0);
-            s1.detach(&cache);
+            s1.caches.detach(&cache);
         });
         let seen = state.stats();
         assert!(seen.tiers[0].hits <= 1, "never double-counted: {seen:?}");
@@ -173,20 +180,24 @@ fn loom_doorbell_ring_is_never_lost() {
     loom::model(|| {
         let config = Builder::new().tiers([64]).validate().unwrap();
         let state = Arc::new(PoolState::new(config));
-        let cache = state.new_cache(1);
+        let cache = state.new_cache(key(false));
         cache.ring(); // an earlier ring the owner is about to handle
         let s1 = state.clone();
-        let trimmer = thread::spawn(move || s1.start_trim());
-        // The owner's side of `policy::service`: re-arm, then look.
-        // SAFETY: this thread is the cache's only owner.
-        let o = unsafe { Owner::new(&cache) };
+        let c1 = cache.clone();
+        let trimmer = thread::spawn(move || {
+            let generation = s1.start_trim();
+            c1.ring(); // what `trim_all` does where caches cannot be reclaimed
+            generation
+        });
+        // The owner's side of `policy::service`: enter (rung: under the lock), re-arm, look.
+        // SAFETY: this thread is the cache's owner, in no other operation on it.
+        let o = unsafe { cache.enter() };
         o.rearm();
         let seen = state.trim_gen.load(Ordering::SeqCst);
         let generation = trimmer.join().unwrap();
         assert!(
             seen == generation || o.rung(),
-            "the trim was neither seen nor left ringing: seen {seen}, trim {generation}, doorbell {}",
-            cache.doorbell_for_tests()
+            "the trim was neither seen nor left ringing: seen {seen}, trim {generation}"
         );
     });
 }
@@ -198,12 +209,16 @@ fn loom_close_is_never_missed_by_a_cache() {
     loom::model(|| {
         let config = Builder::new().tiers([64]).validate().unwrap();
         let state = Arc::new(PoolState::new(config));
-        let cache = state.new_cache(1);
+        let cache = state.new_cache(key(false));
         cache.ring();
         let s1 = state.clone();
-        let closer = thread::spawn(move || s1.close());
-        // SAFETY: this thread is the cache's only owner.
-        let o = unsafe { Owner::new(&cache) };
+        let c1 = cache.clone();
+        let closer = thread::spawn(move || {
+            s1.close();
+            c1.ring();
+        });
+        // SAFETY: this thread is the cache's owner, in no other operation on it.
+        let o = unsafe { cache.enter() };
         o.rearm();
         let saw_closed = state.is_closed();
         closer.join().unwrap();
@@ -221,9 +236,12 @@ fn loom_concurrent_ticks_release_idle_buffers() {
         state.depot.put_one(0, Vec::with_capacity(64)).unwrap();
         state.depot.decay(); // low water = 1: the buffer is idle from here on
         let s1 = state.clone();
-        let t = thread::spawn(move || s1.tick(1));
-        state.tick(1);
-        t.join().unwrap();
+        let t = thread::spawn(move || s1.claim_tick(1));
+        let won = state.claim_tick(1);
+        assert!(
+            won ^ t.join().unwrap(),
+            "exactly one thread claims the tick"
+        );
         assert_eq!(state.depot.bytes(), 0, "the idle buffer was released");
         assert!(!state.closed.load(Ordering::Relaxed));
     });
@@ -257,9 +275,112 @@ fn loom_shared_views_hand_the_buffer_back_exactly_once() {
     });
 }
 
+mod reclaim {
+    //! A reclaimer takes a cache over while its owner works on it (`cache/mod.rs`, "Who may
+    //! touch the stacks"): the owner's busy mark and doorbell against the reclaimer's lock,
+    //! ring and heavy fence, with both fences modelled as `SeqCst` fences (`fence.rs`).
+
+    use loom::sync::Arc;
+    use loom::thread;
+
+    use crate::cache::reclaim::Turn;
+    use crate::cache::{policy, tls_for_models};
+    use crate::config::Builder;
+    use crate::state::PoolState;
+
+    fn pool() -> Arc<PoolState> {
+        let config = Builder::new()
+            .tiers([64])
+            .max_retained_bytes(1 << 10)
+            .thread_cache_bytes(256)
+            .validate()
+            .unwrap();
+        Arc::new(PoolState::new(config))
+    }
+
+    /// The owner takes its cache's one buffer and gives it back (fast path, or slow path
+    /// when the fast one refuses) while a reclaimer empties the cache: the buffer is owned by
+    /// exactly one of them at every step, so every count adds up afterwards (a buffer freed by
+    /// the reclaimer while the owner held it would be freed twice: loom runs the real code).
+    /// With the owner's fence removed from `fence::light`, loom finds the execution where both
+    /// work on the stack at once.
+    #[test]
+    fn loom_reclaim_never_shares_a_buffer_with_the_owner() {
+        let mut model = loom::model::Builder::new();
+        model.preemption_bound = Some(3);
+        model.check(|| {
+            let state = pool();
+            let cache = state.new_cache(super::key(false));
+            {
+                // SAFETY: no other thread reaches the cache yet.
+                let o = unsafe { crate::cache::Owner::new_unshared(&cache) };
+                assert!(o.set_limit(0, 2));
+                o.push(0, Vec::with_capacity(64), false).unwrap();
+            }
+            let (s1, c1) = (state.clone(), cache.clone());
+            let owner = thread::spawn(move || {
+                let (mut v, tag) = tls_for_models::get(&c1, &s1, 64);
+                assert_eq!(v.capacity(), 64);
+                v.push(7); // the owner's write, before it gives the buffer back
+                tls_for_models::give_back(&c1, &s1, v, tag);
+            });
+            let mut released = 0;
+            let done = state.caches.reclaim(
+                Turn::Wait,
+                None,
+                |_| true,
+                |o| {
+                    released += policy::release_all(o, &state);
+                },
+            );
+            assert_eq!(done, Some(1));
+            owner.join().unwrap();
+            let s = state.stats();
+            assert_eq!(s.gets, 1);
+            assert_eq!(
+                s.returned,
+                s.retained_buffers as u64 + s.discarded + s.hits,
+                "every buffer handed back is retained, released or handed out again: {s}"
+            );
+            assert!(s.retained_buffers <= 1);
+            assert!(state.allowance.held() <= state.allowance.cap());
+        });
+    }
+
+    /// A reclaimer and the owner's slow path (the owner found its doorbell rung by an
+    /// earlier reclaim and takes the lock): the owner waits for the reclaimer, then re-arms,
+    /// and nothing is lost.
+    #[test]
+    fn loom_an_owner_coming_back_waits_for_its_reclaimer() {
+        loom::model(|| {
+            let state = pool();
+            let cache = state.new_cache(super::key(false));
+            cache.ring();
+            let (s1, c1) = (state.clone(), cache.clone());
+            let owner = thread::spawn(move || {
+                let v = Vec::with_capacity(64);
+                tls_for_models::give_back(&c1, &s1, v, crate::key::Tag::NONE);
+            });
+            state.caches.reclaim(
+                Turn::Wait,
+                None,
+                |_| true,
+                |o| {
+                    policy::release_all(o, &state);
+                },
+            );
+            owner.join().unwrap();
+            let s = state.stats();
+            assert_eq!(s.returned, 1);
+            assert_eq!(s.retained_buffers as u64 + s.discarded, 1, "{s}");
+        });
+    }
+}
+
 mod budget {
-    //! The budget's credit and waiter protocol (`budget.rs`): no lost wake-up, no over-grant,
-    //! no credit stranded under pressure, cancellation passes bytes on.
+    //! The budget's waiter protocol (`budget.rs`): no lost wake-up, no over-grant,
+    //! cancellation passes bytes on; and the sweep: a buffer returned to a thread cache while
+    //! a waiter joins the queue always reaches the waiter.
 
     use std::future::Future;
     use std::pin::Pin;
@@ -268,25 +389,36 @@ mod budget {
     use loom::sync::Arc;
     use loom::thread;
 
-    use crate::budget::{Budget, Credit, Ticket, Wake};
+    use crate::budget::{Budget, Ticket, Wake};
+    use crate::cache::{policy, tls_for_models};
+    use crate::config::Builder;
+    use crate::key::Tag;
+    use crate::state::PoolState;
 
     /// A waiter for `need` bytes at the budget level, like `Acquire`: enqueues with its waker
-    /// on first poll, then polls its ticket.
-    struct Wait<'a> {
+    /// on first poll (and then runs `after_enqueue`, the sweep), then polls its ticket.
+    struct Wait<'a, F: FnMut()> {
         budget: &'a Budget,
         need: usize,
         ticket: Option<Ticket>,
+        after_enqueue: F,
     }
 
-    impl Future for Wait<'_> {
+    impl<F: FnMut() + Unpin> Future for Wait<'_, F> {
         type Output = ();
         fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
             let this = &mut *self;
-            let ticket = this.ticket.get_or_insert_with(|| {
-                this.budget
-                    .enqueue(this.need, Wake::Task(Some(cx.waker().clone())))
-            });
-            if this.budget.poll(ticket, Some(cx.waker())) {
+            if this.ticket.is_none() {
+                this.ticket = Some(
+                    this.budget
+                        .enqueue(this.need, Wake::Task(Some(cx.waker().clone()))),
+                );
+                (this.after_enqueue)();
+            }
+            if this
+                .budget
+                .poll(this.ticket.as_ref().expect("set"), Some(cx.waker()))
+            {
                 this.ticket = None;
                 Poll::Ready(())
             } else {
@@ -300,8 +432,8 @@ mod budget {
     #[test]
     fn loom_budget_waiter_is_always_woken() {
         loom::model(|| {
-            let b = Arc::new(Budget::new(2, 1));
-            assert_eq!(b.try_take(2, 0, 0), Some(0));
+            let b = Arc::new(Budget::new(2));
+            assert_eq!(b.try_take(2, 0, 1), Some(0));
             let b2 = b.clone();
             let returner = thread::spawn(move || {
                 b2.release(1);
@@ -311,6 +443,7 @@ mod budget {
                 budget: &b,
                 need: 2,
                 ticket: None,
+                after_enqueue: || {},
             });
             returner.join().unwrap();
             let s = b.snapshot();
@@ -318,70 +451,46 @@ mod budget {
         });
     }
 
-    /// A return adds its charge to its thread's credit while a waiter sets the pressure flag
-    /// and sweeps: in every interleaving the credit reaches the waiter (by the sweep, or by
-    /// the return seeing the pressure), so the waiter is served.
+    /// The sweep (`policy::sweep`): a thread makes its cache and gives back a buffer charged
+    /// to the budget (the fast path refuses it: the new cache has no room yet; the slow path
+    /// reserves room and keeps it unless it sees the pressure) while a waiter for the whole
+    /// budget joins the queue and sweeps every cache. In every interleaving the buffer's
+    /// charge reaches the waiter: the sweep takes it from the stack, or the owner sees the
+    /// pressure and refunds it. With the sweep skipping caches that held nothing when it listed
+    /// them, loom finds the deadlock: the owner read the pressure flag before it was raised,
+    /// and reserved and pushed after the listing. (The budget stress test found it first.)
     #[test]
-    fn loom_budget_credit_is_never_stranded() {
-        loom::model(|| {
-            let b = Arc::new(Budget::new(2, 2));
-            let credit = Arc::new(Credit::default());
-            assert_eq!(b.try_take(2, 0, 0), Some(0));
-            let (b2, c2) = (b.clone(), credit.clone());
-            let returner = thread::spawn(move || {
-                // A return on the owning thread: below credit_max, kept unless pressure.
-                let back = b2.credit_back(&c2, 2);
-                b2.release(back);
-            });
-            let ticket = b.enqueue(2, Wake::Task(None));
-            b.release(credit.sweep());
-            returner.join().unwrap();
-            assert!(
-                b.poll(&ticket, None),
-                "the returned bytes reached the waiter"
-            );
-            assert_eq!(credit.get(), 0);
-        });
-    }
-
-    /// Two threads take budget (credit first, then the account with a refill) while a third
-    /// sweeps one's credit: never more than the limit is held, and every byte is accounted
-    /// for at the end. (Three threads with compare-and-swap loops and a mutex: explored with
-    /// at most four preemptions: 7 s; unbounded it ran for over ten minutes.)
-    #[test]
-    fn loom_budget_never_over_grants() {
+    fn loom_budget_sweep_strands_nothing() {
         let mut model = loom::model::Builder::new();
-        model.preemption_bound = Some(4);
+        model.preemption_bound = Some(3);
         model.check(|| {
-            let b = Arc::new(Budget::new(3, 1));
-            let credits = Arc::new([Credit::default(), Credit::default()]);
-            let held = Arc::new(loom::sync::atomic::AtomicUsize::new(0));
-            let taker = |i: usize| {
-                let (b, credits, held) = (b.clone(), credits.clone(), held.clone());
-                thread::spawn(move || {
-                    let c = &credits[i];
-                    let got = c.take(1)
-                        || b.try_take(1, c.sweep(), b.credit_max())
-                            .map(|extra| b.release(b.credit_back(c, extra)))
-                            .is_some();
-                    if got {
-                        let now = held.fetch_add(1, loom::sync::atomic::Ordering::SeqCst) + 1;
-                        assert!(now <= 3);
-                    }
-                    got
-                })
-            };
-            let (t0, t1) = (taker(0), taker(1));
-            let sweeper = {
-                let (b, credits) = (b.clone(), credits.clone());
-                thread::spawn(move || b.release(credits[0].sweep()))
-            };
-            let got = [t0.join().unwrap(), t1.join().unwrap()];
-            sweeper.join().unwrap();
-            assert_eq!(got, [true, true], "3 bytes cover two takers");
-            let s = b.snapshot();
-            let held = held.load(loom::sync::atomic::Ordering::SeqCst);
-            assert_eq!(s.free + credits[0].get() + credits[1].get() + held, 3);
+            let config = Builder::new()
+                .tiers([64])
+                .max_retained_bytes(1 << 10)
+                .thread_cache_bytes(128)
+                .max_in_use_bytes(64 * 16)
+                .validate()
+                .unwrap();
+            let state = Arc::new(PoolState::new(config));
+            let budget = state.budget.as_ref().unwrap();
+            // Everything is in use: one buffer by the owner below, the rest elsewhere.
+            assert_eq!(budget.try_take(64 * 16, 0, 1), Some(0));
+            let s1 = state.clone();
+            let owner = thread::spawn(move || {
+                let cache = s1.new_cache(super::key(true));
+                tls_for_models::give_back(&cache, &s1, Vec::with_capacity(64), Tag::tier(0));
+                cache
+            });
+            loom::future::block_on(Wait {
+                budget,
+                need: 64,
+                ticket: None,
+                after_enqueue: || policy::sweep(&state),
+            });
+            let cache = owner.join().unwrap();
+            budget.release(64 * 16); // the waiter's and the rest
+            assert_eq!(budget.snapshot().free, 64 * 16, "every byte accounted for");
+            drop(cache);
         });
     }
 
@@ -390,8 +499,8 @@ mod budget {
     #[test]
     fn loom_budget_cancel_passes_bytes_on() {
         loom::model(|| {
-            let b = Arc::new(Budget::new(2, 1));
-            assert_eq!(b.try_take(2, 0, 0), Some(0));
+            let b = Arc::new(Budget::new(2));
+            assert_eq!(b.try_take(2, 0, 1), Some(0));
             let first = b.enqueue(2, Wake::Task(None));
             let second = b.enqueue(1, Wake::Task(None));
             let b2 = b.clone();

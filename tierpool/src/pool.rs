@@ -1,5 +1,5 @@
 //! [`BufferPool`], the handle users hold. The state behind it is `PoolState` (`state.rs`);
-//! its gets go through this thread's cache (`tls.rs`, `cache.rs`, `policy.rs`).
+//! its gets go through this thread's cache (`cache/`).
 
 use std::fmt;
 
@@ -8,19 +8,18 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
-use crate::budget::{arm, oversize_charge, Budget, Ticket, Wake, BUDGETED, TAG_TIERED};
-use crate::buf::{give_back, refund, PooledBuf, NO_TIER};
-use crate::cache::{hint_of, Owner};
+use crate::budget::{Budget, Ticket, Wake};
+use crate::buf::{give_back, PooledBuf};
+use crate::cache::reclaim::Turn;
+use crate::cache::{policy, tls};
 use crate::config::{Builder, Config};
-use crate::decay;
-use crate::error::AllocError;
+use crate::error::{AllocError, ConfigError};
 use crate::fresh::{prepare_hit, Fresh};
-use crate::policy;
+use crate::key::{Key, Tag};
 use crate::registry;
-use crate::state::PoolState;
+use crate::state::{Got, PoolState};
 use crate::stats::Stats;
-use crate::sync::{lock, Arc};
-use crate::tls;
+use crate::sync::{lock, Arc, Weak};
 
 /// A size-tiered pool of `Vec<u8>` buffers, shared across threads.
 ///
@@ -48,23 +47,29 @@ use crate::tls;
 /// ```
 #[derive(Clone)]
 pub struct BufferPool {
-    key: u32,
+    key: Key,
     handle: Arc<Handle>,
 }
 
 /// Closes the pool when the last [`BufferPool`] handle goes away.
 struct Handle {
-    key: u32,
+    key: Key,
     state: Arc<PoolState>,
 }
 
 impl Drop for Handle {
     fn drop(&mut self) {
-        self.state.close();
+        // Every thread cache gives up its buffers now (reclaimed), or, where caches cannot be
+        // reclaimed, at its owner's next operation or exit; this thread's own at once.
+        policy::close_all(&self.state);
         registry::unregister(self.key);
-        // This thread's own cache can let go of its buffers at once; other threads' caches
-        // were rung and do so at their next operation or exit.
-        let _ = tls::with_owner(self.key, (), |o, pool, ()| policy::service(o, pool));
+        tls::slow(
+            self.key,
+            (),
+            || None,
+            |o, pool, ()| policy::service(o, pool),
+            |_, ()| {},
+        );
         if let Some(trimmer) = lock(&self.state.trimmer).take() {
             trimmer.unpark();
         }
@@ -99,7 +104,7 @@ impl BufferPool {
         let state = Arc::new(PoolState::new(config));
         let key = registry::register(&state);
         if background {
-            *lock(&state.trimmer) = decay::spawn_trimmer(&state, state.interval);
+            *lock(&state.trimmer) = spawn_trimmer(&state);
         }
         BufferPool {
             key,
@@ -113,19 +118,19 @@ impl BufferPool {
 
     #[inline(always)]
     fn obtain(&self, n: usize, how: Fresh, wait: Wait) -> Result<PooledBuf, AllocError> {
-        let (v, tier) = match tls::fast_pop(self.key, n) {
+        let (v, tag) = match tls::fast_pop(self.key, n) {
             Some(hit) => {
-                let tier = hit.tier;
+                let tag = Tag::from_hint(hit.hint);
                 let mut v = hit.into_vec();
                 prepare_hit(&mut v, n, how);
-                (v, tier)
+                (v, tag)
             }
             // The slow path's result comes through memory; taking it apart here, on its own
             // branch, lets the fast path keep the handle in registers (measured: 17
             // instructions of stack copies per get+drop otherwise).
             None => self.acquire_slow(n, how, wait)?.into_parts(),
         };
-        Ok(PooledBuf::new(v, self.key, tier))
+        Ok(PooledBuf::new(v, self.key, tag))
     }
 
     /// [`obtain`](Self::obtain) for the gets that cannot fail (they panic instead): the slow
@@ -133,16 +138,16 @@ impl BufferPool {
     /// [`AllocError`]'s layout merged into the fast path through the stack: 4 instructions).
     #[inline(always)]
     fn obtain_or_panic(&self, n: usize, how: Fresh) -> PooledBuf {
-        let (v, tier) = match tls::fast_pop(self.key, n) {
+        let (v, tag) = match tls::fast_pop(self.key, n) {
             Some(hit) => {
-                let tier = hit.tier;
+                let tag = Tag::from_hint(hit.hint);
                 let mut v = hit.into_vec();
                 prepare_hit(&mut v, n, how);
-                (v, tier)
+                (v, tag)
             }
             None => self.slow_or_panic(n, how).into_parts(),
         };
-        PooledBuf::new(v, self.key, tier)
+        PooledBuf::new(v, self.key, tag)
     }
 
     #[cold]
@@ -154,64 +159,55 @@ impl BufferPool {
         }
     }
 
-    /// Everything a get can need beyond the fast path; a budgeted pool's gets (whose caches
-    /// never match the fast path's key) all come here.
+    /// Everything a get can need beyond the fast path: the slow path of this thread's cache,
+    /// and with a budget that has no room now, waiting (as `wait` allows) and asking again
+    /// with the charge paid.
     #[cold]
     #[inline(never)]
     fn acquire_slow(&self, n: usize, how: Fresh, wait: Wait) -> Result<PooledBuf, AllocError> {
-        if self.key & BUDGETED != 0 {
-            // The budgeted fast path: the charge from this thread's credit, the buffer from
-            // its stack.
-            return match tls::pop_charged(arm(self.key), n) {
-                Ok(hit) => {
-                    let tag = TAG_TIERED | hit.tier;
-                    let mut v = hit.into_vec();
-                    prepare_hit(&mut v, n, how);
-                    Ok(PooledBuf::new(v, self.key, tag))
-                }
-                Err(Some(hint)) => self.charged(n, how, TAG_TIERED | hint),
-                Err(None) => self.acquire_budgeted(n, how, wait),
-            };
-        }
-        let (v, tier) = self.fetch_slow(n, how)?;
-        Ok(PooledBuf::new(v, self.key, tier))
+        let charge = match self.fetch(n, how, 0)? {
+            Got::Buf(v, tag) => return Ok(PooledBuf::new(v, self.key, tag)),
+            Got::Wait(charge) => self.check_charge(n, charge)?,
+        };
+        self.wait_for(n, charge, wait)?;
+        self.fetch_paid(n, how, charge)
     }
 
-    /// A buffer for `n` bytes through this thread's cache (attached if need be), or without
-    /// one; and its tier hint.
-    fn fetch_slow(&self, n: usize, how: Fresh) -> Result<(Vec<u8>, u32), AllocError> {
-        let get = |o: &Owner<'_>, pool: &PoolState, n| policy::get_slow(o, pool, n, how);
-        Ok(match tls::with_owner(self.key, n, get) {
-            Ok(r) => r?,
-            Err(n) => {
-                let state = || Some(Arc::clone(&self.handle.state));
-                match tls::attach(self.key, n, state, get) {
-                    Ok(r) => r?,
-                    Err(n) => (self.shared().get_direct(n, how)?, NO_TIER),
-                }
-            }
-        })
+    /// A buffer for `n` bytes through this thread's cache, or without one (down the ladder),
+    /// `prepaid` bytes of its charge paid.
+    fn fetch(&self, n: usize, how: Fresh, prepaid: usize) -> Result<Got, AllocError> {
+        tls::slow(
+            self.key,
+            n,
+            || Some(Arc::clone(&self.handle.state)),
+            |o, pool, n| policy::get_slow(o, pool, n, how, prepaid),
+            |pool, n| pool.unwrap_or(self.shared()).get_direct(n, how, prepaid),
+        )
+    }
+
+    /// [`fetch`](Self::fetch) with the whole charge paid, which never has to wait.
+    fn fetch_paid(&self, n: usize, how: Fresh, charge: usize) -> Result<PooledBuf, AllocError> {
+        match self.fetch(n, how, charge)? {
+            Got::Buf(v, tag) => Ok(PooledBuf::new(v, self.key, tag)),
+            Got::Wait(_) => unreachable!("a paid get never waits"),
+        }
     }
 
     /// The budget, for a pool whose key says it has one.
     fn budget(&self) -> &Budget {
         self.shared()
             .budget
-            .as_deref()
-            .expect("a budgeted key belongs to a pool with a budget")
+            .as_ref()
+            .expect("only a pool with a budget asks to wait")
     }
 
-    /// What a buffer for `n` bytes is charged, and the tier field that records it.
-    fn charge(&self, n: usize) -> Result<(usize, u32), AllocError> {
-        let state = self.shared();
+    /// Refuses a charge that can never be served: larger than the whole budget (or a size
+    /// no allocation can have).
+    fn check_charge(&self, n: usize, charge: usize) -> Result<usize, AllocError> {
+        if n > isize::MAX as usize {
+            return Err(AllocError::CapacityOverflow { requested: n });
+        }
         let limit = self.budget().limit();
-        let (charge, tag) = match state.classes.for_get(n) {
-            Some(t) => (state.classes.size(t), TAG_TIERED | hint_of(t)),
-            None if n > isize::MAX as usize => {
-                return Err(AllocError::CapacityOverflow { requested: n })
-            }
-            None => oversize_charge(n).unwrap_or((n, 0)),
-        };
         if charge > limit {
             return Err(AllocError::LargerThanBudget {
                 requested: n,
@@ -219,80 +215,48 @@ impl BufferPool {
                 limit,
             });
         }
-        Ok((charge, tag))
+        Ok(charge)
     }
 
-    fn acquire_budgeted(&self, n: usize, how: Fresh, wait: Wait) -> Result<PooledBuf, AllocError> {
-        let (charge, tag) = self.charge(n)?;
-        if !self.take_budget_now(charge) {
-            let Wait::Until(deadline) = wait else {
-                self.budget().refused();
-                return Err(AllocError::OverBudget {
-                    requested: n,
-                    in_use: self.shared().in_use(),
-                    limit: self.budget().limit(),
-                });
-            };
-            let start = Instant::now();
-            let ticket = self
-                .budget()
-                .enqueue(charge, Wake::Thread(std::thread::current()));
-            self.shared().sweep_credit();
-            if !self.budget().wait(ticket, deadline) {
-                return Err(AllocError::TimedOut {
-                    requested: n,
-                    in_use: self.shared().in_use(),
-                    limit: self.budget().limit(),
-                    waited: start.elapsed(),
-                });
-            }
+    /// Takes `charge` bytes of the budget for a get of `n` that found no room: after sweeping
+    /// the thread caches' buffers back into the account if any hold some, then by waiting in
+    /// line as `wait` allows (the queue sweeps the caches again once it is joined).
+    fn wait_for(&self, n: usize, charge: usize, wait: Wait) -> Result<(), AllocError> {
+        let (state, budget) = (self.shared(), self.budget());
+        if self.take_swept(charge) {
+            return Ok(());
         }
-        self.charged(n, how, tag)
-    }
-
-    /// Takes `charge` bytes of the budget without waiting: from this thread's credit, else
-    /// from the account (with a refill of the credit), else, after sweeping every thread's
-    /// idle credit into the account, from the account again. False if it must wait.
-    fn take_budget_now(&self, charge: usize) -> bool {
-        if tls::with_current(arm(self.key), |o| o.take_credit(charge)) == Some(true) {
-            return true;
-        }
-        let take = |o: &Owner<'_>, pool: &PoolState, c| policy::take_budget(o, pool, c);
-        let taken = match tls::with_owner(self.key, charge, take) {
-            Ok(t) => t,
-            Err(c) => {
-                let state = || Some(Arc::clone(&self.handle.state));
-                match tls::attach(self.key, c, state, take) {
-                    Ok(t) => t,
-                    Err(c) => self.budget().try_take(c, 0, 0).is_some(),
-                }
-            }
+        let Wait::Until(deadline) = wait else {
+            budget.refused();
+            return Err(AllocError::OverBudget {
+                requested: n,
+                in_use: state.in_use(),
+                limit: budget.limit(),
+            });
         };
-        if taken {
-            return true;
+        let start = Instant::now();
+        let ticket = budget.enqueue(charge, Wake::Thread(std::thread::current()));
+        policy::sweep(state);
+        if !budget.wait(ticket, deadline) {
+            return Err(AllocError::TimedOut {
+                requested: n,
+                in_use: state.in_use(),
+                limit: budget.limit(),
+                waited: start.elapsed(),
+            });
         }
-        self.shared().sweep_credit();
-        self.budget().try_take(charge, 0, 0).is_some()
+        Ok(())
     }
 
-    /// A buffer for `n` bytes whose charge (recorded in `tag`) is already taken; gives the
-    /// charge back if the allocation fails.
-    fn charged(&self, n: usize, how: Fresh, tag: u32) -> Result<PooledBuf, AllocError> {
-        let got = match tls::fast_pop(arm(self.key), n) {
-            Some(hit) => {
-                let mut v = hit.into_vec();
-                prepare_hit(&mut v, n, how);
-                Ok(v)
-            }
-            None => self.fetch_slow(n, how).map(|(v, _)| v),
-        };
-        match got {
-            Ok(v) => Ok(PooledBuf::new(v, self.key, tag)),
-            Err(e) => {
-                refund(self.key, tag);
-                Err(e)
-            }
+    /// Takes `charge` bytes from the account after sweeping the thread caches into it, if
+    /// they hold anything; false if that was not enough (nothing taken).
+    fn take_swept(&self, charge: usize) -> bool {
+        let state = self.shared();
+        if state.caches.held_bytes() == 0 {
+            return false;
         }
+        policy::sweep(state);
+        self.budget().try_take(charge, 0, 1).is_some()
     }
 
     /// A buffer with `len() == 0` and `capacity() >= n`, from the smallest tier that fits `n`
@@ -445,7 +409,7 @@ impl BufferPool {
     /// ```
     #[inline]
     pub fn put(&self, buf: Vec<u8>) {
-        give_back(self.key, NO_TIER, buf);
+        give_back(self.key, Tag::NONE, buf);
     }
 
     /// A snapshot of the pool's counters. See [`Stats`] for what is exact when.
@@ -466,9 +430,22 @@ impl BufferPool {
     /// ```
     pub fn trim(&self) -> usize {
         let state = self.shared();
-        let generation = state.start_trim();
-        let own = tls::with_owner(self.key, (), |o, _, ()| policy::trimmed(o, generation));
-        let bytes = own.unwrap_or(0) + state.depot.trim();
+        let caches = match policy::trim_all(state) {
+            Some(bytes) => bytes,
+            // Caches cannot be reclaimed here: this thread's own releases now, the others at
+            // their owners' next operation.
+            None => tls::slow(
+                self.key,
+                (),
+                || None,
+                |o, pool, ()| {
+                    o.set_trim_gen(pool.trim_gen.load(std::sync::atomic::Ordering::Relaxed));
+                    policy::release_all(o, pool)
+                },
+                |_, ()| 0,
+            ),
+        };
+        let bytes = caches + state.depot.trim();
         state.allocator_trim.released(bytes);
         state.allocator_trim.run_now();
         bytes
@@ -484,8 +461,10 @@ impl BufferPool {
         self.shared().max_retained_bytes
     }
 
-    /// The budget of each thread's cache for this pool. Total retained memory is at most
-    /// `max_retained_bytes() + threads * thread_cache_bytes()`.
+    /// The most each thread's cache for this pool may hold (under a budget on bytes in use,
+    /// caches hold at most `min(thread_cache_bytes, max_in_use_bytes / 16)`). Whatever the
+    /// number of threads, the depot and all thread caches together retain at most
+    /// [`max_retained_bytes`](Self::max_retained_bytes).
     pub fn thread_cache_bytes(&self) -> usize {
         self.shared().thread_cache_bytes
     }
@@ -532,7 +511,8 @@ enum AcquireState {
     /// In the budget's queue.
     Waiting {
         ticket: Ticket,
-        tag: u32,
+        /// The bytes it waits for.
+        charge: usize,
     },
     Done,
 }
@@ -545,38 +525,42 @@ impl Future for Acquire<'_> {
         let pool = this.pool;
         let n = this.n;
         if let AcquireState::Start = this.state {
-            if pool.key & BUDGETED == 0 {
+            if !pool.key.budgeted() {
                 this.state = AcquireState::Done;
                 return Poll::Ready(pool.try_get(n));
             }
-            let (charge, tag) = match pool.charge(n) {
-                Ok(c) => c,
-                Err(e) => {
-                    this.state = AcquireState::Done;
-                    return Poll::Ready(Err(e));
-                }
-            };
-            if pool.take_budget_now(charge) {
+            let ready = |this: &mut Self, r| {
                 this.state = AcquireState::Done;
-                return Poll::Ready(pool.charged(n, Fresh::Fallible, tag));
+                Poll::Ready(r)
+            };
+            let charge = match pool.fetch(n, Fresh::Fallible, 0) {
+                Ok(Got::Buf(v, tag)) => return ready(this, Ok(PooledBuf::new(v, pool.key, tag))),
+                Ok(Got::Wait(charge)) => match pool.check_charge(n, charge) {
+                    Ok(c) => c,
+                    Err(e) => return ready(this, Err(e)),
+                },
+                Err(e) => return ready(this, Err(e)),
+            };
+            if pool.take_swept(charge) {
+                return ready(this, pool.fetch_paid(n, Fresh::Fallible, charge));
             }
             // The waker goes in with the ticket, so a grant between here and the check below
             // wakes this task: no lost wake-up.
             let ticket = pool
                 .budget()
                 .enqueue(charge, Wake::Task(Some(cx.waker().clone())));
-            this.state = AcquireState::Waiting { ticket, tag };
-            pool.shared().sweep_credit();
+            this.state = AcquireState::Waiting { ticket, charge };
+            policy::sweep(pool.shared());
         }
-        let AcquireState::Waiting { ticket, tag } = &this.state else {
+        let AcquireState::Waiting { ticket, charge } = &this.state else {
             panic!("`Acquire` polled after it completed");
         };
         if !pool.budget().poll(ticket, Some(cx.waker())) {
             return Poll::Pending;
         }
-        let tag = *tag;
+        let charge = *charge;
         this.state = AcquireState::Done;
-        Poll::Ready(pool.charged(n, Fresh::Fallible, tag))
+        Poll::Ready(pool.fetch_paid(n, Fresh::Fallible, charge))
     }
 }
 
@@ -588,6 +572,41 @@ impl Drop for Acquire<'_> {
         {
             self.pool.budget().cancel(ticket);
         }
+    }
+}
+
+/// Starts the background trimmer for `state`: it holds only a weak reference, ticks the pool
+/// every interval (or when unparked by the pool closing), and exits once the pool is closed or
+/// gone. Returns `None` if the OS refuses to start a thread; the pool then works without it.
+fn spawn_trimmer(state: &Arc<PoolState>) -> Option<std::thread::Thread> {
+    let weak: Weak<PoolState> = Arc::downgrade(state);
+    let interval = state.interval;
+    std::thread::Builder::new()
+        .name("tierpool-trim".into())
+        .spawn(move || loop {
+            std::thread::park_timeout(interval);
+            match weak.upgrade() {
+                Some(state) if !state.is_closed() => {
+                    policy::tick(&state, state.clock.epoch(), Turn::Wait, None);
+                }
+                _ => break,
+            }
+        })
+        .ok()
+        .map(|handle| handle.thread().clone())
+}
+
+impl Builder {
+    /// Validates the configuration and builds the pool.
+    ///
+    /// # Errors
+    /// A [`ConfigError`] naming the first invalid value: no tiers, a zero tier, a tier above
+    /// `isize::MAX`, too many tiers, an invalid range or step count, a cap that cannot hold one
+    /// buffer of the smallest tier, a thread cache larger than the cap, a zero interval, or a
+    /// budget on bytes in use below the smallest tier or above
+    /// [`MAX_BUDGET`](crate::MAX_BUDGET).
+    pub fn build(self) -> Result<BufferPool, ConfigError> {
+        Ok(BufferPool::from_config(self.validate()?))
     }
 }
 

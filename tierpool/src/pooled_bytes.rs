@@ -31,7 +31,8 @@ use std::mem;
 use std::ops::{Bound, Deref, RangeBounds};
 use std::ptr::NonNull;
 
-use crate::buf::{give_back, PooledBuf, NO_TIER};
+use crate::buf::{give_back, PooledBuf};
+use crate::key::{Key, Tag};
 use crate::sync::{AtomicUsize, Ordering};
 
 /// Empty control blocks a thread keeps for reuse.
@@ -41,15 +42,13 @@ const LOCAL_BLOCKS: usize = 64;
 #[cfg_attr(loom, allow(dead_code))]
 const GLOBAL_BLOCKS: usize = 4096;
 
-/// `Inner.tier` of a block whose `Vec` belongs to no pool (made with `From<Vec<u8>>`).
-const FOREIGN: u32 = NO_TIER - 1;
-
 struct Inner {
     refs: AtomicUsize,
     buf: Vec<u8>,
-    /// The pool's key.
-    pool: u32,
-    tier: u32,
+    /// The pool's key ([`Key::NOBODY`] for a `Vec` of no pool).
+    pool: Key,
+    /// The buffer's tag ([`Tag::FOREIGN`] for a `Vec` of no pool, made with `From<Vec<u8>>`).
+    tag: Tag,
 }
 
 /// A shared, read-only view of (part of) a pooled buffer; the buffer returns to its pool when
@@ -87,14 +86,14 @@ unsafe impl Send for PooledBytes {}
 unsafe impl Sync for PooledBytes {}
 
 impl PooledBytes {
-    fn from_parts(buf: Vec<u8>, pool: u32, tier: u32) -> Self {
+    fn from_parts(buf: Vec<u8>, pool: Key, tag: Tag) -> Self {
         let ptr = buf.as_ptr();
         let len = buf.len();
         let inner = blocks::take(Inner {
             refs: AtomicUsize::new(1),
             buf,
             pool,
-            tier,
+            tag,
         });
         PooledBytes { inner, ptr, len }
     }
@@ -254,7 +253,7 @@ impl PooledBytes {
     pub fn try_into_mut(self) -> Result<PooledBuf, PooledBytes> {
         // `Acquire`: pairs with the `Release` decrements of views dropped on other threads,
         // whose reads of the bytes then happen before our writes (as in `last_view`).
-        if self.inner().tier == FOREIGN || self.inner().refs.load(Ordering::Acquire) != 1 {
+        if self.inner().tag == Tag::FOREIGN || self.inner().refs.load(Ordering::Acquire) != 1 {
             return Err(self);
         }
         let this = mem::ManuallyDrop::new(self);
@@ -263,7 +262,7 @@ impl PooledBytes {
         // thread has the block to itself, as the last view has in `last_view`.
         let block = unsafe { &mut *this.inner.as_ptr() };
         let mut buf = mem::take(&mut block.buf);
-        let (pool, tier) = (block.pool, block.tier);
+        let (pool, tag) = (block.pool, block.tag);
         // SAFETY: the view lies within `buf`'s initialized part (field invariant), so both
         // pointers are into the same allocation and `ptr >= buf.as_ptr()`.
         let start = unsafe { this.ptr.offset_from(buf.as_ptr()) } as usize;
@@ -274,7 +273,7 @@ impl PooledBytes {
             buf.copy_within(start..start + len, 0);
         }
         buf.truncate(len);
-        Ok(PooledBuf::new(buf, pool, tier))
+        Ok(PooledBuf::new(buf, pool, tag))
     }
 
     /// Copies this view into a new `Vec`.
@@ -290,8 +289,8 @@ impl PooledBuf {
     #[must_use = "the buffer goes back to the pool if the view is dropped"]
     pub fn into_shared(self) -> PooledBytes {
         let key = self.key();
-        let (buf, tier) = self.into_parts();
-        PooledBytes::from_parts(buf, key, tier)
+        let (buf, tag) = self.into_parts();
+        PooledBytes::from_parts(buf, key, tag)
     }
 }
 
@@ -304,7 +303,7 @@ impl From<PooledBuf> for PooledBytes {
 impl From<Vec<u8>> for PooledBytes {
     /// A shared view of a `Vec` that belongs to no pool: it is freed with the last view.
     fn from(v: Vec<u8>) -> Self {
-        PooledBytes::from_parts(v, 0, FOREIGN)
+        PooledBytes::from_parts(v, Key::NOBODY, Tag::FOREIGN)
     }
 }
 
@@ -357,13 +356,13 @@ fn last_view(inner: NonNull<Inner>) {
     // view is only cloned from a live one): this thread has the block to itself.
     let block = unsafe { &mut *inner.as_ptr() };
     let buf = mem::take(&mut block.buf);
-    let (pool, tier) = (block.pool, block.tier);
+    let (pool, tag) = (block.pool, block.tag);
     // SAFETY: as above; the block is not used again through any view.
     unsafe { blocks::give(inner) };
     #[cfg(loom)]
     LAST_VIEWS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    if tier != FOREIGN {
-        give_back(pool, tier, buf);
+    if tag != Tag::FOREIGN {
+        give_back(pool, tag, buf);
     }
 }
 

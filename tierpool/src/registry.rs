@@ -16,22 +16,21 @@
 //!
 //! No key can ever resolve to freed memory: the registry holds only `Weak` references and
 //! upgrades them under its lock. A pool with a budget on bytes in use has the top bit of its
-//! key set (see `budget.rs`). After 2^31 pools the counter wraps (skipping keys still in
-//! use); a buffer that outlived its pool by that many pools would then be adopted by the new
-//! pool like any foreign `Vec` (filed by its capacity, its tier hint checked), which is safe.
+//! key set (`key.rs`). After 2^31 pools the counter wraps (skipping keys still in use); a
+//! buffer that outlived its pool by that many pools would then be adopted by the new pool like
+//! any foreign `Vec` (filed by its capacity, its tier hint checked), which is safe.
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 
-use crate::budget::{arm, BUDGETED};
+use crate::key::{Key, RUNG};
 use crate::state::PoolState;
 use crate::sync::{Arc, Weak};
 
 #[derive(Debug)]
 struct Registry {
-    /// By the key's low 31 bits (the doorbell value of the pool's caches, see
-    /// `budget::arm`), which are unique among live pools; the whole key alongside.
-    pools: BTreeMap<u32, (u32, Weak<PoolState>)>,
+    /// By the key's slot (its low 31 bits), unique among live pools; the whole key alongside.
+    pools: BTreeMap<u32, (Key, Weak<PoolState>)>,
     last: u32,
 }
 
@@ -47,46 +46,39 @@ fn registry() -> std::sync::MutexGuard<'static, Registry> {
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-/// Gives `pool` a key: its low 31 bits non-zero and not those of any live pool's key, and
-/// its top bit ([`BUDGETED`]) set if the pool has a budget on bytes in use.
+/// Gives `pool` a key: a slot that is non-zero and not that of any live pool, marked
+/// budgeted if the pool has a budget on bytes in use.
 ///
 /// # Panics
 /// If 2^31 - 1 pools are alive at once (the registry alone would need over 50 GiB).
-pub(crate) fn register(pool: &Arc<PoolState>) -> u32 {
+pub(crate) fn register(pool: &Arc<PoolState>) -> Key {
     let mut reg = registry();
-    assert!(
-        reg.pools.len() < BUDGETED as usize - 1,
-        "too many live pools"
-    );
-    let mut low = reg.last;
+    assert!(reg.pools.len() < Key::SLOTS, "too many live pools");
+    let mut slot = reg.last;
     loop {
-        low = low.wrapping_add(1) & !BUDGETED;
-        if low != crate::cache::RUNG && !reg.pools.contains_key(&low) {
+        slot = slot.wrapping_add(1) % (Key::SLOTS as u32 + 1);
+        if slot != RUNG && !reg.pools.contains_key(&slot) {
             break;
         }
     }
-    reg.last = low;
-    let key = if pool.budget.is_some() {
-        low | BUDGETED
-    } else {
-        low
-    };
-    reg.pools.insert(low, (key, Arc::downgrade(pool)));
+    reg.last = slot;
+    let key = Key::new(slot, pool.budget.is_some());
+    reg.pools.insert(slot, (key, Arc::downgrade(pool)));
     key
 }
 
 /// The live pool with key `key`, if it is still alive.
-pub(crate) fn lookup(key: u32) -> Option<Arc<PoolState>> {
-    match registry().pools.get(&arm(key)) {
+pub(crate) fn lookup(key: Key) -> Option<Arc<PoolState>> {
+    match registry().pools.get(&key.slot()) {
         Some((k, pool)) if *k == key => pool.upgrade(),
         _ => None,
     }
 }
 
 /// Retires `key`: later lookups of it fail.
-pub(crate) fn unregister(key: u32) {
+pub(crate) fn unregister(key: Key) {
     let mut reg = registry();
-    if reg.pools.get(&arm(key)).is_some_and(|(k, _)| *k == key) {
-        reg.pools.remove(&arm(key));
+    if reg.pools.get(&key.slot()).is_some_and(|(k, _)| *k == key) {
+        reg.pools.remove(&key.slot());
     }
 }

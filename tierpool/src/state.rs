@@ -1,17 +1,20 @@
 //! `PoolState`: everything one pool shares between its handles, its thread caches and its
-//! trimmer. It sits below the caches' policy and the thread-local table and imports neither.
+//! reclaimers. It sits below the caches' policy and the thread-local table and imports
+//! neither.
 
-use crate::budget::{arm, Budget, Charge, CREDIT_SHARE};
-use crate::cache::Cache;
-use crate::class::Classes;
+use crate::budget::{Budget, CACHE_SHARE};
+use crate::cache::reclaim::Caches;
+use crate::cache::{offset_table, Cache};
+use crate::class::{Classes, ALL_BUCKETS};
+use crate::clock::Clock;
 use crate::config::Config;
-use crate::decay::Clock;
-use crate::depot::Depot;
+use crate::depot::{Allowance, Depot};
 use crate::error::AllocError;
 use crate::fresh::{alloc_fresh, prepare_hit, scrub, Fresh};
+use crate::key::{Key, Tag};
 use crate::os::AllocatorTrim;
 use crate::stats::{BudgetStats, Stats};
-use crate::sync::{lock, Arc, AtomicBool, AtomicU64, Mutex, Ordering};
+use crate::sync::{Arc, AtomicBool, AtomicU64, Mutex, Ordering};
 
 /// Bumped whenever any pool closes, so that thread tables know when to look for dead caches.
 static CLOSED_POOLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
@@ -23,13 +26,14 @@ pub(crate) fn closed_pools() -> u64 {
     CLOSED_POOLS.load(std::sync::atomic::Ordering::Acquire)
 }
 
-/// Registered thread caches, and the counts of threads that have gone.
+/// What a get that its thread cache could not serve comes to.
 #[derive(Debug)]
-struct Attached {
-    caches: Vec<Arc<Cache>>,
-    /// Counts folded in from exited threads, and from operations that ran without a thread
-    /// cache (during thread exit, or re-entrant calls). Never holds retained figures.
-    retired: Stats,
+pub(crate) enum Got {
+    /// A buffer, and its tag.
+    Buf(Vec<u8>, Tag),
+    /// A pool with a budget has no room for this buffer's charge now (bytes): the caller
+    /// must wait outside any cache operation, then ask again with the charge paid.
+    Wait(usize),
 }
 
 /// The state of one pool.
@@ -38,53 +42,64 @@ pub(crate) struct PoolState {
     /// Never written after construction.
     pub(crate) classes: Classes,
     pub(crate) thread_cache_bytes: usize,
+    /// What each thread cache may reserve: `thread_cache_bytes`, or under a budget
+    /// `min(thread_cache_bytes, limit / 16)` (0 where caches cannot be reclaimed: `fence.rs`).
+    cache_bytes: usize,
     pub(crate) zero_on_return: bool,
     pub(crate) max_retained_bytes: usize,
     pub(crate) clock: Clock,
-    /// The thread caches' shared lookup table (`cache::offset_table`).
-    cache_table: Arc<[u32]>,
+    /// The thread caches' lookup table (`cache::offset_table`), copied into each.
+    cache_table: Box<[u32; ALL_BUCKETS]>,
+    /// What the depot and every thread cache may retain together.
+    pub(crate) allowance: Arc<Allowance>,
     pub(crate) depot: Depot,
     /// Set once, by `close`, before it rings the caches (see [`Cache::ring`]).
     pub(crate) closed: AtomicBool,
     /// Bumped by `trim()` before it rings the caches; thread caches compare it with the value
     /// they last acted on (see [`Cache::ring`]).
     pub(crate) trim_gen: AtomicU64,
-    /// The last epoch whose depot decay has been done.
-    depot_epoch: AtomicU64,
-    attached: Mutex<Attached>,
+    /// The last epoch whose tick has been done.
+    tick_epoch: AtomicU64,
+    /// The sixteenth of an interval in which idle caches were last reclaimed for room.
+    pub(crate) last_steal: AtomicU64,
+    /// Every thread cache of this pool.
+    pub(crate) caches: Caches,
     pub(crate) trimmer: Mutex<Option<std::thread::Thread>>,
     pub(crate) interval: std::time::Duration,
     /// The budget on bytes in use, if configured. A budgeted pool keeps only buffers of
     /// exactly a tier's size, so that every buffer it hands out has the capacity it was
     /// charged.
-    pub(crate) budget: Option<Arc<Budget>>,
+    pub(crate) budget: Option<Budget>,
     /// Released bytes, for glibc's `malloc_trim` (`os.rs`).
     pub(crate) allocator_trim: AllocatorTrim,
 }
 
 impl PoolState {
     pub(crate) fn new(config: Config) -> Self {
-        let empty = Stats::empty(config.classes.sizes());
-        let budget = config.max_in_use_bytes.map(|limit| {
-            let credit_max = (limit / CREDIT_SHARE).min(config.thread_cache_bytes);
-            Arc::new(Budget::new(limit, credit_max))
-        });
-        let cache_table = crate::cache::offset_table(&config.classes);
+        let budget = config.max_in_use_bytes.map(Budget::new);
+        let cache_bytes = match config.max_in_use_bytes {
+            // A budgeted pool counts its thread caches' buffers as charged, so a waiter must
+            // be able to take them back from any thread: without reclaiming, no caches.
+            Some(_) if !crate::fence::available() => 0,
+            Some(limit) => config.thread_cache_bytes.min(limit / CACHE_SHARE),
+            None => config.thread_cache_bytes,
+        };
+        let allowance = Arc::new(Allowance::new(config.max_retained_bytes));
         PoolState {
-            depot: Depot::new(config.classes.sizes(), config.max_retained_bytes),
+            depot: Depot::new(config.classes.sizes(), Arc::clone(&allowance)),
+            allowance,
+            cache_table: offset_table(&config.classes),
+            caches: Caches::new(config.classes.sizes()),
             classes: config.classes,
             thread_cache_bytes: config.thread_cache_bytes,
+            cache_bytes,
             zero_on_return: config.zero_on_return,
             max_retained_bytes: config.max_retained_bytes,
             clock: Clock::new(config.interval_nanos),
-            cache_table,
             closed: AtomicBool::new(false),
             trim_gen: AtomicU64::new(0),
-            depot_epoch: AtomicU64::new(0),
-            attached: Mutex::new(Attached {
-                caches: Vec::new(),
-                retired: empty,
-            }),
+            tick_epoch: AtomicU64::new(0),
+            last_steal: AtomicU64::new(0),
             trimmer: Mutex::new(None),
             interval: config.decay_interval,
             budget,
@@ -99,51 +114,28 @@ impl PoolState {
     }
 
     /// A new thread cache for this pool (key `key`), registered so that `stats()` reads it
-    /// and `trim`/`close` can ring it.
-    pub(crate) fn new_cache(&self, key: u32) -> Arc<Cache> {
+    /// and reclaimers can reach it.
+    pub(crate) fn new_cache(&self, key: Key) -> Arc<Cache> {
         let cache = Cache::new(
-            arm(key),
+            key,
             &self.classes,
             &self.cache_table,
-            self.thread_cache_bytes,
+            self.cache_bytes,
             self.zero_on_return,
             self.clock.epoch(),
             self.trim_gen.load(Ordering::Relaxed),
-            self.budget.clone(),
+            &self.allowance,
         );
-        let mut a = lock(&self.attached);
-        // Under the lock `close` rings under: either `close` rings this cache later, or its
-        // flag (stored before it took the lock) is visible here.
-        if self.closed.load(Ordering::Relaxed) {
-            // Too late to be rung by `close`: born rung, so its owner finds the pool closed.
-            cache.ring();
-        }
-        a.caches.push(Arc::clone(&cache));
+        // Born rung if the pool closed or a budget waiter is queued: its owner's first
+        // operation then takes the lock and sees why. (A cache born armed while a waiter
+        // waited kept a charged buffer its owner returned through the fast path, which the
+        // waiter's sweep, having listed the caches before this one existed, never took:
+        // `tests/budget.rs`, the tokio test, hung about one run in ten.)
+        self.caches.attach(&cache, || {
+            self.closed.load(Ordering::Relaxed)
+                || self.budget.as_ref().is_some_and(Budget::under_pressure)
+        });
         cache
-    }
-
-    /// Unregisters a thread cache, folding its counts into the retired totals in the same
-    /// critical section so that `stats()` never sees them twice or not at all.
-    pub(crate) fn detach(&self, cache: &Cache) {
-        let mut a = lock(&self.attached);
-        if let Some(i) = a.caches.iter().position(|c| std::ptr::eq(&**c, cache)) {
-            a.caches.swap_remove(i);
-            cache.add_to(&mut a.retired, false);
-        }
-    }
-
-    /// Takes every thread cache's credit into the budget's account (after a waiter set the
-    /// pressure flag: see `budget.rs`). Waits on no thread.
-    pub(crate) fn sweep_credit(&self) {
-        let Some(budget) = &self.budget else {
-            return;
-        };
-        let swept: usize = lock(&self.attached)
-            .caches
-            .iter()
-            .map(|c| c.credit().sweep())
-            .sum();
-        budget.release(swept);
     }
 
     /// True if returned buffers must have exactly a tier's size to be kept.
@@ -151,42 +143,57 @@ impl PoolState {
         self.budget.is_some()
     }
 
-    /// The charge of a buffer of this pool with tier field `tag`.
-    pub(crate) fn charge_of(&self, tag: u32) -> usize {
-        match Charge::of(tag) {
-            Charge::None => 0,
-            Charge::Bytes(b) => b,
-            Charge::Tier(hint) => {
-                let t = hint as usize / crate::cache::TIER_BYTES;
-                if t < self.classes.len() {
-                    self.classes.size(t)
-                } else {
-                    0
-                }
-            }
+    /// The bytes a buffer of this pool with `tag` was charged (0 without a budget).
+    pub(crate) fn charge_of(&self, tag: Tag) -> usize {
+        match &self.budget {
+            Some(_) => tag.charge(self.classes.sizes()),
+            None => 0,
         }
     }
 
+    /// Gives `bytes` of charge back to the budget (nothing without one).
+    pub(crate) fn refund(&self, bytes: usize) {
+        if let Some(b) = &self.budget {
+            b.release(bytes);
+        }
+    }
+
+    /// Takes what a get must be charged beyond `prepaid` (`charge` in all; 0 or `charge`
+    /// already paid), and up to `more` in multiples of `unit` for buffers to keep on a stack.
+    /// Returns the extra taken, or `None` if the charge must wait. Without a budget: `Some(more)`.
+    pub(crate) fn charge(
+        &self,
+        charge: usize,
+        prepaid: usize,
+        more: usize,
+        unit: usize,
+    ) -> Option<usize> {
+        let Some(b) = &self.budget else {
+            return Some(more - more % unit.max(1));
+        };
+        if prepaid >= charge {
+            // Paid; extra room only if free now (nobody waits for it), else none.
+            return Some(b.try_take(0, more, unit).unwrap_or(0));
+        }
+        b.try_take(charge - prepaid, more, unit)
+    }
+
     /// Bytes in use now (0 without a budget): what is neither free, nor gathered by waiters,
-    /// nor held as credit.
+    /// nor on thread stacks.
     pub(crate) fn in_use(&self) -> usize {
         self.budget_stats().map_or(0, |b| b.in_use_bytes)
     }
 
     fn budget_stats(&self) -> Option<BudgetStats> {
         let budget = self.budget.as_ref()?;
-        let credit: usize = lock(&self.attached)
-            .caches
-            .iter()
-            .map(|c| c.credit().get())
-            .sum();
+        let cached = self.caches.held_bytes();
         let a = budget.snapshot();
         let limit = budget.limit();
         Some(BudgetStats {
             limit,
-            in_use_bytes: limit.saturating_sub(a.free + a.queued + credit),
+            in_use_bytes: limit.saturating_sub(a.free + a.queued + cached),
             peak_in_use_bytes: a.peak,
-            credit_bytes: credit,
+            cached_bytes: cached,
             waiting: a.waiting,
             waits: a.waits,
             wait_total: a.wait_total,
@@ -195,68 +202,47 @@ impl PoolState {
         })
     }
 
-    /// Gives a charge back to the budget without a thread cache.
-    pub(crate) fn refund_direct(&self, tag: u32) {
-        if let Some(budget) = &self.budget {
-            budget.release(self.charge_of(tag));
-        }
-    }
-
-    /// Rings every thread cache's doorbell: each owner takes the slow path at its next
-    /// operation and looks at the pool's flags.
-    pub(crate) fn ring_all(&self) {
-        for c in &lock(&self.attached).caches {
-            c.ring();
-        }
-    }
-
-    /// Runs the depot's decay once for `epoch`, whichever thread gets here first.
+    /// Claims the tick of `epoch` (true for exactly one caller per epoch) and runs the
+    /// depot's part of it: its decay and, if enough was released, glibc's trim. The caller
+    /// reclaims idle caches (`cache/policy.rs`).
     ///
     /// `Relaxed` is enough: the CAS only elects one thread per epoch (a read-modify-write, so
     /// two threads cannot both win the same epoch), and the decay it runs synchronizes through
-    /// the depot's tier locks, not through this counter. A thread that loses, or reads a stale
-    /// epoch, skips a decay the winner runs.
-    pub(crate) fn tick(&self, epoch: u64) {
-        let seen = self.depot_epoch.load(Ordering::Relaxed);
-        if epoch > seen
+    /// the depot's tier locks, not through this counter.
+    pub(crate) fn claim_tick(&self, epoch: u64) -> bool {
+        let seen = self.tick_epoch.load(Ordering::Relaxed);
+        let won = epoch > seen
             && self
-                .depot_epoch
+                .tick_epoch
                 .compare_exchange(seen, epoch, Ordering::Relaxed, Ordering::Relaxed)
-                .is_ok()
-        {
+                .is_ok();
+        if won {
             self.allocator_trim.released(self.depot.decay());
-            self.allocator_trim.maybe_run(epoch);
         }
+        won
     }
 
-    /// Starts a trim: bumps the generation and rings every cache. Returns the new generation,
-    /// which the calling thread's own cache acts on at once.
+    /// Starts a trim: bumps the generation (each cache acts on it when reclaimed or at its
+    /// owner's next operation). Returns the new generation.
     pub(crate) fn start_trim(&self) -> u64 {
-        // Relaxed: published to each cache by its ring (`Cache::ring`).
-        let generation = self.trim_gen.fetch_add(1, Ordering::Relaxed) + 1;
-        self.ring_all();
-        generation
+        // Relaxed: published to each cache by its ring (`Cache::ring`) or its reclaimer's lock.
+        self.trim_gen.fetch_add(1, Ordering::Relaxed) + 1
     }
 
-    /// Closes the pool: no buffer is kept from now on. Thread caches are rung and free what
-    /// they hold at their next operation (or when their thread exits).
+    /// Closes the pool: no buffer is kept from now on. The caller then reclaims (or, without
+    /// a heavy fence, rings) every thread cache.
     pub(crate) fn close(&self) {
         // Release: pairs with `is_closed`; published to each cache by its ring, too.
         self.closed.store(true, Ordering::Release);
         self.depot.close();
-        self.ring_all();
         // Release: see `closed_pools`.
         CLOSED_POOLS.fetch_add(1, std::sync::atomic::Ordering::Release);
     }
 
-    fn with_retired(&self, f: impl FnOnce(&mut Stats)) {
-        f(&mut lock(&self.attached).retired);
-    }
-
     /// A buffer of tier `t` for `n` bytes without a thread cache's stack: straight from the
     /// depot (with `odd_only`, only one larger than the tier's size: the exact ones are the
-    /// thread cache's to refill), or fresh. The tail of every get that its thread cache cannot
-    /// serve, and of every get without one. Returns the buffer and whether it was a hit.
+    /// thread cache's to refill), or fresh. Its charge is paid. Returns the buffer and whether
+    /// it was a hit.
     pub(crate) fn direct_or_fresh(
         &self,
         t: usize,
@@ -278,28 +264,54 @@ impl PoolState {
         }
     }
 
-    /// A get that cannot use a thread cache (the thread is exiting, or a re-entrant call).
+    /// A get that cannot use a thread cache (the thread is exiting, or a re-entrant call),
+    /// `prepaid` bytes of its charge already taken.
     #[cold]
-    pub(crate) fn get_direct(&self, n: usize, how: Fresh) -> Result<Vec<u8>, AllocError> {
+    pub(crate) fn get_direct(
+        &self,
+        n: usize,
+        how: Fresh,
+        prepaid: usize,
+    ) -> Result<Got, AllocError> {
         let Some(t) = self.classes.for_get(n) else {
-            let v = alloc_fresh(n, n, how)?;
-            self.with_retired(|s| s.oversize += 1);
-            return Ok(v);
+            let (tag, charge) = self.oversize_tag(n);
+            if self.charge(charge, prepaid, 0, 1).is_none() {
+                return Ok(Got::Wait(charge));
+            }
+            let v = alloc_fresh(n, n, how).inspect_err(|_| self.refund(charge))?;
+            self.caches.with_retired(|s| s.oversize += 1);
+            return Ok(Got::Buf(v, tag));
         };
-        let (v, hit) = self.direct_or_fresh(t, n, how, false)?;
-        self.with_retired(|s| match hit {
+        let charge = self.charge_of(Tag::tier(t));
+        if self.charge(charge, prepaid, 0, 1).is_none() {
+            return Ok(Got::Wait(charge));
+        }
+        let (v, hit) = self
+            .direct_or_fresh(t, n, how, false)
+            .inspect_err(|_| self.refund(charge))?;
+        self.caches.with_retired(|s| match hit {
             true => s.tiers[t].hits += 1,
             false => s.tiers[t].misses += 1,
         });
-        Ok(v)
+        Ok(Got::Buf(v, Tag::tier(t)))
+    }
+
+    /// The tag and charge of a buffer above the largest tier for `n` bytes (the charge is 0
+    /// and the tag [`Tag::NONE`] without a budget).
+    pub(crate) fn oversize_tag(&self, n: usize) -> (Tag, usize) {
+        match &self.budget {
+            Some(_) => Tag::oversize(n).unwrap_or((Tag::NONE, 0)),
+            None => (Tag::NONE, 0),
+        }
     }
 
     /// A return that cannot use a thread cache.
     #[cold]
-    pub(crate) fn put_direct(&self, mut v: Vec<u8>) {
+    pub(crate) fn put_direct(&self, mut v: Vec<u8>, tag: Tag) {
+        self.refund(self.charge_of(tag));
         scrub(&mut v, self.zero_on_return);
         let Some(t) = self.classes.for_put(v.capacity()) else {
-            self.with_retired(|s| s.untiered_returned += 1);
+            self.caches.with_retired(|s| s.untiered_returned += 1);
             return;
         };
         let cap = v.capacity();
@@ -311,7 +323,7 @@ impl PoolState {
         if !kept {
             self.allocator_trim.released(cap);
         }
-        self.with_retired(|s| {
+        self.caches.with_retired(|s| {
             s.tiers[t].returned += 1;
             if !kept {
                 s.tiers[t].discarded += 1;
@@ -321,21 +333,7 @@ impl PoolState {
 
     pub(crate) fn stats(&self) -> Stats {
         let mut s = Stats::empty(self.classes.sizes());
-        {
-            let a = lock(&self.attached);
-            for c in &a.caches {
-                c.add_to(&mut s, true);
-            }
-            s.thread_caches = a.caches.len();
-            for (into, r) in s.tiers.iter_mut().zip(&a.retired.tiers) {
-                into.hits += r.hits;
-                into.misses += r.misses;
-                into.returned += r.returned;
-                into.discarded += r.discarded;
-            }
-            s.oversize += a.retired.oversize;
-            s.untiered_returned += a.retired.untiered_returned;
-        }
+        self.caches.add_to(&mut s);
         self.depot.add_to(&mut s);
         s.budget = self.budget_stats();
         s.allocator_trims = self.allocator_trim.count();

@@ -1,8 +1,9 @@
 //! Counters: the public [`Stats`] snapshot, and how threads count without sharing a line.
 //!
 //! Counting must not put a shared write on the fast path, so every thread cache keeps counters
-//! that only its own thread writes (with plain `load` + `store`, no read-modify-write
-//! instruction; see `cache.rs` for which ones, and how hits are derived from the stack's length)
+//! that only its current owner writes (with plain `load` + `store`, no read-modify-write
+//! instruction; see `cache/counters.rs` for which ones, and how hits are derived from the
+//! stack's length)
 //! and that [`BufferPool::stats`](crate::BufferPool::stats) reads from any thread. The depot
 //! keeps its own counts under its per-tier locks. When a thread exits, its counts are folded
 //! into the pool's `retired` totals, so nothing is lost. The figures are exact whenever no other
@@ -99,10 +100,10 @@ pub struct Stats {
 
 /// The budget on bytes in use, part of [`Stats`].
 ///
-/// `in_use_bytes` is exact whenever no other thread is using the pool. The account is kept
-/// in batches (each thread holds some of the budget as *credit*), so the peak is that of bytes
-/// taken out of the shared account: in use plus the threads' credit at that moment, an upper
-/// bound of the true peak in use, and never above `limit`.
+/// `in_use_bytes` is exact whenever no other thread is using the pool. Buffers kept in thread
+/// caches count as charged (so that the fast path does no accounting), so the peak is that of
+/// bytes taken out of the shared account: in use plus the buffers thread caches held at that
+/// moment, an upper bound of the true peak in use, and never above `limit`.
 ///
 /// ```
 /// let pool = tierpool::BufferPool::builder().max_in_use_bytes(1 << 20).build()?;
@@ -120,10 +121,11 @@ pub struct BudgetStats {
     pub limit: usize,
     /// Bytes charged to buffers handed out and not returned, now.
     pub in_use_bytes: usize,
-    /// The most bytes ever out of the shared account (in use plus threads' idle credit).
+    /// The most bytes ever out of the shared account (in use plus held by thread caches).
     pub peak_in_use_bytes: usize,
-    /// Of the budget, bytes held as idle credit by thread caches now.
-    pub credit_bytes: usize,
+    /// Of the budget, bytes of the buffers thread caches hold now (charged, not in use; a
+    /// waiter takes them back at once).
+    pub cached_bytes: usize,
     /// Requests waiting now.
     pub waiting: usize,
     /// Requests that had to wait (by `get`, `get_timeout` or `acquire`).

@@ -6,18 +6,18 @@
 //! `src/loom_tests.rs` without `cfg` attributes scattered through the logic.
 //!
 //! Two things deliberately stay on `std` even under loom: the thread-local table of thread
-//! caches (`local.rs`, one OS thread owns it, nothing to interleave) and the process-wide pool
-//! registry (`registry.rs`, a plain mutex taken only on cold paths).
+//! caches (`cache/tls.rs`, one OS thread owns it, nothing to interleave) and the process-wide
+//! pool registry (`registry.rs`, a plain mutex taken only on cold paths).
 
 #[cfg(loom)]
 pub(crate) use loom::sync::{
-    atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering},
+    atomic::{fence, AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering},
     Mutex, MutexGuard,
 };
 
 #[cfg(not(loom))]
 pub(crate) use std::sync::{
-    atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering},
+    atomic::{fence, AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering},
     Mutex, MutexGuard,
 };
 
@@ -41,6 +41,39 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     #[cfg(not(loom))]
     {
         m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+/// Locks `m` if it is free now, ignoring poisoning (see [`lock`]); `None` if it is held.
+#[inline]
+pub(crate) fn try_lock<T>(m: &Mutex<T>) -> Option<MutexGuard<'_, T>> {
+    #[cfg(loom)]
+    {
+        m.try_lock().ok()
+    }
+    #[cfg(not(loom))]
+    {
+        match m.try_lock() {
+            Ok(g) => Some(g),
+            Err(std::sync::TryLockError::Poisoned(p)) => Some(p.into_inner()),
+            Err(std::sync::TryLockError::WouldBlock) => None,
+        }
+    }
+}
+
+/// One round of waiting for another thread to finish a short operation (a reclaimer
+/// waiting for an owner's busy mark to clear): a spin hint, and every 64th round a yield, so
+/// that an owner preempted in the middle of its operation gets the CPU back.
+#[inline]
+pub(crate) fn spin_wait(round: &mut u32) {
+    *round = round.wrapping_add(1);
+    #[cfg(loom)]
+    loom::thread::yield_now();
+    #[cfg(not(loom))]
+    if *round % 64 == 0 {
+        std::thread::yield_now();
+    } else {
+        std::hint::spin_loop();
     }
 }
 

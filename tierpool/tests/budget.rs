@@ -317,7 +317,7 @@ fn a_dropped_acquire_gives_back_what_it_gathered_and_wakes_the_next() {
 }
 
 #[test]
-fn idle_credit_in_another_thread_never_blocks_a_request_for_the_whole_budget() {
+fn buffers_idle_in_another_threads_cache_never_block_a_request_for_the_whole_budget() {
     let pool = budgeted(MIB);
     let parked = Arc::new(AtomicBool::new(false));
     let ready = Arc::new(Barrier::new(2));
@@ -325,17 +325,17 @@ fn idle_credit_in_another_thread_never_blocks_a_request_for_the_whole_budget() {
         let (pool, parked, ready) = (pool.clone(), parked.clone(), ready.clone());
         std::thread::spawn(move || {
             for _ in 0..10 {
-                drop(pool.get(16 * KIB)); // leaves this thread holding credit
+                drop(pool.get(16 * KIB)); // leaves a charged buffer in this thread's cache
             }
             ready.wait();
             while !parked.load(Ordering::SeqCst) {
-                std::thread::park(); // idle, holding its credit
+                std::thread::park(); // idle, holding it
             }
         })
     };
     ready.wait();
-    assert!(pool.stats().budget.unwrap().credit_bytes > 0);
-    // The whole budget: the idle thread's credit is swept, without waiting for it.
+    assert!(pool.stats().budget.unwrap().cached_bytes > 0);
+    // The whole budget: the idle thread's cache is swept, without waiting for it.
     let whole = pool.try_get(MIB).expect("swept, not refused");
     assert_eq!(in_use(&pool), MIB);
     drop(whole);

@@ -140,3 +140,13 @@ pub fn io_uring_refused(why: impl std::fmt::Display) {
     }
     eprintln!("io_uring refused by this kernel ({why}): test skipped");
 }
+
+/// True if this process reclaims other threads' caches (Linux `membarrier`, unless
+/// `TIERPOOL_NO_MEMBARRIER` is set to test the fallback; under Miri always). Tests that
+/// expect an idle thread's cache to be emptied at once check this: without it, caches give
+/// their buffers up at their owner's next operation instead.
+#[allow(dead_code)]
+pub fn reclaim_available() -> bool {
+    cfg!(miri)
+        || (cfg!(target_os = "linux") && std::env::var_os("TIERPOOL_NO_MEMBARRIER").is_none())
+}

@@ -3,21 +3,22 @@
 //!
 //! # The current-cache slot
 //!
-//! `LOCAL.cur` points at the doorbell of the cache this thread used last (the first field of a
-//! [`Cache`], which is `repr(C)`), or at `NO_CACHE`, a static doorbell that always reads
-//! `RUNG`. `LOCAL` is a `const`-initialized thread-local with no destructor, so reaching it
-//! takes one `fs`-relative address computation and no lazy-initialization check. The fast
-//! path loads `cur`, compares the doorbell with the pool's key, and on a match works on that
-//! cache: one load and one comparison select the cache, and a ring (trim, close) or a different
-//! pool sends the operation to the slow path with no further test.
+//! `LOCAL.cur` points at the doorbell of the cache this thread used last (the first bytes of a
+//! [`Cache`]), or at `NO_CACHE`, a static doorbell that always reads `RUNG`. `LOCAL` is a
+//! `const`-initialized thread-local with no destructor, so reaching it takes one `fs`-relative
+//! address computation and no lazy-initialization check. The fast path (`fast.rs`) loads
+//! `cur`, marks it busy, compares the doorbell with the pool's key, and on a match works on
+//! that cache: a ring (trim, close, a reclaimer) or a different pool sends the operation to the
+//! slow path with no further test.
 //!
-//! # The table
+//! # The table and the ladder
 //!
-//! Every cache of this thread is held (by an `Arc`) in a `Table` keyed by pool key. The slow
-//! path looks the pool up there (creating the cache on first use), runs the policy, and makes
-//! that cache the current one. A second thread-local (`GUARD`) exists only to run a destructor
-//! at thread exit, which retires every cache: its buffers go to the depot, its counts to the
-//! pool.
+//! Every cache of this thread is held (by an `Arc`) in a `Table` keyed by pool key. Every slow
+//! operation goes down one ladder, [`slow`]: this thread's cache for the pool (from the table,
+//! or made on first use), else, when the thread is exiting or the call is re-entrant, the
+//! pool without a cache (its depot and the allocator), else (the pool is gone) nothing. A
+//! second thread-local (`GUARD`) exists only to run a destructor at thread exit, which retires
+//! every cache: its buffers go to the depot, its counts to the pool.
 //!
 //! # Soundness
 //!
@@ -39,22 +40,23 @@ use std::cell::Cell;
 use std::collections::{hash_map, HashMap};
 use std::ptr;
 
-use crate::cache::{Cache, Owner, Popped, Pushed, RUNG};
-use crate::policy;
+use super::fast::{self, Popped, Pushed};
+use super::{policy, Cache, Doorbell, Owner};
+use crate::key::Key;
 use crate::state::{closed_pools, PoolState};
-use crate::sync::{Arc, AtomicU32, Ordering};
+use crate::sync::Arc;
 
 /// The doorbell `cur` points at when this thread has no current cache; always `RUNG`.
 #[cfg(not(loom))]
-static NO_CACHE: AtomicU32 = AtomicU32::new(RUNG);
+static NO_CACHE: Doorbell = Doorbell::rung();
 
 #[cfg(not(loom))]
-const NONE: *const AtomicU32 = &NO_CACHE;
+const NONE: *const Doorbell = &NO_CACHE;
 
 // loom's atomics cannot live in a `static`; under loom (whose models drive the components,
 // not this table) `cur` is null when there is no current cache, and the fast paths miss.
 #[cfg(loom)]
-const NONE: *const AtomicU32 = ptr::null();
+const NONE: *const Doorbell = ptr::null();
 
 /// A cache of this thread, and the pool it belongs to.
 struct Entry {
@@ -85,7 +87,7 @@ impl std::hash::Hasher for KeyHasher {
 /// This thread's caches, by pool key.
 #[derive(Default)]
 struct Table {
-    entries: HashMap<u32, Entry, std::hash::BuildHasherDefault<KeyHasher>>,
+    entries: HashMap<Key, Entry, std::hash::BuildHasherDefault<KeyHasher>>,
     closed_seen: u64,
 }
 
@@ -101,18 +103,20 @@ impl Table {
             if !e.pool.is_closed() {
                 return true;
             }
-            // SAFETY: this thread owns the caches in its table; the caller holds `busy` and
-            // has reset `cur`, so no other owner operation runs (module docs).
-            let owner = unsafe { Owner::new(&e.cache) };
-            policy::retire(&owner, &e.pool);
+            if !e.cache.is_dead() {
+                // SAFETY: this thread owns the caches in its table; the caller holds `busy`
+                // and has reset `cur`, so no other operation of this thread on it runs.
+                let owner = unsafe { e.cache.enter() };
+                policy::retire(&owner, &e.pool);
+            }
             false
         });
     }
 }
 
 struct Local {
-    /// A doorbell: `NONE`, or the first field of a cache held by `table` (module docs).
-    cur: Cell<*const AtomicU32>,
+    /// A doorbell: `NONE`, or the first bytes of a cache held by `table` (module docs).
+    cur: Cell<*const Doorbell>,
     /// True while a `&mut Table` derived from `table` is live.
     busy: Cell<bool>,
     /// Null, or this thread's table (from `Box::into_raw`).
@@ -174,7 +178,7 @@ impl Drop for TableGuard {
             let table = unsafe { Box::from_raw(table) };
             for e in table.entries.values() {
                 // SAFETY: this thread owns its table's caches; `busy` is set and `cur` reset.
-                let owner = unsafe { Owner::new(&e.cache) };
+                let owner = unsafe { e.cache.enter() };
                 policy::retire(&owner, &e.pool);
             }
         });
@@ -196,141 +200,145 @@ fn with_this_thread<R>(f: impl FnOnce(&Local) -> R) -> R {
     f(unsafe { &*local })
 }
 
-/// This thread's current cache, if its doorbell holds `key`.
+/// The fast path of a get on the pool with key `key`: a retained buffer for `n` bytes, or
+/// `None` for the slow path.
 #[inline(always)]
-fn current(local: &Local, key: u32) -> Option<Owner<'_>> {
-    debug_assert_ne!(key, RUNG);
-    let cur = local.cur.get();
-    #[cfg(loom)]
-    if cur.is_null() {
-        return None;
-    }
-    // SAFETY: `cur` is `NO_CACHE` or the doorbell of a cache held by this thread's table
-    // (module docs), alive for this call.
-    if unsafe { &*cur }.load(Ordering::Relaxed) != key {
-        return None;
-    }
-    // SAFETY: the doorbell holds a pool key, not `RUNG`, so it is a cache's first field, and
-    // `cur` was made from the whole cache (`Arc::as_ptr`), so it may be read as the cache.
-    let cache = unsafe { &*cur.cast::<Cache>() };
-    // SAFETY: this thread owns the cache (it is in this thread's table), and no other owner
-    // operation is in progress: slow paths reset `cur` while they hold one (module docs).
-    Some(unsafe { Owner::new(cache) })
-}
-
-/// The fast path of a get on the pool with key `key`: a retained buffer for `n` bytes and
-/// its tier, or `None` for the slow path.
-#[inline(always)]
-pub(crate) fn fast_pop(key: u32, n: usize) -> Option<Popped> {
-    with_this_thread(|local| current(local, key)?.pop_fast(n))
+pub(crate) fn fast_pop(key: Key, n: usize) -> Option<Popped> {
+    with_this_thread(|local| {
+        let cur = local.cur.get();
+        #[cfg(loom)]
+        if cur.is_null() {
+            return None;
+        }
+        // SAFETY: `cur` is `NO_CACHE` or the doorbell of a cache held by this thread's table,
+        // derived from the whole cache (`Cache::doorbell`), alive for this call (module docs);
+        // no other operation of this thread on it runs (a slow path resets `cur`).
+        unsafe { fast::pop(cur, key, n) }
+    })
 }
 
 /// The fast path of a return to the pool with key `key`: takes the buffer (leaving `v`
 /// empty) unless the slow path must run.
 #[inline(always)]
-pub(crate) fn fast_push(key: u32, tier: u32, v: &mut Vec<u8>) -> Pushed {
-    with_this_thread(|local| match current(local, key) {
-        Some(owner) => owner.push_fast(tier, v),
-        None => Pushed::Refused,
+pub(crate) fn fast_push(key: Key, hint: u32, v: &mut Vec<u8>) -> Pushed {
+    with_this_thread(|local| {
+        let cur = local.cur.get();
+        #[cfg(loom)]
+        if cur.is_null() {
+            return Pushed::Refused;
+        }
+        // SAFETY: as in `fast_pop`.
+        unsafe { fast::push(cur, key, hint, v) }
     })
-}
-
-/// The fast path of a get on a pool with a budget (its caches' doorbells hold `armed`): see
-/// [`Owner::pop_charged`]; `Err(None)` also when this thread has no current cache for it.
-#[inline(always)]
-pub(crate) fn pop_charged(armed: u32, n: usize) -> Result<Popped, Option<u32>> {
-    with_this_thread(|local| match current(local, armed) {
-        Some(owner) => owner.pop_charged(n),
-        None => Err(None),
-    })
-}
-
-/// The fast path of a return to a pool with a budget: see [`Owner::push_charged`]; `None`
-/// also when this thread has no current cache for it.
-#[inline(always)]
-pub(crate) fn push_charged(armed: u32, tag: u32, v: &mut Vec<u8>) -> Option<(Pushed, usize)> {
-    with_this_thread(|local| current(local, armed)?.push_charged(tag, v))
-}
-
-/// Runs `f` on this thread's current cache if its doorbell holds `armed` (a budgeted pool's
-/// [`arm`](crate::budget::arm)ed key), like the fast paths; `None` otherwise. `f` must not
-/// call anything that may re-enter tierpool (the fast path's rule: see the module docs).
-#[inline]
-pub(crate) fn with_current<R>(armed: u32, f: impl FnOnce(&Owner<'_>) -> R) -> Option<R> {
-    with_this_thread(|local| current(local, armed).map(|o| f(&o)))
 }
 
 /// Housekeeping on this thread's cache for `key`: the return countdown of the tier with hint
 /// `hint` ran out.
 #[cold]
 #[inline(never)]
-pub(crate) fn service(key: u32, hint: u32) {
-    let _ = with_owner(key, (), |o, pool, ()| {
-        o.fold_countdown(hint);
-        policy::service(o, pool);
-    });
+pub(crate) fn service(key: Key, hint: u32) {
+    slow(
+        key,
+        (),
+        || None,
+        |o, pool, ()| {
+            o.fold_countdown(hint);
+            policy::service(o, pool);
+        },
+        |_, ()| {},
+    );
 }
 
-/// Runs `f` with this thread's cache for the pool `key`, if it exists and may be used now, and
-/// makes it the current cache. Otherwise gives `arg` back.
-pub(crate) fn with_owner<A, R>(
-    key: u32,
+/// The ladder every slow operation on the pool `key` goes down (module docs): `f` on this
+/// thread's cache for it, which then becomes the current cache (made on first use, with the
+/// pool from `find` if this thread has no cache for it yet); or, if this thread cannot use a
+/// cache now (it is exiting, or the call is re-entrant), `direct` with the pool (from the
+/// table or `find`; `None` if it is gone).
+pub(crate) fn slow<A, R>(
+    key: Key,
     arg: A,
+    find: impl FnOnce() -> Option<Arc<PoolState>>,
     f: impl FnOnce(&Owner<'_>, &PoolState, A) -> R,
-) -> Result<R, A> {
-    with_this_thread(|local| {
-        let table = local.table.get();
-        if table.is_null() || local.busy.get() {
-            return Err(arg);
+    direct: impl FnOnce(Option<&PoolState>, A) -> R,
+) -> R {
+    let tried = with_this_thread(|local| {
+        if local.busy.get() {
+            return Err((arg, Pool::Unknown(find)));
         }
-        let _busy = Busy::enter(local);
-        // SAFETY: non-null `table` is this thread's live table (module docs); `busy` was false,
-        // so this is the only reference into it until `_busy` drops.
-        let table = unsafe { &mut *table };
-        run(local, table, key, arg, f)
-    })
+        let table = local.table.get();
+        if !table.is_null() {
+            let _busy = Busy::enter(local);
+            // SAFETY: non-null `table` is this thread's live table (module docs); `busy` was
+            // false, so this is the only reference into it until `_busy` drops.
+            let table = unsafe { &mut *table };
+            if table.entries.contains_key(&key) {
+                return Ok(run(local, table, key, arg, f));
+            }
+        }
+        attach(local, key, arg, find, f)
+    });
+    match tried {
+        Ok(r) => r,
+        Err((arg, pool)) => direct(pool.get().as_deref(), arg),
+    }
 }
 
-/// Like [`with_owner`], but first creates this thread's table and its cache for `key` if
-/// needed, using `pool` to find the pool. Gives `arg` back if the thread is exiting, the
-/// call is re-entrant, or there is no live pool.
+/// The pool for the ladder's last rung: not looked up yet, or known.
+enum Pool<F> {
+    Unknown(F),
+    Known(Option<Arc<PoolState>>),
+}
+
+impl<F: FnOnce() -> Option<Arc<PoolState>>> Pool<F> {
+    fn get(self) -> Option<Arc<PoolState>> {
+        match self {
+            Pool::Unknown(find) => find(),
+            Pool::Known(pool) => pool,
+        }
+    }
+}
+
+/// The rest of [`slow`]: makes this thread's table and its cache for `key` if need be, then
+/// runs `f` on it. Gives `arg` and `find` back if the thread is exiting or there is no live
+/// pool.
 #[cold]
 #[inline(never)]
-pub(crate) fn attach<A, R>(
-    key: u32,
+fn attach<A, R, F>(
+    local: &Local,
+    key: Key,
     arg: A,
-    pool: impl FnOnce() -> Option<Arc<PoolState>>,
+    find: F,
     f: impl FnOnce(&Owner<'_>, &PoolState, A) -> R,
-) -> Result<R, A> {
-    with_this_thread(|local| {
-        if local.busy.get() || local.destroyed.get() {
-            return Err(arg);
+) -> Result<R, (A, Pool<F>)>
+where
+    F: FnOnce() -> Option<Arc<PoolState>>,
+{
+    if local.busy.get() || local.destroyed.get() {
+        return Err((arg, Pool::Unknown(find)));
+    }
+    let _busy = Busy::enter(local);
+    if local.table.get().is_null() {
+        // Register the exit hook first; if the thread is already exiting, keep no table.
+        if GUARD.try_with(|_| ()).is_err() {
+            local.destroyed.set(true);
+            return Err((arg, Pool::Unknown(find)));
         }
-        let _busy = Busy::enter(local);
-        if local.table.get().is_null() {
-            // Register the exit hook first; if the thread is already exiting, keep no table.
-            if GUARD.try_with(|_| ()).is_err() {
-                local.destroyed.set(true);
-                return Err(arg);
-            }
-            local.table.set(Box::into_raw(Box::default()));
+        local.table.set(Box::into_raw(Box::default()));
+    }
+    // SAFETY: this thread's live table, and `busy` makes this the only reference into it.
+    let table = unsafe { &mut *local.table.get() };
+    table.sweep();
+    if let hash_map::Entry::Vacant(slot) = table.entries.entry(key) {
+        let Some(pool) = find() else {
+            return Err((arg, Pool::Known(None)));
+        };
+        if pool.is_closed() {
+            return Err((arg, Pool::Known(Some(pool))));
         }
-        // SAFETY: as in `with_owner`: this thread's live table, and `busy` makes this the only
-        // reference into it.
-        let table = unsafe { &mut *local.table.get() };
-        table.sweep();
-        if let hash_map::Entry::Vacant(slot) = table.entries.entry(key) {
-            let Some(pool) = pool() else {
-                return Err(arg);
-            };
-            if pool.is_closed() {
-                return Err(arg);
-            }
-            let cache = pool.new_cache(key);
-            slot.insert(Entry { cache, pool });
-        }
-        run(local, table, key, arg, f)
-    })
+        let cache = pool.new_cache(key);
+        slot.insert(Entry { cache, pool });
+    }
+    Ok(run(local, table, key, arg, f))
 }
 
 /// Runs `f` on the table's cache for `key` (`busy` is set, `cur` reset); then makes it the
@@ -338,21 +346,24 @@ pub(crate) fn attach<A, R>(
 fn run<A, R>(
     local: &Local,
     table: &mut Table,
-    key: u32,
+    key: Key,
     arg: A,
     f: impl FnOnce(&Owner<'_>, &PoolState, A) -> R,
-) -> Result<R, A> {
-    let Some(entry) = table.entries.get(&key) else {
-        return Err(arg);
+) -> R {
+    let entry = table
+        .entries
+        .get(&key)
+        .expect("the caller checked or made it");
+    let r = {
+        // SAFETY: this thread owns its table's caches; `busy` is set and `cur` reset, so no
+        // other operation of this thread on it runs while this owner lives (module docs).
+        let owner = unsafe { entry.cache.enter() };
+        f(&owner, &entry.pool, arg)
     };
-    // SAFETY: this thread owns its table's caches; `busy` is set and `cur` reset, so no other
-    // owner operation runs while this one lives (module docs).
-    let owner = unsafe { Owner::new(&entry.cache) };
-    let r = f(&owner, &entry.pool, arg);
     if entry.cache.is_dead() {
         table.entries.remove(&key);
     } else {
-        local.cur.set(Arc::as_ptr(&entry.cache).cast::<AtomicU32>());
+        local.cur.set(Cache::doorbell(&entry.cache));
     }
-    Ok(r)
+    r
 }

@@ -1,0 +1,137 @@
+//! Counting without counting twice: what a cache publishes for `stats()`, and the activity
+//! signature the pool's tick reads to tell an idle cache.
+//!
+//! Every counter is written only by the cache's current owner, with a `Relaxed` load and a
+//! plain store (never a locked instruction), so that `stats()` on another thread may read it.
+//! The fast path writes `head` (which it must anyway) and, on a return, `returns_left`; the
+//! stack's length is `end - head`, and the number of hits from the stack is derived:
+//! `pops = pushes + refilled - flushed - released - len`. The return counter is kept as a
+//! countdown (`returns_left`, folded into `pushes_folded` every `CHECK_EVERY` returns), so it
+//! doubles as the housekeeping countdown: every `CHECK_EVERY`-th return asks the owner to
+//! look at the clock.
+
+use super::stack::{Tier, TierCold, CHECK_EVERY};
+use super::Cache;
+use crate::stats::Stats;
+use crate::sync::{AtomicU64, Ordering};
+
+use Ordering::{Acquire, Relaxed, Release};
+
+pub(crate) use crate::stats::bump;
+
+/// Adds `by` to a counter only the owner writes, publishing it (`Release`) for `stats()`.
+pub(super) fn publish(counter: &AtomicU64, by: u64) {
+    counter.store(counter.load(Relaxed).wrapping_add(by), Release);
+}
+
+/// Returns pushed onto `tier`'s stack so far. Reads the total before the countdown (see
+/// [`fold`]), both `Acquire`.
+pub(super) fn pushes(tier: &Tier, cold: &TierCold) -> u64 {
+    let folded = cold.pushes_folded.load(Acquire);
+    let left = tier.returns_left.load(Acquire);
+    folded.wrapping_add(CHECK_EVERY.wrapping_sub(left))
+}
+
+/// Moves a finished countdown into `pushes_folded`.
+pub(super) fn fold(tier: &Tier, cold: &TierCold) {
+    if tier.returns_left.load(Relaxed) == 0 {
+        // Reset, then add: a reader that sees the new total sees the reset too, so it never
+        // counts these returns twice (`Cache::add_to`).
+        tier.returns_left.store(CHECK_EVERY, Release);
+        publish(&cold.pushes_folded, CHECK_EVERY);
+    }
+}
+
+impl Cache {
+    /// Adds this cache's counts to `into`; with `with_retained`, also what it holds.
+    ///
+    /// Read while the owner works, the counters are not a consistent set, so derived figures
+    /// are clamped at zero; they are exact once the owner is quiescent and the reader has
+    /// synchronized with it.
+    pub(crate) fn add_to(&self, into: &mut Stats, with_retained: bool) {
+        let r = |a: &AtomicU64| a.load(Relaxed);
+        let acq = |a: &AtomicU64| a.load(Acquire);
+        for ((tier, cold), t) in self
+            .tiers
+            .iter()
+            .zip(self.head.cold.iter())
+            .zip(&mut into.tiers)
+        {
+            // The owner stores each figure with `Release`, in an order chosen so that reading
+            // them with `Acquire` in this order never counts a hit that did not happen: what
+            // adds to the derived `pops` first (returns, refills: each stored after the stack
+            // top it moved), then the stack top, then what subtracts (flushed, released: each
+            // stored before the stack top it moved).
+            let pushes = pushes(tier, cold);
+            let refilled = acq(&tier.refilled);
+            let len = cold.len(tier) as u64;
+            let flushed = acq(&tier.flushed);
+            let released = acq(&cold.released);
+            let pops = pushes
+                .wrapping_add(refilled)
+                .wrapping_sub(flushed)
+                .wrapping_sub(released)
+                .wrapping_sub(len);
+            let pops = (pops as i64).max(0) as u64;
+            t.hits += pops + r(&cold.direct_hits);
+            t.misses += r(&cold.misses);
+            t.returned += pushes + r(&cold.other_returns);
+            t.discarded += r(&cold.discarded);
+            if with_retained {
+                t.retained_buffers = t.retained_buffers.saturating_add(len as usize);
+                t.retained_bytes = t
+                    .retained_bytes
+                    .saturating_add((len as usize).saturating_mul(tier.size));
+            }
+        }
+        into.oversize += r(&self.head.oversize);
+        into.untiered_returned += r(&self.head.untiered_returned);
+    }
+
+    /// Bytes on this cache's stacks now (read from any thread; exact when the owner is
+    /// quiescent).
+    pub(crate) fn held_bytes(&self) -> usize {
+        self.tiers
+            .iter()
+            .zip(self.head.cold.iter())
+            .map(|(tier, cold)| cold.len(tier) * tier.size)
+            .sum()
+    }
+
+    /// A number that changes with every operation of the owner (any thread may read it):
+    /// every pop moves a `head` up, every push moves one down and counts a return, every
+    /// slow operation counts itself. Two equal readings an interval apart mean the owner did
+    /// nothing in between, except in sequences no program produces (pops and pushes that
+    /// cancel out in both sums modulo 2^64 at once); a wrong reading only costs a reclaim.
+    pub(crate) fn activity(&self) -> u64 {
+        let mut heads = 0u64;
+        let mut returns = 0u64;
+        for tier in self.tiers.iter() {
+            heads = heads.wrapping_add(tier.head.load(Relaxed) as usize as u64);
+            returns = returns.wrapping_add(tier.returns_left.load(Relaxed));
+        }
+        let slow = self.head.slow_ops.load(Relaxed);
+        heads
+            .wrapping_mul(0x9E37_79B9_7F4A_7C15)
+            .wrapping_add(returns.rotate_left(21))
+            .wrapping_add(slow.rotate_left(42))
+    }
+
+    /// True if the cache reserves room (so reclaiming it would give something back).
+    pub(crate) fn holds_room(&self) -> bool {
+        self.head.reserved.load(Relaxed) > 0 || self.head.large.load(Relaxed) > 0
+    }
+
+    /// True if the activity signature is the same as at the last tick (read-only).
+    pub(crate) fn unchanged_since_last_tick(&self) -> bool {
+        self.head.seen.load(Relaxed) == self.activity()
+    }
+
+    /// Records the activity signature at a tick; returns true if it is the same as at the
+    /// previous tick (the owner was idle in between). Only the ticking thread calls it, under
+    /// the pool's reclaim lock.
+    pub(crate) fn idle_since_last_tick(&self) -> bool {
+        let now = self.activity();
+        self.head.seen.swap(now, Relaxed) == now
+    }
+}
