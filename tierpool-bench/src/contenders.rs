@@ -124,6 +124,8 @@ pub enum Kind {
     Tierpool,
     /// tierpool with power-of-two tiers only.
     TierpoolPow2,
+    /// tierpool with a budget on bytes in use (`max_in_use_bytes`, 256 MiB).
+    TierpoolBudget,
     /// `Vec::with_capacity` and drop, under the process's global allocator.
     Vec,
     /// `Mutex<Vec<Vec<u8>>>` per power-of-two class.
@@ -144,9 +146,10 @@ pub enum Kind {
 
 impl Kind {
     /// The pools, in report order (the `Vec` baseline runs once per allocator).
-    pub const POOLS: [Kind; 9] = [
+    pub const POOLS: [Kind; 10] = [
         Kind::Tierpool,
         Kind::TierpoolPow2,
+        Kind::TierpoolBudget,
         Kind::MutexPool,
         Kind::QueuePool,
         Kind::Zeropool,
@@ -156,10 +159,11 @@ impl Kind {
         Kind::LockfreeObjectPool,
     ];
 
-    /// Every contender, in report order (the `Vec` baseline after the two tierpools).
-    pub const ALL: [Kind; 10] = [
+    /// Every contender, in report order (the `Vec` baseline after the tierpools).
+    pub const ALL: [Kind; 11] = [
         Kind::Tierpool,
         Kind::TierpoolPow2,
+        Kind::TierpoolBudget,
         Kind::Vec,
         Kind::MutexPool,
         Kind::QueuePool,
@@ -175,6 +179,7 @@ impl Kind {
         match self {
             Kind::Tierpool => "tierpool",
             Kind::TierpoolPow2 => "tierpool-pow2",
+            Kind::TierpoolBudget => "tierpool-budget",
             Kind::Vec => "vec",
             Kind::MutexPool => "mutex-pool",
             Kind::QueuePool => "queue-pool",
@@ -207,6 +212,7 @@ impl Kind {
         match self {
             Kind::Tierpool => "tierpool".into(),
             Kind::TierpoolPow2 => "tierpool (pow2 tiers)".into(),
+            Kind::TierpoolBudget => "tierpool (budget)".into(),
             Kind::Vec => format!("Vec ({})", alloc.name()),
             Kind::MutexPool => "Mutex<Vec> per class".into(),
             Kind::QueuePool => "ArrayQueue per class".into(),
@@ -223,6 +229,7 @@ impl Kind {
         match self {
             Kind::Tierpool => "BufferPool::new(): 65 tiers, 4 per doubling, 256 B..16 MiB; 64 MiB retained cap, 2 MiB thread caches, 1 s decay; glibc heap trimmed after releases of 1 MiB or more (trim_allocator, default on)",
             Kind::TierpoolPow2 => "builder().power_of_two_tiers(256, 16 MiB), otherwise default",
+            Kind::TierpoolBudget => "builder().max_in_use_bytes(256 MiB), otherwise default (thread caches then hold min(2 MiB, 256 MiB / 16) each; not in burst, where tierpool's memory without a budget is the point)",
             Kind::Vec => "Vec::with_capacity(n) and drop; the allocator is the process's global allocator (mimalloc and jemalloc run in child processes). In the instructions workload the allocator is called directly (alloc + dealloc: what Vec compiles to under that global allocator), not through this binary's switchable counting allocator, which adds ~20 instructions per get+put",
             Kind::MutexPool => "hand-written: a Mutex<Vec<Vec<u8>>> per power-of-two class 256 B..16 MiB, unbounded",
             Kind::QueuePool => "hand-written: a crossbeam ArrayQueue (1024 slots) per power-of-two class 256 B..16 MiB; the shape of many Rust pools",
@@ -253,6 +260,12 @@ pub fn with_contender<V: Visit>(kind: Kind, v: V) -> V::Out {
                 .build()
                 .expect("valid configuration"),
         )),
+        Kind::TierpoolBudget => v.visit(Tierpool(
+            BufferPool::builder()
+                .max_in_use_bytes(BUDGET)
+                .build()
+                .expect("valid configuration"),
+        )),
         Kind::Vec => v.visit(PlainVec),
         Kind::MutexPool => v.visit(MutexPool::new()),
         Kind::QueuePool => v.visit(QueuePool::new(1024)),
@@ -263,6 +276,11 @@ pub fn with_contender<V: Visit>(kind: Kind, v: V) -> V::Out {
         Kind::LockfreeObjectPool => v.visit(LockfreePool::new()),
     }
 }
+
+/// The budget of [`Kind::TierpoolBudget`]: more than any workload it runs in holds at once
+/// (cross-thread holds a channel's worth of 1 MiB buffers, threads 64 x 4 KiB), so that it
+/// measures what the budget's bookkeeping costs, not waiting.
+pub const BUDGET: usize = 256 << 20;
 
 /// Number of power-of-two classes, 256 B (class 0) to 16 MiB (class 16).
 pub const CLASSES: usize = 17;

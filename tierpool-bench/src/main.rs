@@ -21,8 +21,8 @@ USAGE: cargo run --release -p tierpool-bench -- [OPTIONS]
 OPTIONS:
   --workload NAME   run only this workload (repeat to choose several):
                     lookup, get-put, instructions, mixed, cross-thread, burst, threads,
-                    streaming, budget, file-read (instructions needs valgrind and
-                    file-read io_uring; without them they are skipped)
+                    streaming, budget, file-read, idle-threads (instructions needs
+                    valgrind and file-read io_uring; without them they are skipped)
   --quick           tiny iteration counts: proves every workload runs and the report is
                     well formed (for CI), measures nothing worth quoting
   --out DIR         where to write results.json, report.md and the SVG charts
@@ -140,6 +140,14 @@ fn child(a: &Args) -> Result<(), String> {
             .get(a.shape.unwrap_or(0))
             .ok_or("no such block size")?;
         run_one(&ctx, s, block).ok_or("io_uring refused")?
+    } else if w == Workload::IdleThreads {
+        use workloads::idle_threads::{run_one, thread_counts, Strategy};
+        let id = a.contender.as_deref().ok_or("--contender needed")?;
+        let s = Strategy::from_id(id).ok_or(format!("unknown idle-threads strategy {id}"))?;
+        let t = *thread_counts(a.quick)
+            .get(a.shape.unwrap_or(0))
+            .ok_or("no such thread count")?;
+        run_one(&ctx, s, t)
     } else if w == Workload::Budget {
         let id = a.contender.as_deref().ok_or("--contender needed")?;
         let b = workloads::budget::from_id(id).ok_or(format!("unknown budget run {id}"))?;
@@ -228,6 +236,10 @@ fn contender_order() -> Vec<String> {
             .iter()
             .map(|&b| workloads::budget::label(b)),
     );
+    order.insert(
+        1,
+        workloads::idle_threads::Strategy::TierpoolBackground.label(Allocator::System),
+    );
     let mut seen = std::collections::HashSet::new();
     order.retain(|name| seen.insert(name.clone()));
     order
@@ -267,6 +279,11 @@ fn descriptions() -> BTreeMap<String, String> {
             workloads::budget::description(b),
         );
     }
+    let background = workloads::idle_threads::Strategy::TierpoolBackground;
+    m.insert(
+        background.label(Allocator::System),
+        background.description().to_string(),
+    );
     for s in Strategy::ALL {
         let text = format!("streaming workload: {}", s.description());
         m.entry(s.label().to_string())
@@ -359,12 +376,23 @@ fn run_workload(w: Workload, quick: bool) -> Result<Output, String> {
                 timelines: vec![],
             });
         }
+        Workload::IdleThreads => {
+            use workloads::idle_threads::{thread_counts, Strategy};
+            // RSS is per process: one per strategy, allocator and thread count, one at a time.
+            for (i, t) in thread_counts(quick).iter().enumerate() {
+                eprintln!("  idle-threads: {t} threads");
+                for (s, a) in Strategy::runs() {
+                    let child = spawn_with(w, a, s.id(), Some(i), quick)?;
+                    merge(collect(child, &s.label(a))?);
+                }
+            }
+        }
         Workload::Burst => {
             // RSS is per process: every contender in its own, two at a time (one per core).
             // tierpool and the Vec baseline run under every allocator (whether freed memory
             // leaves the process is the allocator's policy), the other pools under glibc.
             let mut runs = Vec::new();
-            for k in Kind::ALL {
+            for k in Kind::ALL.into_iter().filter(|&k| k != Kind::TierpoolBudget) {
                 let allocs: &[Allocator] = if matches!(k, Kind::Vec | Kind::Tierpool) {
                     &Allocator::ALL
                 } else {

@@ -236,7 +236,7 @@ pub fn validate(json: &str, expected: &[&str]) -> Result<usize, String> {
 /// Workloads whose records carry no allocation counts (`lookup` allocates nothing by
 /// construction; `burst` measures memory, not operations; `instructions` counts instructions
 /// under valgrind, where the get-put workload already counted allocations).
-const WITHOUT_ALLOCS: [&str; 3] = ["lookup", "burst", "instructions"];
+const WITHOUT_ALLOCS: [&str; 4] = ["lookup", "burst", "instructions", "idle-threads"];
 
 /// [`validate`] on a report in memory (run before writing, since JSON has no NaN: a
 /// non-finite figure would be written as `null`).

@@ -38,6 +38,14 @@ impl Clock {
         (self.start.elapsed().as_nanos() / u128::from(self.interval_nanos)) as u64
     }
 
+    /// The time left until the next interval begins.
+    pub(crate) fn until_next(&self) -> std::time::Duration {
+        let elapsed = self.start.elapsed().as_nanos();
+        let interval = u128::from(self.interval_nanos);
+        let left = interval - elapsed % interval;
+        std::time::Duration::from_nanos(left.min(u128::from(u64::MAX)) as u64)
+    }
+
     /// The current sixteenth of an interval (rate limits finer than an epoch).
     pub(crate) fn tick16(&self) -> u64 {
         (self.start.elapsed().as_nanos() * 16 / u128::from(self.interval_nanos)) as u64

@@ -127,19 +127,42 @@ impl Builder {
         self
     }
 
-    /// Caps the bytes (sum of capacities) retained in the pool's shared depot. Each thread that
-    /// uses the pool may keep up to [`thread_cache_bytes`](Self::thread_cache_bytes) more in its
-    /// own cache, so the pool's total retained memory is at most
-    /// `max_retained_bytes + threads * thread_cache_bytes`. Default 64 MiB.
+    /// Caps the bytes (sum of capacities) the pool retains: in its shared depot and in every
+    /// thread's cache together, however many threads use it. A thread cache reserves the room
+    /// it may fill from this same allowance (at most
+    /// [`thread_cache_bytes`](Self::thread_cache_bytes) each, plus one buffer of a larger
+    /// tier), so a thread that finds it spent works with what it has, and takes room from
+    /// caches whose threads went quiet. Default 64 MiB.
+    ///
+    /// ```
+    /// let pool = tierpool::BufferPool::builder().max_retained_bytes(1 << 20).build()?;
+    /// let (done, go_on) = (std::sync::Barrier::new(9), std::sync::Barrier::new(9));
+    /// std::thread::scope(|s| {
+    ///     for _ in 0..8 {
+    ///         s.spawn(|| {
+    ///             let held: Vec<_> = (0..16).map(|_| pool.get(64 << 10)).collect();
+    ///             drop(held); // 1 MiB per thread handed back, kept in its cache if it may
+    ///             done.wait();
+    ///             go_on.wait();
+    ///         });
+    ///     }
+    ///     done.wait(); // eight threads alive, each with its cache
+    ///     assert!(pool.stats().retained_bytes <= 1 << 20); // all of them together
+    ///     go_on.wait();
+    /// });
+    /// # Ok::<(), tierpool::ConfigError>(())
+    /// ```
     pub fn max_retained_bytes(mut self, bytes: usize) -> Self {
         self.max_retained_bytes = bytes;
         self
     }
 
-    /// Budget of each thread's private cache for this pool, in bytes of capacity. Buffers of a
-    /// tier larger than this bypass the thread cache and go straight to the shared depot.
-    /// Default: 2 MiB, or a quarter of `max_retained_bytes` if that is smaller. Zero disables the
-    /// thread caches (every operation then takes the depot's lock).
+    /// The most each thread's private cache for this pool may hold, in bytes of capacity (it
+    /// holds less while the pool's allowance is spent: see
+    /// [`max_retained_bytes`](Self::max_retained_bytes)). A cache may also keep one buffer of a
+    /// tier larger than this; other buffers of such tiers go to the shared depot. Default:
+    /// 2 MiB, or a quarter of `max_retained_bytes` if that is smaller. Zero disables the thread
+    /// caches (every operation then takes the depot's lock).
     pub fn thread_cache_bytes(mut self, bytes: usize) -> Self {
         self.thread_cache_bytes = Some(bytes);
         self
@@ -153,9 +176,13 @@ impl Builder {
         self
     }
 
-    /// Starts a background thread that applies the decay every interval even when no thread
-    /// uses the pool, so that a pool that has gone completely idle gives its depot back. The
-    /// thread holds only a weak reference and exits when the pool is dropped. Default off.
+    /// Starts a background thread that ticks the pool every interval: the depot's decay, and
+    /// reclaiming every thread cache that was not used for an interval. Without it the pool
+    /// ticks when a thread using it looks at the clock (every 256 returns to a tier of its
+    /// cache, or 16 slow operations), so a pool that is used rarely, or not at all, gives back
+    /// what it holds late or never; with it, within about two intervals, whatever the rest of
+    /// the program does. The thread holds only a weak reference and exits when the pool is
+    /// dropped. Default off.
     pub fn background_trim(mut self, enabled: bool) -> Self {
         self.background_trim = enabled;
         self
@@ -195,9 +222,12 @@ impl Builder {
     /// A buffer is charged its tier's size, or above the largest tier its size rounded up to
     /// 4 KiB. With a budget the pool keeps only buffers of exactly a tier's size (a grown or
     /// adopted buffer of another capacity is freed when returned), so no buffer is handed out
-    /// with more capacity than it was charged. Each thread may hold up to
-    /// `min(bytes / 16, thread_cache_bytes)` of the budget as idle credit while no one waits;
-    /// a waiter takes all of it back at once.
+    /// with more capacity than it was charged. Buffers a thread cache holds count as charged
+    /// (so the fast path does no accounting): each thread cache holds at most
+    /// `min(bytes / 16, thread_cache_bytes)`, and a request that would wait takes every
+    /// cache's buffers back first, from busy and idle threads alike. Where caches cannot be
+    /// reclaimed from other threads (no Linux `membarrier`), a budgeted pool uses no thread
+    /// caches.
     ///
     /// ```
     /// let pool = tierpool::BufferPool::builder().max_in_use_bytes(64 << 10).build()?;
@@ -289,7 +319,6 @@ impl Builder {
             classes: Classes::new(sizes),
             max_retained_bytes: self.max_retained_bytes,
             thread_cache_bytes,
-            decay_interval: self.decay_interval,
             interval_nanos,
             background_trim: self.background_trim,
             zero_on_return: self.zero_on_return,
@@ -303,7 +332,6 @@ pub(crate) struct Config {
     pub(crate) classes: Classes,
     pub(crate) max_retained_bytes: usize,
     pub(crate) thread_cache_bytes: usize,
-    pub(crate) decay_interval: Duration,
     pub(crate) interval_nanos: u64,
     pub(crate) background_trim: bool,
     pub(crate) zero_on_return: bool,

@@ -41,20 +41,26 @@
 //!   outside the tiers are freed. Requests above the largest tier are allocated exactly and not
 //!   kept.
 //! - **No hidden allocations, no locks** on the steady-state path: each thread has its own
-//!   cache per pool. A get and a return from it cost 62 instructions together (loop and two
-//!   byte writes included), fewer than any allocator or pool crate measured (see
-//!   *Performance*).
+//!   cache per pool, and a get and a return from it take no lock and no locked instruction
+//!   (two plain stores mark the thread busy so that others can reclaim its cache); fewer
+//!   instructions than any allocator or pool crate measured (see *Performance*).
 //! - **Shared across threads.** A buffer taken on one thread and dropped on another is kept:
 //!   thread caches exchange batches with a shared depot.
-//! - **Bounded.** The depot holds at most `max_retained_bytes`; each thread's cache at most
-//!   `thread_cache_bytes` (default 2 MiB) plus one buffer of a tier larger than that (so that
-//!   a thread cycling 16 MiB buffers does not take a lock each time): total retained `<=
-//!   max_retained_bytes + threads * (thread_cache_bytes + largest tier)`. At the cap, returned
-//!   buffers are freed.
-//! - **Memory comes back.** Buffers unused for a whole decay interval are released at the next
-//!   boundary, so after a burst retained memory falls back within about two intervals;
-//!   [`BufferPool::trim`] releases on demand; [`Builder::background_trim`] also covers a pool
-//!   that has gone completely idle; dropping the last handle frees the depot. Under glibc,
+//! - **Bounded by one number.** The depot and every thread cache together never retain more
+//!   than `max_retained_bytes`, whether one thread uses the pool or a thousand: a thread cache
+//!   reserves room for the buffers it may hold from the same allowance as the depot's
+//!   contents. Each thread's cache holds at most `thread_cache_bytes` (default 2 MiB) plus one
+//!   buffer of a tier larger than that (so that a thread cycling 16 MiB buffers does not take a
+//!   lock each time), and all of that counts against `max_retained_bytes` too. At the cap,
+//!   returned buffers are freed, and a thread that needs room takes it from caches whose
+//!   threads have gone quiet.
+//! - **Memory comes back, also from idle threads.** Buffers unused for a whole decay interval
+//!   are released at the next boundary, so after a burst retained memory falls back within
+//!   about two intervals. A thread that stops using the pool does not keep its cache: once it
+//!   has done nothing for an interval, the pool's next tick *reclaims* its cache from another
+//!   thread and empties it (see *How it works*). [`BufferPool::trim`] empties every cache and
+//!   the depot at once, idle threads' included; [`Builder::background_trim`] ticks a pool that
+//!   is used rarely or not at all; dropping the last handle frees everything. Under glibc,
 //!   whose heap returns memory only from its top, the pool follows a release of a megabyte or
 //!   more with `malloc_trim(0)` ([`Builder::trim_allocator`]), so the process's RSS falls too.
 //! - **A budget on bytes in use** (optional): [`Builder::max_in_use_bytes`] bounds what is
@@ -88,8 +94,9 @@
 //! `max_retained_bytes` caps what the pool *keeps*; [`Builder::max_in_use_bytes`] caps what it
 //! *hands out*: the total capacity of buffers handed out and not yet returned never exceeds
 //! the budget. A server whose 10,000 connections all start a 4 MiB frame at once then waits
-//! for memory instead of asking the allocator for 40 GiB. Off by default (and then free: the
-//! fast path is the same code, measured at the same instruction count).
+//! for memory instead of asking the allocator for 40 GiB. Off by default; on, it costs the
+//! fast path nothing either: a budgeted pool's get and return are the same instructions as
+//! an unbudgeted one's (see *How it stays off the fast path* below).
 //!
 //! | way of asking | when the budget has no room |
 //! |---|---|
@@ -127,17 +134,19 @@
 //! whole payload before reading it, so a flood of large frames slows the peers down through
 //! TCP instead of growing the heap.
 //!
-//! **How it stays off the fast path.** Each thread's cache holds a *credit* of the budget:
-//! a get takes its charge from the credit with one compare-and-swap on a line only that
-//! thread writes, a return adds it back with one `fetch_add`, and only every `credit_max`
-//! bytes (`min(max_in_use_bytes / 16, thread_cache_bytes)`) does a thread touch the shared
-//! account, under its lock. So up to `threads * credit_max` of the budget can sit idle in
-//! threads' credit; it never lets in-use exceed the limit, and it never makes a request wait
-//! on an idle thread: a request that would wait first sweeps every thread's credit into the
-//! account (an atomic swap each), and while anyone waits, returns give their credit straight
-//! back. The `budget` module's docs (in the source) argue why no credit is stranded, and loom
-//! models check it with the rest of the protocol (no lost wake-up, no over-grant,
-//! cancellation).
+//! **How it stays off the fast path.** Buffers a thread cache holds count as charged, so a
+//! get from a cache and a return to it move a buffer between "held by a cache" and "in use"
+//! without any accounting: the budget's fast path *is* the pool's fast path. Charges are taken
+//! where a buffer leaves the shared side (a refill of a batch from the depot, a fresh
+//! allocation) and refunded where it goes back (a flush to the depot, a release), under the
+//! account's lock, once per batch. A thread cache holds at most `min(max_in_use_bytes / 16,
+//! thread_cache_bytes)`, and a request that would wait takes every cache's buffers back first:
+//! it *sweeps* them, reclaiming each cache from its owner (the same machinery that empties
+//! idle threads' caches, see *How it works*), busy or idle, so that no idle thread can hold
+//! budget a waiter needs and the waiter waits on no thread's cooperation. While anyone waits,
+//! caches keep nothing. The `budget` module's docs (in the source) argue why nothing is
+//! stranded, and loom models check it with the rest of the protocol (no lost wake-up, no
+//! over-grant, cancellation, the sweep).
 //!
 //! # Optional integrations
 //!
@@ -185,59 +194,81 @@
 //! # How it works
 //!
 //! ```text
-//!   thread A                              thread B                       any thread
-//!  ┌─────────────────────────────┐       ┌─────────────────────────────┐
-//!  │ cur ──► Cache (pool P)      │       │ cur ──► Cache (pool P)      │  PooledBuf {
-//!  │   doorbell = P's key        │       │   doorbell = RUNG (trimmed) │    Vec<u8>,
-//!  │   tier 0: [p, p, p]         │       │   tier 0: [p]               │    key: u32,
-//!  │   tier 1: [p]               │       │   ...                       │    tier: u32 }
-//!  │   <= 2 MiB + 1 large buffer │       │                             │   drop: push p on
-//!  └────────┬────────────────────┘       └───────────┬─────────────────┘   this thread's
-//!   empty: take a batch │  full: give the older half │                   cache if its
-//!           ▼                                        ▼                   doorbell holds key
-//!  ┌───────────────────────────────────────────────────────────────────┐
-//!  │ Depot (pool P): per tier, a lock on its own cache line over a     │
-//!  │ stack of exact-size buffers and one of larger ("odd") ones; one   │
-//!  │ atomic byte count enforces the cap; low-water marks drive decay   │
-//!  └───────────────────────────────────────────────────────────────────┘
+//!   thread A (busy)                       thread B (idle for an interval)     any thread
+//!  ┌──────────────────────────────┐     ┌──────────────────────────────┐
+//!  │ cur ──► Cache (pool P)       │     │ cur ──► Cache (pool P)       │    PooledBuf {
+//!  │   doorbell = P's key         │     │   doorbell = RUNG ◄──────────┼─┐    Vec<u8>,
+//!  │   using = 1 during an op     │     │   using = 0                  │ │    key: u32,
+//!  │   tier 0: [p, p, p]          │     │   tier 0: [] (reclaimed)     │ │    tag: u32 }
+//!  │   tier 1: [p]                │     │                              │ │   drop: push p
+//!  └────────┬─────────────────────┘     └──────────────────────────────┘ │   on this thread's
+//!   empty: take a batch │  full: give the older half            a reclaimer: lock, ring,
+//!           ▼                                                   membarrier, wait for
+//!  ┌──────────────────────────────────────────────────────────┐ using == 0, empty the cache
+//!  │ Depot (pool P): per tier, a lock on its own cache line    │
+//!  │ over a stack of exact-size buffers and one of larger ones │
+//!  │ Allowance: depot contents + every cache's reserved room   │
+//!  │            <= max_retained_bytes                          │
+//!  └──────────────────────────────────────────────────────────┘
 //! ```
 //!
 //! - **Size classes** (`class`): the size is mapped to one of 16 buckets per power of two with
 //!   one `bsr` and two shifts; a table gives the bucket's first candidate tier, and for tiers
 //!   with at most five significant bits (powers of two and their 2/4/8/16-step subdivisions)
 //!   the candidate is always the answer.
-//! - **Thread cache** (`cache`, `tls`): per thread and pool, a stack of raw pointers per tier,
-//!   every one a buffer of exactly that tier's size. The thread-local `cur` slot points at the
-//!   cache used last; its first field, the *doorbell*, holds the pool's key, so one load and
-//!   one comparison select the cache. A get pops the pointer at the stack's `head` while it is
-//!   above the tier's low-water mark; a return checks that the capacity is the tier's size
-//!   (the buffer carries its tier as a hint) and pushes. Other threads ring the doorbell
-//!   (trim, close) by overwriting it, which sends the owner's next operation to the slow path
-//!   at no cost to the fast one. Counters are written only by the owner, with plain stores,
-//!   and hits are derived from the stack's length rather than counted.
-//! - **Policy** (`policy`, safe code): what a get or a return does when the fast path cannot
-//!   serve it. Tiers reserve room in the thread's budget when first used (so the fast path
+//! - **Thread cache** (the `cache` folder): per thread and pool, one allocation holding the
+//!   doorbell, the lookup table and a 64-byte line per tier, each tier a stack of raw pointers
+//!   to buffers of exactly its size. The thread-local `cur` slot points at the cache used
+//!   last, so everything a get needs is at a constant offset from one pointer. A get marks the
+//!   thread busy (`using = 1`, a plain store), compares the doorbell with the pool's key, pops
+//!   the pointer at the stack's `head` while it is above the tier's low-water mark, and clears
+//!   the mark; a return checks that the capacity is the tier's size (the buffer carries its
+//!   tier as a hint) and pushes. Other threads ring the doorbell (trim, close, reclaim) by
+//!   overwriting it, which sends the owner's next operation to the slow path at no cost to the
+//!   fast one. Counters are written only by the cache's current owner, with plain stores, and
+//!   hits are derived from the stack's length rather than counted.
+//! - **Reclaim** (`cache/reclaim.rs`, `fence.rs`): another thread may take a cache over and
+//!   empty it. It takes the cache's lock, rings the doorbell, issues Linux's
+//!   `membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)` (one for a whole batch of caches: a full
+//!   memory barrier on every running thread of the process) and waits until it reads
+//!   `using == 0`. This is Dekker's protocol with both fences on the rare side: after the
+//!   barrier, either the owner's busy mark is visible (and the reclaimer waits for the
+//!   operation to end, seeing everything it did), or the owner's next look at its doorbell
+//!   sees it rung, and it steps aside to the lock until the reclaimer is done. The owner pays
+//!   two plain stores and a compiler fence per operation; no locked instruction. The pool's
+//!   tick reclaims caches whose activity did not change since the previous tick (idle for an
+//!   interval), `trim()` and closing reclaim all, a budget waiter sweeps all, and a thread
+//!   that finds the allowance spent takes room from idle ones. Where `membarrier` is not
+//!   available (other systems, old kernels), nothing is reclaimed: caches are rung and give
+//!   up their buffers at their owner's next operation, and a budgeted pool uses no thread
+//!   caches.
+//! - **Policy** (`cache/policy.rs`, safe code): what a get or a return does when the fast path
+//!   cannot serve it. Tiers reserve room when first used and grow with use (so the fast path
 //!   checks a limit, not a byte count), batches of half a stack move to and from the depot
-//!   under one lock acquisition, odd-capacity buffers go to the depot, housekeeping runs
-//!   every 256 returns to a tier.
-//! - **Depot** (`depot`): the shared, capped store between thread caches.
-//! - **Buffer handle** (`buf`, `registry`): a [`PooledBuf`] carries its pool's 32-bit *key*,
-//!   not a reference-counted pointer, so handing it out touches no shared counter, yet it is
-//!   `'static + Send` and may outlive the pool: a closed pool's key resolves to nothing, and
-//!   every cache of it has been rung, so the buffer is simply freed.
-//! - **Decay** (`decay`): time is cut into intervals; each cache and the depot release at every
-//!   boundary the buffers that stayed below their low-water mark for the whole interval.
+//!   under one lock acquisition, odd-capacity buffers go to the depot, housekeeping runs every
+//!   256 returns to a tier.
+//! - **Depot and allowance** (`depot`): the shared store between thread caches, and the one
+//!   count of what the pool may retain.
+//! - **Buffer handle** (`buf`, `registry`, `key`): a [`PooledBuf`] carries its pool's 32-bit
+//!   *key*, not a reference-counted pointer, so handing it out touches no shared counter, yet
+//!   it is `'static + Send` and may outlive the pool: a closed pool's key resolves to nothing,
+//!   and every cache of it has been emptied, so the buffer is simply freed.
+//! - **Decay** (`clock`): time is cut into intervals; each cache and the depot release at every
+//!   boundary the buffers that stayed below their low-water mark for the whole interval, and
+//!   the pool's tick reclaims idle caches.
 //! - **Thread exit**: a thread-local destructor gives each cache's buffers back to its depot
-//!   (within the cap) and folds its counters into the pool's.
+//!   (within the allowance) and folds its counters into the pool's.
 //!
 //! The modules, bottom-up (each imports only those before it): `sync` (the loom switch),
-//! `budget` (the budget on bytes in use: account, waiters, credit), `os` (giving released
-//! memory back to the system), `class`, `error`,
-//! `stats`, `fresh` (making and cleaning buffers), `depot`, `cache` (a
-//! thread cache's layout and fast path), `decay`, `config`, `state` (a pool's shared state),
-//! `registry`, `policy`, `tls` (the thread-local table: all thread-local `unsafe`), then the
-//! public handles `buf`, `pooled_bytes`, `chain`, `pool`, `global`, and the integrations
-//! `bytes_impls`, `compio_impls`, `frame`.
+//! `key` (what a key and a tag hold), `fence` (the asymmetric fence), `class`, `error`,
+//! `stats`, `os` (giving released memory back to the system), `budget` (the account and its
+//! waiters), `clock`, `fresh` (making and cleaning buffers), `depot` (and the allowance),
+//! `config`, then the lower half of the `cache` folder (`stack`, `counters`, `fast`,
+//! `reserve`, `reclaim`, and `mod.rs`: the layout and who may touch a cache), `state` (a
+//! pool's shared state), the upper half of `cache` (`policy`, `tls`: the thread-local table
+//! and the one fallback ladder), `registry`, the public handles `buf`, `pooled_bytes`,
+//! `chain`, `pool`, `global`, and the integrations `bytes_impls`, `compio_impls`,
+//! `tokio_uring_impls`, `monoio_impls`, `http_body_impls`, `frame`.
 //!
 //! # When not to use it
 //!
@@ -255,64 +286,72 @@
 //! Every `unsafe` block has a `// SAFETY:` argument beside it (enforced by
 //! `clippy::undocumented_unsafe_blocks`). They are in these places:
 //!
-//! - `tls.rs`: reaching this thread's table and current cache through raw pointers held in a
-//!   `const` thread-local, and making the `Owner` that proves a thread owns a
-//!   cache. The module documentation argues why at most one reference into the table and one
-//!   owner of a cache are ever live, also under re-entrancy and thread exit.
-//! - `cache.rs`: the stacks of raw pointers (reading and writing slots between the stack's
-//!   bounds, rebuilding a `Vec` from a pointer whose capacity the stack guarantees) and the
-//!   tier lookup by byte offset.
+//! - `cache/tls.rs`: reaching this thread's table and current cache through raw pointers held
+//!   in a `const` thread-local. The module documentation argues why at most one reference into
+//!   the table is ever live and why this thread enters a cache only once at a time, also under
+//!   re-entrancy and thread exit.
+//! - `cache/mod.rs`: building a cache's single allocation (a custom unsized layout: the head,
+//!   then the tiers), and the two ways to become a cache's `Owner` (the owner's
+//!   busy mark, a reclaimer's lock, ring and heavy fence); the module documentation argues why
+//!   they exclude each other.
+//! - `cache/fast.rs`: the fast path, from the doorbell's address to the table and the tier at
+//!   constant offsets; `cache/stack.rs`: reading and writing slots between a stack's bounds,
+//!   rebuilding a `Vec` from a pointer whose capacity the stack guarantees.
+//! - `fence.rs`: the `membarrier` system call (two integers, no memory of ours).
 //! - `class.rs`: indexing the bucket table and the size list without bounds checks, with the
 //!   invariant that makes every index valid proved at construction and checked by
 //!   `debug_assert!`s.
 //! - `pooled_bytes.rs`: [`PooledBytes`] reads the bytes through a raw pointer into a buffer
 //!   that nothing mutates while a view exists, with `Arc`'s counting protocol deciding who
-//!   hands the buffer back; its control blocks move between threads as raw boxes.
-//! - `bytes_impls.rs`: `BufMut` for [`PooledBuf`] (writing into spare capacity).
-//! - `os.rs`: the call to glibc's `malloc_trim` (no pointers; not run under Miri or loom).
-//! - `pooled_bytes.rs` `try_into_mut` (the view's offset in its buffer) and `buf.rs` (the
-//!   handle's `ManuallyDrop<Vec>`, taken exactly once).
-//! - `compio_impls.rs`, `tokio_uring_impls.rs`, `monoio_impls.rs`: the runtimes' buffer traits (`set_len`, and
-//!   tokio-uring's and monoio's unsafe traits: the pointer stays put while the kernel owns
-//!   the buffer).
+//!   hands the buffer back; its control blocks move between threads as raw boxes; and
+//!   `try_into_mut` (the view's offset in its buffer).
+//! - `buf.rs` (the handle's `ManuallyDrop<Vec>`, taken exactly once), `bytes_impls.rs`
+//!   (`BufMut` for [`PooledBuf`]: writing into spare capacity), `os.rs` (the call to glibc's
+//!   `malloc_trim`).
+//! - `compio_impls.rs`, `tokio_uring_impls.rs`, `monoio_impls.rs`: the runtimes' buffer traits
+//!   (`set_len`, and tokio-uring's and monoio's unsafe traits: the pointer stays put while
+//!   the kernel owns the buffer).
 //!
 //! How it is checked (the commands `.ci/run` runs):
-//! - **Miri** (strict provenance) runs the unit tests and the integration tests that drive the
-//!   thread caches, thread exit, panics, cross-thread hand-off, the budget and the model test:
-//!   `MIRIFLAGS="-Zmiri-strict-provenance" cargo +nightly miri test -p tierpool --features bytes --lib --test model --test semantics --test alloc_free --test leak --test threads --test bad_input --test budget`
-//!   (`.ci/run` splits these over two processes, one per core).
 //! - **loom** explores every interleaving of the depot exchange, the cap under contention,
 //!   decay and trim racing with get/put, close racing with returns, the doorbell (a ring is
-//!   never lost: loom found a lost ring in a first version that rang with a plain store), and
-//!   counter publication vs. `stats()` (a hit is never counted twice), and the budget's
-//!   credit and waiter protocol (no lost wake-up, no over-grant, no credit stranded, a
-//!   cancelled waiter's bytes passed on):
+//!   never lost: loom found a lost ring in a first version that rang with a plain store),
+//!   counter publication vs. `stats()`, a reclaimer taking a cache over while its owner gets
+//!   and returns a buffer (with the owner's fence removed, loom finds the execution where both
+//!   work on the stack at once), an owner coming back to a cache being reclaimed, and the
+//!   budget's protocol (no lost wake-up, cancellation, and the sweep: with the sweep skipping
+//!   caches that looked empty, loom finds a stranded charge). Both sides of the asymmetric
+//!   fence are modelled as `SeqCst` fences, which give the same guarantee:
 //!   `RUSTFLAGS="--cfg loom" cargo test -p tierpool --lib --release --target-dir target/loom loom`.
-//! - **ThreadSanitizer** runs the threads, stress and soak tests with std rebuilt under TSan:
-//!   `RUSTFLAGS="-Zsanitizer=thread" cargo +nightly test -Zbuild-std --target x86_64-unknown-linux-gnu -p tierpool --release --test threads --test stress --test soak`.
+//! - **Miri** (strict provenance) runs the unit tests and the integration tests that drive the
+//!   thread caches, reclaiming, thread exit, panics, cross-thread hand-off, the budget and the
+//!   model test, with the fences as `SeqCst` fences:
+//!   `MIRIFLAGS="-Zmiri-strict-provenance" cargo +nightly miri test -p tierpool --features bytes --lib --test model --test semantics --test alloc_free --test leak --test threads --test bad_input --test budget --test reclaim`
+//!   (`.ci/run` splits these over two processes, one per core).
+//! - **ThreadSanitizer** runs the threads, stress, soak, budget and reclaim tests with std
+//!   rebuilt under TSan. It does not model `membarrier` or the compiler fence; what it checks
+//!   is that every access a reclaimer makes is ordered after the owner's by the release store
+//!   and acquire load of the busy mark (or the cache's lock), which is how the protocol hands
+//!   a cache over:
+//!   `RUSTFLAGS="-Zsanitizer=thread" cargo +nightly test -Zbuild-std --target x86_64-unknown-linux-gnu -p tierpool --release --test threads --test stress --test soak --test budget --test reclaim`.
 //! - **LeakSanitizer** runs the whole test suite; **cargo-fuzz** drives random operations on
-//!   two pools against invariants, and the frame reader on arbitrary bytes.
+//!   two pools against invariants, the frame reader on arbitrary bytes, and chains.
 //! - A **model-based** proptest checks long random operation sequences against a reference
-//!   model, exactly (every hit, miss and retained byte); a **stress** test runs 8 threads of random
-//!   get / hand-off / drop with a concurrent trimmer and checks by address that no buffer is ever
-//!   out twice, that contents survive, and that caps and counters hold.
+//!   model, exactly (every hit, miss and retained byte); **stress** tests run threads of random
+//!   get / hand-off / drop while another thread reclaims every cache over and over, and check
+//!   by address that no buffer is ever out twice, that contents survive, and that the bound
+//!   holds; the whole suite runs once more without `membarrier` (`TIERPOOL_NO_MEMBARRIER=1`)
+//!   to check the fallback.
 //!
 //! # Performance
 //!
-//! `BENCHMARKS.md` in the repository has the measured figures, from the comparison report
-//! (`cargo run --release -p tierpool-bench`). In short, on the project's 2-core VM: a get+put
-//! from the thread cache costs 62 instructions (loop and two byte writes included, counted by
-//! callgrind) and about 3.8 ns at every size from 256 B to 16 MiB, against 75 instructions and
-//! 6.5 ns for `Vec` under jemalloc at 256 B, 8.8 ns at 4 KiB and 235 ns from 64 KiB, and 10-34
-//! ns for every pool crate measured. With a budget on bytes in use, 229 instructions and
-//! 21.7 ns. Many threads at once do not collapse it (3.7-5.1 ns per
-//! operation of all threads, level with jemalloc). A buffer handed from one thread to another
-//! costs about 45 ns at 4 and 64 KiB, level with the fastest pool crate (opool) and 3-10x less
-//! than the allocators; at 1 MiB about 100-140 ns, where opool's lock-free queue (about 47 ns)
-//! is ahead. The tier lookup takes 1.4 ns per get+return pair whatever the number of tiers.
-//!
-//! `.ci/run` fails if a get+put at 4 KiB costs more than 64 instructions
-//! (`cargo run --release -p tierpool-bench -- --count tierpool 4096`).
+//! `BENCHMARKS.md` in the repository has every measured figure, each with the command that
+//! produced it, from the comparison report (`cargo run --release -p tierpool-bench`): the
+//! thread-cache fast path against allocators and pool crates at every size, many threads,
+//! hand-off between threads, memory after bursts and with idle threads, the budget under a
+//! flood, block reads through io_uring. `.ci/run` fails if a tierpool get+put at 4 KiB, with
+//! or without a budget, costs more than 64 instructions
+//! (`cargo run --release -p tierpool-bench -- --count tierpool 4096`, and `tierpool-budget`).
 
 #![warn(missing_docs, missing_debug_implementations, rust_2018_idioms)]
 #![warn(clippy::undocumented_unsafe_blocks)]

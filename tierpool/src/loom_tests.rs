@@ -284,7 +284,7 @@ mod reclaim {
     use loom::thread;
 
     use crate::cache::reclaim::Turn;
-    use crate::cache::{policy, tls_for_models};
+    use crate::cache::{policy, tls::for_models as tls_for_models};
     use crate::config::Builder;
     use crate::state::PoolState;
 
@@ -390,7 +390,7 @@ mod budget {
     use loom::thread;
 
     use crate::budget::{Budget, Ticket, Wake};
-    use crate::cache::{policy, tls_for_models};
+    use crate::cache::{policy, tls::for_models as tls_for_models};
     use crate::config::Builder;
     use crate::key::Tag;
     use crate::state::PoolState;

@@ -65,7 +65,6 @@ pub(crate) struct PoolState {
     /// Every thread cache of this pool.
     pub(crate) caches: Caches,
     pub(crate) trimmer: Mutex<Option<std::thread::Thread>>,
-    pub(crate) interval: std::time::Duration,
     /// The budget on bytes in use, if configured. A budgeted pool keeps only buffers of
     /// exactly a tier's size, so that every buffer it hands out has the capacity it was
     /// charged.
@@ -101,7 +100,6 @@ impl PoolState {
             tick_epoch: AtomicU64::new(0),
             last_steal: AtomicU64::new(0),
             trimmer: Mutex::new(None),
-            interval: config.decay_interval,
             budget,
             allocator_trim: AllocatorTrim::new(config.trim_allocator),
         }

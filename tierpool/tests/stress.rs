@@ -1,5 +1,6 @@
 //! Multi-thread stress with invariant checks: more threads than cores doing random
-//! get / hand-off / drop while another thread trims, bounded by operation count.
+//! get / hand-off / drop while another thread trims (reclaiming every thread's cache while
+//! its owner works on it), bounded by operation count.
 //!
 //! Checked at every step: no buffer is ever handed out twice at once (by address, among all
 //! outstanding buffers), every buffer is at least as large as asked, and the bytes a thread
@@ -166,11 +167,7 @@ fn many_threads_random_hand_off_with_concurrent_trim() {
     assert!(s.depot_bytes <= cap);
     // Workers exited; only the main thread (which drained the channel) may still have a cache.
     assert!(s.thread_caches <= 1, "{s}");
-    // Each cache: its budget plus the large slot (one buffer of a tier above the budget).
-    let largest = *pool.tier_sizes().last().unwrap();
-    assert!(
-        s.retained_bytes <= cap + s.thread_caches * (per_thread + largest),
-        "{s}"
-    );
+    // The depot and every cache together, the large slot included: one number.
+    assert!(s.retained_bytes <= cap, "{s}");
     assert!(s.hits > 0);
 }

@@ -130,7 +130,9 @@ fn caps_hold_with_many_threads_returning_at_once() {
     barrier.wait();
     let s = pool.stats();
     assert!(s.depot_bytes <= cap, "{s}");
-    assert!(s.retained_bytes <= cap + threads * per_thread, "{s}");
+    // Depot and thread caches together, however many threads (they wait at the barrier,
+    // so the figures are exact).
+    assert!(s.retained_bytes <= cap, "{s}");
     assert!(
         s.discarded > 0,
         "the cap made the pool release buffers: {s}"
@@ -317,7 +319,9 @@ fn stats_read_while_threads_work_stay_sane() {
             })
         })
         .collect();
-    let bound = 8 << 20 | (4 << 20); // cap + a thread budget per worker and this thread
+    // The cap, and a margin: read while the workers run, a buffer moving between a cache and
+    // the depot can be counted in both (at rest the figure is at most the cap).
+    let bound = 8 << 20 | (4 << 20);
     for _ in 0..if cfg!(miri) { 20 } else { 20_000 } {
         let s = pool.stats();
         assert!(s.retained_bytes <= bound, "{s}");

@@ -9,6 +9,7 @@ pub mod burst;
 pub mod cross_thread;
 pub mod file_read;
 pub mod get_put;
+pub mod idle_threads;
 pub mod instructions;
 pub mod lookup;
 pub mod mixed;
@@ -47,11 +48,13 @@ pub enum Workload {
     Budget,
     /// Block reads of a file through compio (io_uring).
     FileRead,
+    /// Threads that used the pool and went idle: does their memory come back?
+    IdleThreads,
 }
 
 impl Workload {
     /// Every workload, in report order: the one list.
-    pub const ALL: [Workload; 10] = [
+    pub const ALL: [Workload; 11] = [
         Workload::Lookup,
         Workload::GetPut,
         Workload::Instructions,
@@ -62,6 +65,7 @@ impl Workload {
         Workload::Streaming,
         Workload::Budget,
         Workload::FileRead,
+        Workload::IdleThreads,
     ];
 
     /// The name on the command line, in the JSON and in the report.
@@ -77,6 +81,7 @@ impl Workload {
             Workload::Streaming => "streaming",
             Workload::Budget => "budget",
             Workload::FileRead => "file-read",
+            Workload::IdleThreads => "idle-threads",
         }
     }
 
@@ -98,6 +103,7 @@ impl Workload {
             Workload::Budget => "Memory under a flood (issue 10): 128 loopback TCP connections each send 8 frames of 1 MiB as fast as they can; a reader task per connection reads them with tierpool's FrameReader from one shared pool and queues them (unbounded) for one handler thread, which processes them more slowly than they arrive (8 checksum passes); once with no budget and once with max_in_use_bytes(64 MiB) (the reader then waits for room before reading a payload), each in its own process, 3 interleaved rounds; per frame, with throughput, p99 read_frame time (waiting included), peak RSS and, under the budget, its peak and waits.",
             Workload::FileRead => "Seed 002 (goleveldb block reads): a 256 MiB file in the page cache read start to end in 64 KiB or 1 MiB blocks with compio's read_at on io_uring, each block into a tierpool buffer, a fresh Vec, or one reused Vec (the floor); one process per strategy and block size, 5 timed passes after a warm-up; per read, with MB/s, allocations and minor page faults per read, peak RSS.",
             Workload::Threads => "All threads get/put 4 KiB at once on this 2-core machine (oversubscribed above 2); wall time per operation of all threads together.",
+            Workload::IdleThreads => "Idle threads (issue 16): T threads each take, fill and return two buffers each of 4 KiB, 64 KiB, 256 KiB, 1 MiB and 8 MiB, then park for good; the main thread goes on with one 4 KiB get/put per ms. Process RSS (and, in the extra columns, how far above the baseline, and the pool's retained bytes against its 64 MiB cap) when all are idle, 2 and 10 decay intervals (100 ms each) later, and for tierpool right after trim(); one process per strategy, allocator and T. tierpool ticks when the main thread's cache looks at the clock (every 256 returns to a tier: here every 256 ms), or, with background_trim, every interval.",
         }
     }
 }
@@ -172,6 +178,15 @@ pub fn run(w: Workload, ctx: &Ctx, kinds: &[Kind]) -> Output {
                     if let Some(o) = file_read::run_one(ctx, s, block) {
                         out.records.extend(o.records);
                     }
+                }
+            }
+            out
+        }
+        Workload::IdleThreads => {
+            let mut out = Output::default();
+            for &t in idle_threads::thread_counts(ctx.quick) {
+                for s in idle_threads::Strategy::ALL {
+                    out.records.extend(idle_threads::run_one(ctx, s, t).records);
                 }
             }
             out

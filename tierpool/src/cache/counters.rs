@@ -1,5 +1,6 @@
-//! Counting without counting twice: what a cache publishes for `stats()`, and the activity
-//! signature the pool's tick reads to tell an idle cache.
+//! What other threads read of a cache: the counts `stats()` adds up (counted without counting
+//! twice), what it holds, and the activity signature the pool's tick reads to tell an idle
+//! cache.
 //!
 //! Every counter is written only by the cache's current owner, with a `Relaxed` load and a
 //! plain store (never a locked instruction), so that `stats()` on another thread may read it.
@@ -10,37 +11,12 @@
 //! doubles as the housekeeping countdown: every `CHECK_EVERY`-th return asks the owner to
 //! look at the clock.
 
-use super::stack::{Tier, TierCold, CHECK_EVERY};
-use super::Cache;
+use super::block::Cache;
+use super::stack::pushes;
 use crate::stats::Stats;
 use crate::sync::{AtomicU64, Ordering};
 
-use Ordering::{Acquire, Relaxed, Release};
-
-pub(crate) use crate::stats::bump;
-
-/// Adds `by` to a counter only the owner writes, publishing it (`Release`) for `stats()`.
-pub(super) fn publish(counter: &AtomicU64, by: u64) {
-    counter.store(counter.load(Relaxed).wrapping_add(by), Release);
-}
-
-/// Returns pushed onto `tier`'s stack so far. Reads the total before the countdown (see
-/// [`fold`]), both `Acquire`.
-pub(super) fn pushes(tier: &Tier, cold: &TierCold) -> u64 {
-    let folded = cold.pushes_folded.load(Acquire);
-    let left = tier.returns_left.load(Acquire);
-    folded.wrapping_add(CHECK_EVERY.wrapping_sub(left))
-}
-
-/// Moves a finished countdown into `pushes_folded`.
-pub(super) fn fold(tier: &Tier, cold: &TierCold) {
-    if tier.returns_left.load(Relaxed) == 0 {
-        // Reset, then add: a reader that sees the new total sees the reset too, so it never
-        // counts these returns twice (`Cache::add_to`).
-        tier.returns_left.store(CHECK_EVERY, Release);
-        publish(&cold.pushes_folded, CHECK_EVERY);
-    }
-}
+use Ordering::{Acquire, Relaxed};
 
 impl Cache {
     /// Adds this cache's counts to `into`; with `with_retained`, also what it holds.

@@ -3,7 +3,7 @@
 //!
 //! Each marks the owner busy (a plain store), fences the compiler, compares the doorbell with
 //! the pool's key, works on one tier, and clears the mark (a plain store with `Release`
-//! semantics): the owner's half of the protocol in `mod.rs`. Between the two stores it calls
+//! semantics): the owner's half of the protocol in `owner.rs`. Between the two stores it calls
 //! nothing, so it can never block while the mark is set.
 //!
 //! A get: the bucket of the size (one `bsr` and two shifts), the table entry (the byte offset
@@ -14,8 +14,8 @@
 
 use std::mem::size_of;
 
+use super::block::{Doorbell, Head, TABLE_OFF, TIERS_OFF};
 use super::stack::{count_return, place, Tier};
-use super::{Doorbell, Head, TABLE_OFF, TIERS_OFF};
 use crate::class::bucket_of_pred;
 use crate::fence;
 use crate::key::Key;

@@ -28,8 +28,10 @@
 //! waits outside the cache. While a waiter is queued, owners keep nothing: their caches stay
 //! rung, returns go to the depot, and their stacks were swept by the waiter.
 
+use super::block::Cache;
+use super::owner::Owner;
 use super::reclaim::Turn;
-use super::{Count, Owner};
+use super::stack::Count;
 use crate::error::AllocError;
 use crate::fresh::{alloc_fresh, prepare_hit, scrub, Fresh};
 use crate::key::Tag;
@@ -399,7 +401,7 @@ pub(crate) fn tick(pool: &PoolState, epoch: u64, turn: Turn, skip: Option<&Owner
 /// cache's activity is recorded for the next one. Returns the bytes released.
 fn reclaim_idle(pool: &PoolState, turn: Turn, skip: Option<&Owner<'_>>, record: bool) -> usize {
     let mut bytes = 0;
-    let pick = |c: &super::Cache| {
+    let pick = |c: &Cache| {
         let idle = if record {
             c.idle_since_last_tick()
         } else {
@@ -543,7 +545,7 @@ mod tests {
         let state = PoolState::new(Builder::new().tiers([64, 128]).validate().unwrap());
         let cache = state.new_cache(Key::new(1, false));
         // SAFETY: nothing else reaches this cache.
-        let o = unsafe { crate::cache::Owner::new_unshared(&cache) };
+        let o = unsafe { Owner::new_unshared(&cache) };
         decay(&o, &state); // a first look: records the counts
         assert!(o.set_limit(0, 4) && o.set_limit(1, 4));
         // Tier 0 refills and pops (a producer); tier 1 does nothing.

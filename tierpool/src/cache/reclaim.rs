@@ -27,7 +27,8 @@
 //! Without a heavy fence (`fence.rs`), nothing is reclaimed: the caches are only rung, and
 //! give their buffers up at their owner's next operation.
 
-use super::{Cache, Owner, Seized};
+use super::block::Cache;
+use super::owner::{Owner, Seized};
 use crate::fence;
 use crate::stats::Stats;
 use crate::sync::{lock, try_lock, Arc, Mutex};

@@ -20,24 +20,10 @@
 //! `cache_bytes`, none when `cache_bytes` is 0. What the policy reserves within that, and when,
 //! is in `policy.rs`.
 
-use super::Owner;
-use super::MAX_LOCAL_PER_TIER;
+use super::owner::Owner;
 use crate::sync::Ordering;
 
 use Ordering::Relaxed;
-
-/// Buffers a thread cache may keep of a tier of `size` bytes when it may reserve
-/// `cache_bytes`: `min(64, cache_bytes / size)`, or 1 for a tier above that (the large slot),
-/// or none when `cache_bytes` is 0 (thread caches off).
-pub(super) fn stack_cap(cache_bytes: usize, size: usize) -> u32 {
-    if cache_bytes == 0 {
-        0
-    } else if size > cache_bytes {
-        1
-    } else {
-        (cache_bytes / size).min(MAX_LOCAL_PER_TIER) as u32
-    }
-}
 
 impl Owner<'_> {
     /// Tier `t`'s current limit (its reservation, in buffers).

@@ -27,14 +27,11 @@
 //! (`end` when returns must take the slow path: wiping pools, a dead cache).
 //!
 //! Every field is an atomic accessed with `Relaxed` loads and stores (plain `mov`s on x86-64,
-//! never a locked instruction), written only by the cache's current [`Owner`], so that
+//! never a locked instruction), written only by the cache's current owner (`owner.rs`), so that
 //! `stats()` and the idle check on other threads may read them.
 
 use std::mem::{size_of, ManuallyDrop};
 
-use super::counters::{bump, publish};
-use super::{Cache, Owner};
-use crate::key::TIER_STRIDE;
 use crate::sync::{AtomicPtr, AtomicU32, AtomicU64, Ordering};
 
 use Ordering::{Acquire, Relaxed, Release};
@@ -54,7 +51,7 @@ pub(super) type Slot = AtomicPtr<u8>;
 
 /// The hot part of one tier of a thread cache: one cache line.
 ///
-/// Invariants (kept by [`Owner`]), with `slots = end - cap` and `len = end - head`: all four
+/// Invariants (kept by the cache's owner, `owner.rs`), with `slots = end - cap` and `len = end - head`: all four
 /// pointers are null while the tier's storage is not allocated; otherwise
 /// `slots <= full <= head <= low <= end`, `full` is `end - limit` or `end`, `limit <= cap`, and
 /// the slots from `head` to `end` own buffers of capacity exactly `size`.
@@ -187,7 +184,7 @@ pub(super) fn free_all(tier: &Tier, cold: &TierCold) {
 }
 
 /// Allocates `cap` empty slots.
-fn alloc_slots(cap: u32) -> *mut Slot {
+pub(super) fn alloc_slots(cap: u32) -> *mut Slot {
     let slots: Box<[Slot]> = (0..cap)
         .map(|_| AtomicPtr::new(std::ptr::null_mut()))
         .collect();
@@ -195,7 +192,7 @@ fn alloc_slots(cap: u32) -> *mut Slot {
 }
 
 /// Frees slots made by [`alloc_slots`]`(cap)`.
-fn free_slots(slots: *mut Slot, cap: u32) {
+pub(super) fn free_slots(slots: *mut Slot, cap: u32) {
     let slice = std::ptr::slice_from_raw_parts_mut(slots, cap as usize);
     // SAFETY: `slots` came from `alloc_slots(cap)` (`Box::into_raw` of a slice of `cap`
     // entries) and is freed once: callers reset or drop the field holding it.
@@ -215,208 +212,38 @@ pub(crate) enum Count {
     Discarded,
 }
 
-impl Cache {
-    /// Tier `t` and its cold part.
-    pub(super) fn tier(&self, t: usize) -> (&Tier, &TierCold) {
-        (&self.tiers[t], &self.head.cold[t])
+/// Adds `by` to a counter only the owner writes, publishing it (`Release`) for `stats()`.
+pub(super) fn publish(counter: &AtomicU64, by: u64) {
+    counter.store(counter.load(Relaxed).wrapping_add(by), Release);
+}
+
+/// Returns pushed onto `tier`'s stack so far. Reads the total before the countdown (see
+/// [`fold`]), both `Acquire`.
+pub(super) fn pushes(tier: &Tier, cold: &TierCold) -> u64 {
+    let folded = cold.pushes_folded.load(Acquire);
+    let left = tier.returns_left.load(Acquire);
+    folded.wrapping_add(CHECK_EVERY.wrapping_sub(left))
+}
+
+/// Moves a finished countdown into `pushes_folded`.
+pub(super) fn fold(tier: &Tier, cold: &TierCold) {
+    if tier.returns_left.load(Relaxed) == 0 {
+        // Reset, then add: a reader that sees the new total sees the reset too, so it never
+        // counts these returns twice (`counters.rs`).
+        tier.returns_left.store(CHECK_EVERY, Release);
+        publish(&cold.pushes_folded, CHECK_EVERY);
     }
 }
 
-impl Owner<'_> {
-    /// Buffers on tier `t`'s stack.
-    pub(crate) fn len(&self, t: usize) -> usize {
-        let (tier, cold) = self.cache.tier(t);
-        cold.len(tier)
-    }
-
-    /// Tier `t`'s low-water mark since the last decay.
-    pub(crate) fn low(&self, t: usize) -> usize {
-        let tier = &self.cache.tiers[t];
-        let end = tier.end.load(Relaxed) as usize;
-        (end - tier.low.load(Relaxed) as usize) / size_of::<Slot>()
-    }
-
-    /// Starts a new decay interval for tier `t`: its low-water mark is its length now.
-    pub(crate) fn reset_low(&self, t: usize) {
-        let tier = &self.cache.tiers[t];
-        tier.low.store(tier.head.load(Relaxed), Relaxed);
-    }
-
-    /// Allocates tier `t`'s slots if they are not yet (a limit was just set above 0).
-    pub(super) fn ensure_storage(&self, t: usize) {
-        let (tier, cold) = self.cache.tier(t);
-        if tier.end.load(Relaxed).is_null() {
-            let end = alloc_slots(cold.cap).wrapping_add(cold.cap as usize);
-            // `Release`: a reader that sees the stack's top sees its end (`counters.rs`).
-            tier.end.store(end, Release);
-            tier.head.store(end, Release);
-            tier.low.store(end, Relaxed);
-        }
-    }
-
-    /// Points tier `t`'s `full` at `limit` buffers (0 when returns must take the slow path).
-    pub(super) fn set_full(&self, t: usize, limit: usize) {
-        let (tier, cold) = self.cache.tier(t);
-        if !tier.end.load(Relaxed).is_null() {
-            let cap = cold.cap as usize;
-            tier.full.store(tier.at(cap, cap - limit), Relaxed);
-        }
-    }
-
-    /// Frees tier `t`'s storage if it has no limit and holds nothing (decay of an idle tier,
-    /// `trim`, close, thread exit): it was allocated while buffers came in, so it may sit above
-    /// them in the heap and pin it (glibc trims only the top).
-    pub(crate) fn free_storage(&self, t: usize) {
-        let (tier, cold) = self.cache.tier(t);
-        if cold.limit.load(Relaxed) != 0 || cold.len(tier) != 0 {
-            return;
-        }
-        for p in [&tier.head, &tier.low, &tier.full] {
-            // `Release`: a reader that sees the stack gone sees the counts of what left it.
-            p.store(std::ptr::null_mut(), Release);
-        }
-        let end = tier.end.swap(std::ptr::null_mut(), Release);
-        if !end.is_null() {
-            free_slots(end.wrapping_sub(cold.cap as usize), cold.cap);
-        }
-    }
-
-    /// Pops the newest buffer of tier `t`, if any (past the low-water mark too, which it
-    /// moves).
-    pub(crate) fn pop(&self, t: usize) -> Option<Vec<u8>> {
-        let (tier, cold) = self.cache.tier(t);
-        if cold.len(tier) == 0 {
-            return None;
-        }
-        let head = tier.head.load(Relaxed);
-        // SAFETY: the stack is not empty: `head < end` is a filled slot.
-        let p = unsafe { &*head }.load(Relaxed);
-        let head = head.wrapping_add(1);
-        tier.head.store(head, Release);
-        if head > tier.low.load(Relaxed) {
-            tier.low.store(head, Relaxed);
-        }
-        // SAFETY: the slot owned a buffer of capacity exactly `size` from the global
-        // allocator, now removed from the stack, so this `Vec` is its only owner.
-        Some(unsafe { Vec::from_raw_parts(p, 0, tier.size) })
-    }
-
-    /// Pushes `v` on tier `t`'s stack if its capacity is exactly the tier's size and the
-    /// stack is below its limit; counts it as a return, or with `from_depot` as a refill.
-    pub(crate) fn push(&self, t: usize, v: Vec<u8>, from_depot: bool) -> Result<(), Vec<u8>> {
-        let (tier, cold) = self.cache.tier(t);
-        if v.capacity() != tier.size || cold.len(tier) >= cold.limit.load(Relaxed) as usize {
-            return Err(v);
-        }
-        // SAFETY: `len < limit <= cap` (so `limit > 0` and the slots are allocated): the slot
-        // below `head` is a free slot of the array.
-        unsafe { place(tier, tier.head.load(Relaxed), v) };
-        if from_depot {
-            publish(&tier.refilled, 1);
-        } else {
-            count_return(tier);
-            super::counters::fold(tier, cold);
-        }
-        Ok(())
-    }
-
-    /// Removes the `n` oldest buffers of tier `t` (at most all of them) and hands each to
-    /// `f`, oldest first; counts them as moved to the depot, or with `release` as released
-    /// (and discarded). Returns how many.
-    pub(crate) fn drain_oldest(
-        &self,
-        t: usize,
-        n: usize,
-        release: bool,
-        mut f: impl FnMut(Vec<u8>),
-    ) -> usize {
-        let (tier, cold) = self.cache.tier(t);
-        let len = cold.len(tier);
-        let n = n.min(len);
-        if n == 0 {
-            return 0;
-        }
-        let cap = cold.cap as usize;
-        // Take the pointers out and fix the stack up first, then hand the buffers over: if
-        // `f` unwinds, the rest leak instead of being owned twice.
-        let mut out = [std::ptr::null_mut::<u8>(); MAX_LOCAL_PER_TIER];
-        for (k, o) in out[..n].iter_mut().enumerate() {
-            // SAFETY: `cap - 1 - k >= cap - n >= cap - len`: a filled slot (the oldest is last).
-            *o = unsafe { &*tier.at(cap, cap - 1 - k) }.load(Relaxed);
-        }
-        // Shift the rest toward the end, newest last moved.
-        for i in (cap - len..cap - n).rev() {
-            // SAFETY: `i` and `i + n` are below `cap`: slots of the allocated array.
-            let p = unsafe { &*tier.at(cap, i) }.load(Relaxed);
-            // SAFETY: as above.
-            unsafe { &*tier.at(cap, i + n) }.store(p, Relaxed);
-        }
-        // Count first, then move `head`: a reader that sees the shorter stack sees why.
-        if release {
-            publish(&cold.released, n as u64);
-            bump(&cold.discarded, n as u64);
-        } else {
-            publish(&tier.flushed, n as u64);
-        }
-        let head = tier.at(cap, cap - len + n);
-        tier.head.store(head, Release);
-        // `low` counts the bottom buffers no pop reached since the last decay; the `n` taken
-        // from the bottom were among them, and did not stay idle. (Leaving the mark where it
-        // was made decay release the circulating buffers of a hand-off's consumer, whose stack
-        // goes from half full to full and back, every interval.)
-        let untouched = (self.low(t)).saturating_sub(n).min(len - n);
-        tier.low.store(tier.at(cap, cap - untouched), Relaxed);
-        for &p in &out[..n] {
-            // SAFETY: the slot owned a buffer of capacity exactly `size` from the global
-            // allocator; it has left the stack, so this `Vec` is its only owner.
-            f(unsafe { Vec::from_raw_parts(p, 0, tier.size) });
-        }
-        n
-    }
-
-    /// Adds `n` to one of tier `t`'s slow-path counters.
-    pub(crate) fn count(&self, t: usize, what: Count, n: u64) {
-        let cold = &self.cache.head.cold[t];
-        bump(
-            match what {
-                Count::Miss => &cold.misses,
-                Count::DirectHit => &cold.direct_hits,
-                Count::OtherReturn => &cold.other_returns,
-                Count::Discarded => &cold.discarded,
-            },
-            n,
-        );
-    }
-
-    /// True if nothing entered tier `t`'s stack since the last call, neither a return nor a
-    /// refill (and records the current counts). A thread that only gets (the producer of a
-    /// hand-off) never returns, but refills: with returns alone it looked idle at every decay,
-    /// lost its storage and allocated it again (found by Miri, where intervals pass quickly).
-    pub(crate) fn idle_since_last_look(&self, t: usize) -> bool {
-        let (tier, cold) = self.cache.tier(t);
-        let entered = super::counters::pushes(tier, cold).wrapping_add(tier.refilled.load(Relaxed));
-        let idle = cold.entered_seen.load(Relaxed) == entered;
-        cold.entered_seen.store(entered, Relaxed);
-        idle
-    }
-
-    /// Folds the finished return countdown of the tier with hint `hint` (the fast path
-    /// reported housekeeping due for it).
-    pub(crate) fn fold_countdown(&self, hint: u32) {
-        let off = hint as usize;
-        if off % TIER_STRIDE == 0 && off / TIER_STRIDE < self.tiers() {
-            let (tier, cold) = self.cache.tier(off / TIER_STRIDE);
-            super::counters::fold(tier, cold);
-        }
-    }
-
-    /// Counts a get above the largest tier.
-    pub(crate) fn count_oversize(&self) {
-        bump(&self.cache.head.oversize, 1);
-    }
-
-    /// Counts a returned buffer that fits no tier.
-    pub(crate) fn count_untiered(&self) {
-        bump(&self.cache.head.untiered_returned, 1);
+/// Buffers a thread cache may keep of a tier of `size` bytes when it may reserve
+/// `cache_bytes`: `min(64, cache_bytes / size)`, or 1 for a tier above that (the large slot),
+/// or none when `cache_bytes` is 0 (thread caches off).
+pub(super) fn stack_cap(cache_bytes: usize, size: usize) -> u32 {
+    if cache_bytes == 0 {
+        0
+    } else if size > cache_bytes {
+        1
+    } else {
+        (cache_bytes / size).min(MAX_LOCAL_PER_TIER) as u32
     }
 }

@@ -40,8 +40,10 @@ use std::cell::Cell;
 use std::collections::{hash_map, HashMap};
 use std::ptr;
 
+use super::block::{Cache, Doorbell};
 use super::fast::{self, Popped, Pushed};
-use super::{policy, Cache, Doorbell, Owner};
+use super::owner::Owner;
+use super::policy;
 use crate::key::Key;
 use crate::state::{closed_pools, PoolState};
 use crate::sync::Arc;
@@ -366,4 +368,57 @@ fn run<A, R>(
         local.cur.set(Cache::doorbell(&entry.cache));
     }
     r
+}
+
+/// The owner's side of a get and a return for the loom models, on a given cache instead of
+/// this thread's table (loom's models drive the components, not the thread-local table): the
+/// fast path, and the slow path when the fast one refuses, as `pool.rs` and `buf.rs` do.
+#[cfg(all(test, loom))]
+pub(crate) mod for_models {
+    use super::super::block::Cache;
+    use super::super::fast::{self, Pushed};
+    use super::super::policy;
+    use crate::fresh::Fresh;
+    use crate::key::Tag;
+    use crate::state::{Got, PoolState};
+    use crate::sync::Arc;
+
+    /// A get of `n` bytes on `cache`'s thread (which must not have to wait).
+    pub(crate) fn get(cache: &Arc<Cache>, pool: &PoolState, n: usize) -> (Vec<u8>, Tag) {
+        try_get(cache, pool, n).expect("the model's get does not wait")
+    }
+
+    /// A get of `n` bytes on `cache`'s thread; `None` where it would have to wait for budget.
+    pub(crate) fn try_get(
+        cache: &Arc<Cache>,
+        pool: &PoolState,
+        n: usize,
+    ) -> Option<(Vec<u8>, Tag)> {
+        let key = cache.head.own_key;
+        // SAFETY: the calling model thread is the cache's owner, in no other operation on it.
+        if let Some(hit) = unsafe { fast::pop(Cache::doorbell(cache), key, n) } {
+            let tag = Tag::from_hint(hit.hint);
+            return Some((hit.into_vec(), tag));
+        }
+        // SAFETY: as above.
+        let o = unsafe { cache.enter() };
+        match policy::get_slow(&o, pool, n, Fresh::Plain, 0).expect("no allocation failure") {
+            Got::Buf(v, tag) => Some((v, tag)),
+            Got::Wait(_) => None,
+        }
+    }
+
+    /// A return of `v` (tag `tag`) on `cache`'s thread.
+    pub(crate) fn give_back(cache: &Arc<Cache>, pool: &PoolState, mut v: Vec<u8>, tag: Tag) {
+        let key = cache.head.own_key;
+        // SAFETY: as in `get`.
+        match unsafe { fast::push(Cache::doorbell(cache), key, tag.hint(), &mut v) } {
+            Pushed::Kept | Pushed::Due => {} // taken: `v` is empty
+            Pushed::Refused => {
+                // SAFETY: as in `get`.
+                let o = unsafe { cache.enter() };
+                policy::put_slow(&o, pool, v, tag);
+            }
+        }
+    }
 }

@@ -1,0 +1,264 @@
+//! `idle-threads` (issue 16): many threads use the pool and then go quiet for good, as the
+//! threads of a thread-per-connection server whose connections idle do, or a runtime's parked
+//! blocking threads. Does what they held come back?
+//!
+//! In one process per (strategy, thread count): `T` threads each take, fill and return two
+//! buffers each of 4 KiB, 64 KiB, 256 KiB, 1 MiB and 8 MiB, then park without touching the
+//! pool again. The main thread goes on with one get/put of 4 KiB per millisecond (the rest of
+//! the program still working), and reads the process's RSS (and how far above the baseline
+//! taken before the threads started) and the pool's retained bytes two and ten decay intervals
+//! after the last thread went idle; then, for tierpool, once more right after `trim()`. Against plain `Vec`
+//! under glibc, jemalloc and mimalloc, whose memory is whatever those allocators keep for the
+//! idle threads (glibc's per-thread arenas, jemalloc's and mimalloc's thread caches and
+//! pages). tierpool's pool is the default configuration with a 100 ms decay interval.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Barrier};
+use std::time::{Duration, Instant};
+
+use super::Ctx;
+use crate::alloc::{rss_bytes, Allocator};
+use crate::report::{Output, Record};
+
+/// Thread counts.
+pub const THREADS: [usize; 3] = [16, 64, 256];
+/// The `--quick` thread counts.
+pub const QUICK_THREADS: [usize; 2] = [8, 32];
+
+/// The sizes each thread takes, two of each.
+pub const SIZES: [usize; 5] = [4 << 10, 64 << 10, 256 << 10, 1 << 20, 8 << 20];
+
+/// The decay interval of tierpool's pool here.
+pub const INTERVAL: Duration = Duration::from_millis(100);
+
+/// What holds the buffers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Strategy {
+    /// A tierpool pool (default configuration, 100 ms decay interval): the pool ticks when
+    /// the main thread's cache looks at the clock (every 256 returns to a tier, here every
+    /// 256 ms).
+    Tierpool,
+    /// The same with [`Builder::background_trim`](tierpool::Builder::background_trim): a
+    /// thread of the pool ticks it every interval, however little the program does.
+    TierpoolBackground,
+    /// `Vec::with_capacity` and drop: the allocator alone.
+    Vec,
+}
+
+impl Strategy {
+    /// All, in report order.
+    pub const ALL: [Strategy; 3] = [
+        Strategy::Tierpool,
+        Strategy::TierpoolBackground,
+        Strategy::Vec,
+    ];
+
+    /// The id on the command line.
+    pub fn id(self) -> &'static str {
+        match self {
+            Strategy::Tierpool => "tierpool",
+            Strategy::TierpoolBackground => "tierpool-background",
+            Strategy::Vec => "vec",
+        }
+    }
+
+    /// True for the tierpool strategies.
+    pub fn pooled(self) -> bool {
+        self != Strategy::Vec
+    }
+
+    /// What the contender is, for the report's list of contenders.
+    pub fn description(self) -> &'static str {
+        match self {
+            Strategy::TierpoolBackground => "idle-threads workload: tierpool's default configuration with a 100 ms decay interval and `Builder::background_trim(true)` (a thread of the pool ticks it every interval)",
+            _ => "",
+        }
+    }
+
+    /// Parses [`Strategy::id`].
+    pub fn from_id(id: &str) -> Option<Strategy> {
+        Strategy::ALL.into_iter().find(|s| s.id() == id)
+    }
+
+    /// The contender's label under `alloc`.
+    pub fn label(self, alloc: Allocator) -> String {
+        match (self, alloc) {
+            (Strategy::Tierpool, Allocator::System) => "tierpool".into(),
+            (Strategy::Tierpool, a) => format!("tierpool on {}", a.name()),
+            (Strategy::TierpoolBackground, Allocator::System) => {
+                "tierpool (background trim)".into()
+            }
+            (Strategy::TierpoolBackground, a) => {
+                format!("tierpool (background trim) on {}", a.name())
+            }
+            (Strategy::Vec, a) => format!("Vec ({})", a.name()),
+        }
+    }
+
+    /// The runs of the report: tierpool under glibc, plain `Vec` under every allocator.
+    pub fn runs() -> Vec<(Strategy, Allocator)> {
+        let mut runs = vec![
+            (Strategy::Tierpool, Allocator::System),
+            (Strategy::TierpoolBackground, Allocator::System),
+        ];
+        runs.extend(Allocator::ALL.iter().map(|&a| (Strategy::Vec, a)));
+        runs
+    }
+}
+
+/// The thread counts of a full or `--quick` run.
+pub fn thread_counts(quick: bool) -> &'static [usize] {
+    if quick {
+        &QUICK_THREADS
+    } else {
+        &THREADS
+    }
+}
+
+fn mib(bytes: u64) -> f64 {
+    bytes as f64 / (1 << 20) as f64
+}
+
+/// Fills a buffer's whole capacity, so that its pages are resident.
+fn fill(v: &mut Vec<u8>, byte: u8) {
+    v.clear();
+    v.resize(v.capacity(), byte);
+}
+
+/// Runs one strategy with `threads` idle threads in this process.
+pub fn run_one(ctx: &Ctx, strategy: Strategy, threads: usize) -> Output {
+    let pool = tierpool::BufferPool::builder()
+        .decay_interval(INTERVAL)
+        .background_trim(strategy == Strategy::TierpoolBackground)
+        .build()
+        .expect("a valid configuration");
+    let baseline = rss_bytes();
+    let ready = Arc::new(Barrier::new(threads + 1));
+    let release = Arc::new(Barrier::new(threads + 1));
+    let handles: Vec<_> = (0..threads)
+        .map(|i| {
+            let (pool, ready, release) = (pool.clone(), ready.clone(), release.clone());
+            std::thread::Builder::new()
+                .stack_size(64 << 10)
+                .spawn(move || {
+                    for &n in &SIZES {
+                        match strategy {
+                            Strategy::Tierpool | Strategy::TierpoolBackground => {
+                                let (mut a, mut b) = (pool.get(n), pool.get(n));
+                                fill(&mut a, i as u8);
+                                fill(&mut b, i as u8);
+                                drop((a, b));
+                            }
+                            Strategy::Vec => {
+                                let (mut a, mut b) = (Vec::with_capacity(n), Vec::with_capacity(n));
+                                fill(&mut a, i as u8);
+                                fill(&mut b, i as u8);
+                                drop((std::hint::black_box(a), std::hint::black_box(b)));
+                            }
+                        }
+                    }
+                    ready.wait();
+                    release.wait(); // idle from here on, never touching the pool again
+                })
+                .expect("a thread")
+        })
+        .collect();
+    ready.wait();
+    let idle_rss = rss_bytes();
+    let idle_retained = pool.stats().retained_bytes as u64;
+    // The rest of the program goes on at a low rate; memory is read two and ten intervals
+    // (plus a margin) after the last thread went idle.
+    let marks = [2 * INTERVAL + INTERVAL / 4, 10 * INTERVAL + INTERVAL / 4];
+    let mut readings = Vec::with_capacity(marks.len());
+    let started = Instant::now();
+    let mut next = Duration::ZERO;
+    for mark in marks {
+        while started.elapsed() < mark {
+            if started.elapsed() >= next {
+                match strategy {
+                    Strategy::Tierpool | Strategy::TierpoolBackground => {
+                        let mut b = pool.get(4 << 10);
+                        b.push(1);
+                        drop(b);
+                    }
+                    Strategy::Vec => {
+                        let mut b = Vec::<u8>::with_capacity(4 << 10);
+                        b.push(1);
+                        drop(std::hint::black_box(b));
+                    }
+                }
+                next += Duration::from_millis(1);
+            }
+            std::thread::sleep(Duration::from_micros(200));
+        }
+        readings.push((rss_bytes(), pool.stats().retained_bytes as u64));
+    }
+    let (trim_rss, trim_retained) = if strategy.pooled() {
+        pool.trim();
+        (Some(rss_bytes()), Some(pool.stats().retained_bytes as u64))
+    } else {
+        (None, None)
+    };
+    release.wait();
+    for h in handles {
+        h.join().expect("an idle thread");
+    }
+    let label = strategy.label(ctx.alloc);
+    let record = |param: String, rss: u64, retained: Option<u64>| {
+        let above = rss.saturating_sub(baseline);
+        let mut extra = BTreeMap::from([
+            ("baseline RSS MiB".to_string(), mib(baseline)),
+            ("above baseline MiB".to_string(), mib(above)),
+        ]);
+        if strategy.pooled() {
+            extra.insert("retained MiB".into(), mib(retained.unwrap_or(0)));
+            extra.insert("cap MiB".into(), mib(pool.max_retained_bytes() as u64));
+        }
+        Record {
+            workload: "idle-threads".into(),
+            contender: label.clone(),
+            allocator: ctx.alloc.name().into(),
+            param,
+            metric: "RSS MiB".into(),
+            median: mib(rss),
+            min: mib(rss),
+            max: mib(rss),
+            samples: 1,
+            allocs_per_op: None,
+            bytes_per_op: None,
+            extra,
+        }
+    };
+    let mut records = vec![record(
+        format!("{threads} threads, all idle"),
+        idle_rss,
+        Some(idle_retained),
+    )];
+    for (&(rss, retained), n) in readings.iter().zip([2, 10]) {
+        records.push(record(
+            format!("{threads} threads, {n} intervals later"),
+            rss,
+            Some(retained),
+        ));
+    }
+    if let Some(rss) = trim_rss {
+        records.push(record(
+            format!("{threads} threads, after trim()"),
+            rss,
+            trim_retained,
+        ));
+    }
+    if ctx.progress {
+        let (later_rss, later_retained) = readings[0];
+        eprintln!(
+            "  idle-threads {label}, {threads} threads: RSS +{:.1} MiB idle, +{:.1} MiB two intervals later (retained {:.1} MiB)",
+            mib(idle_rss.saturating_sub(baseline)),
+            mib(later_rss.saturating_sub(baseline)),
+            mib(later_retained),
+        );
+    }
+    Output {
+        records,
+        timelines: vec![],
+    }
+}
