@@ -49,7 +49,7 @@
 //! - **Bounded by one number.** The depot and every thread cache together never retain more
 //!   than `max_retained_bytes`, whether one thread uses the pool or a thousand: a thread cache
 //!   reserves room for the buffers it may hold from the same allowance as the depot's
-//!   contents. Each thread's cache holds at most `thread_cache_bytes` (default 2 MiB) plus one
+//!   contents. Each thread's cache holds at most `thread_cache_bytes` (default 8 MiB) plus one
 //!   buffer of a tier larger than that (so that a thread cycling 16 MiB buffers does not take a
 //!   lock each time), and all of that counts against `max_retained_bytes` too. At the cap,
 //!   returned buffers are freed, and a thread that needs room takes it from caches whose

@@ -80,7 +80,7 @@ impl BufferPool {
     /// A new pool with the default configuration (a private pool; for the process-wide one,
     /// see [`default_pool`](crate::default_pool)): geometric tiers with four classes per doubling
     /// from 256 B to 16 MiB (256, 320, 384, 448, 512, 640, ..., 1 MiB, 1.25 MiB, ..., 16 MiB;
-    /// at most 20% of a buffer is slack), a 64 MiB cap on the shared depot, 2 MiB per thread
+    /// at most 20% of a buffer is slack), a 64 MiB cap on what the depot and all thread caches retain together, 8 MiB per thread
     /// cache, and a 1 s decay interval.
     ///
     /// ```

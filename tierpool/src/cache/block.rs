@@ -171,6 +171,7 @@ impl Cache {
     }
 
     /// True once the pool closed and the cache gave everything up.
+    #[inline]
     pub(crate) fn is_dead(&self) -> bool {
         self.head.dead.load(Relaxed)
     }
@@ -178,6 +179,7 @@ impl Cache {
 
 impl Cache {
     /// Tier `t` and its cold part.
+    #[inline]
     pub(super) fn tier(&self, t: usize) -> (&Tier, &TierCold) {
         (&self.tiers[t], &self.head.cold[t])
     }

@@ -27,27 +27,32 @@ use Ordering::Relaxed;
 
 impl Owner<'_> {
     /// Tier `t`'s current limit (its reservation, in buffers).
+    #[inline]
     pub(crate) fn limit(&self, t: usize) -> usize {
         self.cache.head.cold[t].limit.load(Relaxed) as usize
     }
 
     /// The most tier `t`'s limit may be: `min(64, cache_bytes / size)`, 1 for a tier above
     /// `cache_bytes`; 0 if the tier bypasses the thread cache.
+    #[inline]
     pub(crate) fn cap(&self, t: usize) -> usize {
         self.cache.head.cold[t].cap as usize
     }
 
     /// True if tier `t` is above `cache_bytes`: it may hold one buffer, in the large slot.
+    #[inline]
     pub(crate) fn is_large(&self, t: usize) -> bool {
         self.cache.tiers[t].size > self.cache.head.cache_bytes
     }
 
     /// The tier holding the large slot, if any.
+    #[inline]
     pub(crate) fn large_holder(&self) -> Option<usize> {
         self.cache.head.large.load(Relaxed).checked_sub(1)
     }
 
     /// Bytes of `cache_bytes` not reserved by any tier.
+    #[inline]
     pub(crate) fn unreserved(&self) -> usize {
         self.cache.head.cache_bytes - self.cache.head.reserved.load(Relaxed)
     }
