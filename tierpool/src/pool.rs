@@ -418,15 +418,34 @@ impl BufferPool {
         self.shared().stats()
     }
 
-    /// Releases retained memory now: everything in the shared depot and in the calling
-    /// thread's cache, and returns how many bytes that was. Other threads' caches are told
-    /// (their doorbell rings) and release theirs at their next use of the pool.
+    /// Releases retained memory now: everything in the shared depot and in every thread's
+    /// cache, idle threads' included (each is reclaimed: see the crate docs, *How it works*),
+    /// and returns how many bytes that was. A thread in the middle of an operation on its
+    /// cache is waited for (one get or return); no thread is interrupted. Where caches cannot
+    /// be reclaimed (no Linux `membarrier`), only the calling thread's cache and the depot are
+    /// released now, and every other cache at its owner's next operation.
     ///
     /// ```
+    /// use std::sync::mpsc::channel;
+    ///
     /// let pool = tierpool::BufferPool::new();
-    /// drop(pool.get(4096));
-    /// assert_eq!(pool.trim(), 4096);
+    /// drop(pool.get(4096)); // kept in this thread's cache
+    /// let (idle, wake) = (channel(), channel::<()>());
+    /// let other = {
+    ///     let pool = pool.clone();
+    ///     std::thread::spawn(move || {
+    ///         drop(pool.get(8192)); // kept in that thread's cache
+    ///         idle.0.send(()).unwrap();
+    ///         wake.1.recv().unwrap(); // idle: never touches the pool again
+    ///     })
+    /// };
+    /// idle.1.recv().unwrap();
+    /// # if cfg!(target_os = "linux") && std::env::var_os("TIERPOOL_NO_MEMBARRIER").is_none() {
+    /// assert_eq!(pool.trim(), 4096 + 8192); // both caches, the idle thread's too
     /// assert_eq!(pool.stats().retained_bytes, 0);
+    /// # }
+    /// wake.0.send(()).unwrap();
+    /// other.join().unwrap();
     /// ```
     pub fn trim(&self) -> usize {
         let state = self.shared();
