@@ -88,12 +88,10 @@ pub(crate) fn refund(key: Key, tag: Tag) {
     if !key.budgeted() || tag == Tag::NONE {
         return;
     }
-    tls::slow(
+    tls::with_pool(
         key,
-        tag,
         || registry::lookup(key),
-        |_, pool, tag| pool.refund(pool.charge_of(tag)),
-        |pool, tag| {
+        |pool| {
             if let Some(pool) = pool {
                 pool.refund(pool.charge_of(tag));
             }

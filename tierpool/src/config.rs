@@ -11,9 +11,11 @@ pub const DEFAULT_MIN_TIER: usize = 256;
 pub const DEFAULT_MAX_TIER: usize = 16 << 20;
 /// Classes per doubling in the default configuration (256, 320, 384, 448, 512, 640, ...).
 pub const DEFAULT_STEPS_PER_DOUBLING: usize = 4;
-/// Default cap on bytes retained in the shared depot (64 MiB).
+/// Default cap on the bytes the pool retains, depot and thread caches together (64 MiB).
 pub const DEFAULT_MAX_RETAINED_BYTES: usize = 64 << 20;
-/// Default most that each thread's cache may hold, per pool (8 MiB), when the cap allows it.
+/// Default most that each thread's cache may hold, per pool (8 MiB), when the cap allows it
+/// and caches can be reclaimed from other threads (Linux `membarrier`); elsewhere
+/// [`FALLBACK_THREAD_CACHE_BYTES`].
 ///
 /// Large because it can be: every cache's room counts against `max_retained_bytes`, so it no
 /// longer multiplies with the number of threads. At 2 MiB a cache held two 1 MiB buffers and
@@ -22,6 +24,11 @@ pub const DEFAULT_MAX_RETAINED_BYTES: usize = 64 << 20;
 /// 64 KiB 189 against 147 (opool 225), medians of 7 interleaved rounds of the report's
 /// cross-thread loop in one process.
 pub const DEFAULT_THREAD_CACHE_BYTES: usize = 8 << 20;
+/// Default most that each thread's cache may hold where caches cannot be reclaimed from other
+/// threads (no Linux `membarrier`: other systems, old kernels). Their room then counts apart
+/// from `max_retained_bytes`, as a per-thread bound, so it is kept small.
+pub const FALLBACK_THREAD_CACHE_BYTES: usize = 2 << 20;
+
 /// Default decay interval: a buffer idle this long becomes eligible for release.
 pub const DEFAULT_DECAY_INTERVAL: Duration = Duration::from_secs(1);
 
@@ -168,8 +175,14 @@ impl Builder {
     /// holds less while the pool's allowance is spent: see
     /// [`max_retained_bytes`](Self::max_retained_bytes)). A cache may also keep one buffer of a
     /// tier larger than this; other buffers of such tiers go to the shared depot. Default:
-    /// 8 MiB ([`DEFAULT_THREAD_CACHE_BYTES`]), or a quarter of `max_retained_bytes` if that is
-    /// smaller. Zero disables the thread caches (every operation then takes the depot's lock).
+    /// 8 MiB ([`DEFAULT_THREAD_CACHE_BYTES`]; 2 MiB, [`FALLBACK_THREAD_CACHE_BYTES`], where
+    /// caches cannot be reclaimed from other threads), or a quarter of `max_retained_bytes` if
+    /// that is smaller. Zero disables the thread caches (every operation then takes the depot's
+    /// lock).
+    ///
+    /// Where caches cannot be reclaimed (no Linux `membarrier`), their room does not count
+    /// against `max_retained_bytes` (an idle thread would keep it for good), and the bound is
+    /// `max_retained_bytes + threads * (thread_cache_bytes + largest tier)`.
     pub fn thread_cache_bytes(mut self, bytes: usize) -> Self {
         self.thread_cache_bytes = Some(bytes);
         self
@@ -297,7 +310,10 @@ impl Builder {
                 })
             }
             Some(b) => b,
-            None => DEFAULT_THREAD_CACHE_BYTES.min(self.max_retained_bytes / 4),
+            None if crate::fence::available() => {
+                DEFAULT_THREAD_CACHE_BYTES.min(self.max_retained_bytes / 4)
+            }
+            None => FALLBACK_THREAD_CACHE_BYTES.min(self.max_retained_bytes / 4),
         };
         if self.decay_interval.is_zero() {
             return Err(ConfigError::ZeroInterval);
@@ -362,7 +378,12 @@ mod tests {
         assert_eq!(sizes[t], 1_310_720);
         // 32 KiB + 1 lands in 40 KiB, not 1 MiB.
         assert_eq!(sizes[c.classes.for_get(32 * 1024 + 1).unwrap()], 40 * 1024);
-        assert_eq!(c.thread_cache_bytes, 8 << 20);
+        let default = if crate::fence::available() {
+            8 << 20
+        } else {
+            FALLBACK_THREAD_CACHE_BYTES
+        };
+        assert_eq!(c.thread_cache_bytes, default);
         assert_eq!(c.classes.max_probes(), 1);
     }
 
@@ -444,7 +465,12 @@ mod tests {
             .max_retained_bytes(usize::MAX)
             .validate()
             .unwrap();
-        assert_eq!(c.thread_cache_bytes, DEFAULT_THREAD_CACHE_BYTES);
+        let default = if crate::fence::available() {
+            DEFAULT_THREAD_CACHE_BYTES
+        } else {
+            FALLBACK_THREAD_CACHE_BYTES
+        };
+        assert_eq!(c.thread_cache_bytes, default);
     }
 
     #[test]

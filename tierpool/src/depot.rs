@@ -179,18 +179,20 @@ impl Depot {
         Depot::new(sizes, Arc::new(Allowance::new(cap)))
     }
 
+    /// The allowance this depot counts its contents in (shared with the pool's thread caches).
+    #[cfg(test)]
+    pub(crate) fn allowance(&self) -> &Allowance {
+        &self.allowance
+    }
+
+    /// The same, shared.
+    pub(crate) fn allowance_arc(&self) -> &Arc<Allowance> {
+        &self.allowance
+    }
+
     /// Bytes currently retained in the depot (locks every tier: for stats and tests).
     pub(crate) fn bytes(&self) -> usize {
         self.tiers.iter().map(|t| lock(t).bytes).sum()
-    }
-
-    /// Takes `n` bytes of the allowance; false if they do not fit.
-    fn reserve(&self, n: usize) -> bool {
-        self.allowance.take(n)
-    }
-
-    fn unreserve(&self, n: usize) {
-        self.allowance.give(n);
     }
 
     /// Locks tier `t` for a batch move.
@@ -208,7 +210,7 @@ impl Depot {
     pub(crate) fn put_one(&self, t: usize, buf: Vec<u8>) -> Result<(), Vec<u8>> {
         debug_assert!(buf.capacity() >= self.sizes[t]);
         let mut tier = lock(&self.tiers[t]);
-        if self.closed.load(Ordering::Relaxed) || !self.reserve(buf.capacity()) {
+        if self.closed.load(Ordering::Relaxed) || !self.allowance.take(buf.capacity()) {
             return Err(buf);
         }
         tier.bytes += buf.capacity();
@@ -253,7 +255,7 @@ impl Depot {
             tier.low_exact = tier.exact.len();
             tier.low_odd = tier.odd.len();
             drop(tier);
-            self.unreserve(freed);
+            self.allowance.give(freed);
             total += freed;
         }
         total
@@ -296,12 +298,12 @@ impl Guard<'_> {
         if self.depot.closed.load(Ordering::Relaxed) {
             return 0;
         }
-        if n > 0 && self.depot.reserve(n * self.size) {
+        if n > 0 && self.depot.allowance.take(n * self.size) {
             return n;
         }
         // Near the cap: one at a time.
         let mut k = 0;
-        while k < n && self.depot.reserve(self.size) {
+        while k < n && self.depot.allowance.take(self.size) {
             k += 1;
         }
         k
@@ -322,21 +324,22 @@ impl Guard<'_> {
 
     /// Adds a buffer of exactly the tier's size whose bytes are already counted in the
     /// allowance: a thread cache hands over the room it had reserved for it
-    /// (`cache/reserve.rs`, `transfer_out`).
-    pub(crate) fn push_transferred(&mut self, buf: Vec<u8>) {
+    /// (`cache/reserve.rs`, `transfer_out`). False if the depot is closed: the buffer is freed
+    /// and its room goes back to the allowance.
+    pub(crate) fn push_transferred(&mut self, buf: Vec<u8>) -> bool {
         assert_eq!(
             buf.capacity(),
             self.size,
             "only exact buffers are transferred"
         );
         if self.depot.closed.load(Ordering::Relaxed) {
-            // Closed: refused; the room goes back to the allowance as the buffer is freed.
-            self.depot.unreserve(buf.capacity());
-            return;
+            self.depot.allowance.give(buf.capacity());
+            return false;
         }
         let tier = self.t_mut();
         tier.bytes += buf.capacity();
         tier.exact.push(buf);
+        true
     }
 
     /// Buffers of exactly the tier's size in the depot.
@@ -372,7 +375,7 @@ impl Drop for Guard<'_> {
         // count is shared by every tier, and its read-modify-write need not lengthen the
         // critical section.
         drop(self.tier.take());
-        self.depot.unreserve(self.taken);
+        self.depot.allowance.give(self.taken);
     }
 }
 

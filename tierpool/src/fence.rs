@@ -21,8 +21,10 @@
 //! Where the heavy fence is not available (another OS, a kernel before 4.14, a seccomp filter
 //! that refuses the call, or `TIERPOOL_NO_MEMBARRIER` set in the environment for testing),
 //! [`heavy`] returns `false` and nobody reclaims another thread's cache: caches are rung and
-//! give their buffers up at their owner's next operation or exit, as they did before
-//! reclaiming existed, and budgeted pools do without thread caches (see `state.rs`).
+//! give their buffers up at their owner's next operation or exit; since an idle thread would
+//! then keep its cache's room for good, caches reserve it apart from `max_retained_bytes` (a
+//! per-cache bound, with a smaller default cache), and budgeted pools do without thread
+//! caches (see `state.rs`).
 //!
 //! Under loom and Miri both sides are `fence(SeqCst)`, which the memory model specifies: two
 //! threads each storing, fencing `SeqCst`, then loading cannot both miss the other's store.
@@ -111,7 +113,16 @@ mod os {
     }
 
     pub(super) fn heavy() -> bool {
-        available() && membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) == 0
+        if !available() {
+            return false;
+        }
+        if membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) == 0 {
+            return true;
+        }
+        // A child made by `fork` inherits the memo of the registration, not the registration
+        // itself (the kernel keeps it per process): register once more and retry.
+        membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0
+            && membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) == 0
     }
 }
 

@@ -240,8 +240,9 @@
 //!   interval), `trim()` and closing reclaim all, a budget waiter sweeps all, and a thread
 //!   that finds the allowance spent takes room from idle ones. Where `membarrier` is not
 //!   available (other systems, old kernels), nothing is reclaimed: caches are rung and give
-//!   up their buffers at their owner's next operation, and a budgeted pool uses no thread
-//!   caches.
+//!   up their buffers at their owner's next operation, their room counts apart from
+//!   `max_retained_bytes` (with a smaller default [`FALLBACK_THREAD_CACHE_BYTES`]: the bound
+//!   is then the cap plus each cache's own), and a budgeted pool uses no thread caches.
 //! - **Policy** (`cache/policy.rs`, safe code): what a get or a return does when the fast path
 //!   cannot serve it. Tiers reserve room when first used and grow with use (so the fast path
 //!   checks a limit, not a byte count), batches of half a stack move to and from the depot
@@ -256,8 +257,9 @@
 //! - **Decay** (`clock`): time is cut into intervals; each cache and the depot release at every
 //!   boundary the buffers that stayed below their low-water mark for the whole interval, and
 //!   the pool's tick reclaims idle caches.
-//! - **Thread exit**: a thread-local destructor gives each cache's buffers back to its depot
-//!   (within the allowance) and folds its counters into the pool's.
+//! - **Thread exit**: a thread-local destructor gives each cache's buffers to its depot, with
+//!   the room they had (so the depot takes all of them), and folds its counters into the
+//!   pool's.
 //!
 //! The modules, bottom-up (each imports only those before it): `sync` (the loom switch),
 //! `key` (what a key and a tag hold), `fence` (the asymmetric fence), `class`, `error`,
@@ -405,6 +407,7 @@ pub use class::MAX_TIERS;
 pub use config::{
     Builder, DEFAULT_DECAY_INTERVAL, DEFAULT_MAX_RETAINED_BYTES, DEFAULT_MAX_TIER,
     DEFAULT_MIN_TIER, DEFAULT_STEPS_PER_DOUBLING, DEFAULT_THREAD_CACHE_BYTES,
+    FALLBACK_THREAD_CACHE_BYTES,
 };
 pub use error::{AllocError, ConfigError};
 pub use global::{default_pool, set_default_pool};
@@ -440,5 +443,12 @@ pub mod __bench {
         pub fn max_probes(&self) -> usize {
             self.0.max_probes()
         }
+    }
+
+    /// True if this process reclaims other threads' caches (the heavy fence works: Linux
+    /// `membarrier`, unless `TIERPOOL_NO_MEMBARRIER` is set). Tests and examples that expect
+    /// an idle thread's cache to be emptied at once ask this.
+    pub fn reclaims_other_threads() -> bool {
+        crate::fence::available()
     }
 }

@@ -440,7 +440,7 @@ impl BufferPool {
     ///     })
     /// };
     /// idle.1.recv().unwrap();
-    /// # if cfg!(target_os = "linux") && std::env::var_os("TIERPOOL_NO_MEMBARRIER").is_none() {
+    /// # if tierpool::__bench::reclaims_other_threads() {
     /// assert_eq!(pool.trim(), 4096 + 8192); // both caches, the idle thread's too
     /// assert_eq!(pool.stats().retained_bytes, 0);
     /// # }
@@ -475,7 +475,8 @@ impl BufferPool {
         self.shared().classes.sizes()
     }
 
-    /// The cap on bytes retained in the shared depot.
+    /// The cap on the bytes the pool retains: the depot and every thread cache together (see
+    /// [`Builder::max_retained_bytes`]).
     pub fn max_retained_bytes(&self) -> usize {
         self.shared().max_retained_bytes
     }
@@ -611,7 +612,7 @@ fn spawn_trimmer(state: &Arc<PoolState>) -> Option<std::thread::Thread> {
             std::thread::park_timeout(wait + Duration::from_millis(1));
             match weak.upgrade() {
                 Some(state) if !state.is_closed() => {
-                    policy::tick(&state, state.clock.epoch(), Turn::Wait, None);
+                    policy::tick(&state, state.clock.epoch(), Turn::Wait);
                     wait = state.clock.until_next();
                 }
                 _ => break,

@@ -50,8 +50,9 @@ pub(crate) struct PoolState {
     pub(crate) clock: Clock,
     /// The thread caches' lookup table (`cache::offset_table`), copied into each.
     cache_table: Box<[u32; ALL_BUCKETS]>,
-    /// What the depot and every thread cache may retain together.
-    pub(crate) allowance: Arc<Allowance>,
+    /// What thread caches reserve their room from: `allowance`, or, where caches cannot be
+    /// reclaimed (`fence.rs`), an unbounded one of their own.
+    cache_allowance: Arc<Allowance>,
     pub(crate) depot: Depot,
     /// Set once, by `close`, before it rings the caches (see [`Cache::ring`]).
     pub(crate) closed: AtomicBool,
@@ -84,9 +85,18 @@ impl PoolState {
             None => config.thread_cache_bytes,
         };
         let allowance = Arc::new(Allowance::new(config.max_retained_bytes));
+        // Caches draw their room from the same allowance as the depot only where they can be
+        // reclaimed from other threads: elsewhere an idle thread would keep its room for good
+        // and, with enough of them, leave none to anyone (the bound is then the old one: the
+        // cap plus each cache's own).
+        let cache_allowance = if crate::fence::available() {
+            Arc::clone(&allowance)
+        } else {
+            Arc::new(Allowance::new(usize::MAX))
+        };
         PoolState {
-            depot: Depot::new(config.classes.sizes(), Arc::clone(&allowance)),
-            allowance,
+            cache_allowance,
+            depot: Depot::new(config.classes.sizes(), allowance),
             cache_table: offset_table(&config.classes),
             caches: Caches::new(config.classes.sizes()),
             classes: config.classes,
@@ -119,10 +129,13 @@ impl PoolState {
             &self.classes,
             &self.cache_table,
             self.cache_bytes,
+            // A budgeted pool's caches keep no buffer above `cache_bytes`: one such buffer
+            // could be the whole budget, held by one thread between two sweeps.
+            self.budget.is_none(),
             self.zero_on_return,
             self.clock.epoch(),
             self.trim_gen.load(Ordering::Relaxed),
-            &self.allowance,
+            &self.cache_allowance,
         );
         // Born rung if the pool closed or a budget waiter is queued: its owner's first
         // operation then takes the lock and sees why. (A cache born armed while a waiter
@@ -134,6 +147,13 @@ impl PoolState {
                 || self.budget.as_ref().is_some_and(Budget::under_pressure)
         });
         cache
+    }
+
+    /// True if thread caches reserve their room from the depot's allowance (so that a stack
+    /// can hand its buffers to the depot with their room); false where caches cannot be
+    /// reclaimed and count apart.
+    pub(crate) fn caches_share_allowance(&self) -> bool {
+        Arc::ptr_eq(&self.cache_allowance, self.depot.allowance_arc())
     }
 
     /// True if returned buffers must have exactly a tier's size to be kept.

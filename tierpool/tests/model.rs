@@ -195,7 +195,7 @@ fn run(ops: &[Op], pool: &BufferPool, model: Option<&mut Model>) {
     let s = pool.stats();
     assert!(s.depot_bytes <= pool.max_retained_bytes());
     // The depot and every thread cache together, the large slot included: one number.
-    assert!(s.retained_bytes <= pool.max_retained_bytes(), "{s}");
+    assert!(s.retained_bytes <= common::retained_bound(pool, 1), "{s}");
 }
 
 /// Longest operation sequence: Miri interprets every step, so it gets shorter ones.

@@ -107,6 +107,7 @@ impl Cache {
         classes: &Classes,
         table: &[u32; ALL_BUCKETS],
         cache_bytes: usize,
+        large_slot: bool,
         wipe: bool,
         epoch: u64,
         trim_gen: u64,
@@ -131,7 +132,7 @@ impl Cache {
             cold: classes
                 .sizes()
                 .iter()
-                .map(|&size| TierCold::new(stack_cap(cache_bytes, size)))
+                .map(|&size| TierCold::new(stack_cap(cache_bytes, size, large_slot)))
                 .collect(),
             cache_bytes,
             reserved: AtomicUsize::new(0),

@@ -75,21 +75,30 @@ impl Cache {
     }
 
     /// A number that changes with every operation of the owner (any thread may read it):
-    /// every pop moves a `head` up, every push moves one down and counts a return, every
-    /// slow operation counts itself. Two equal readings an interval apart mean the owner did
-    /// nothing in between, except in sequences no program produces (pops and pushes that
-    /// cancel out in both sums modulo 2^64 at once); a wrong reading only costs a reclaim.
+    /// every push adds to a tier's return count (monotonic: the folded total plus the
+    /// countdown's progress), every pop moves a `head` up until the stack is empty and a refill
+    /// (counted) comes, every slow operation counts itself. Two equal readings an interval
+    /// apart mean the owner did nothing in between, except in sequences no program produces
+    /// (counts that cancel out modulo 2^64); a wrong reading only costs a reclaim.
+    ///
+    /// (A first version summed the countdowns themselves: they come back to the same value
+    /// every 256 returns, and the ticks of a thread cycling 8 buffers fell, every time, 256
+    /// returns apart, right after the countdown that brought them, so its own busy cache
+    /// looked idle and was emptied at every tick: `tests/decay.rs`
+    /// `working_set_in_steady_use_is_not_released`.)
     pub(crate) fn activity(&self) -> u64 {
         let mut heads = 0u64;
-        let mut returns = 0u64;
-        for tier in self.tiers.iter() {
+        let mut entered = 0u64;
+        for (tier, cold) in self.tiers.iter().zip(self.head.cold.iter()) {
             heads = heads.wrapping_add(tier.head.load(Relaxed) as usize as u64);
-            returns = returns.wrapping_add(tier.returns_left.load(Relaxed));
+            entered = entered
+                .wrapping_add(pushes(tier, cold))
+                .wrapping_add(tier.refilled.load(Relaxed));
         }
         let slow = self.head.slow_ops.load(Relaxed);
         heads
             .wrapping_mul(0x9E37_79B9_7F4A_7C15)
-            .wrapping_add(returns.rotate_left(21))
+            .wrapping_add(entered.rotate_left(21))
             .wrapping_add(slow.rotate_left(42))
     }
 

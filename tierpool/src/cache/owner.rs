@@ -28,10 +28,14 @@
 //! fences modelled as `SeqCst` fences).
 //!
 //! A reclaimer never waits for an owner that is not in an operation, and an operation never
-//! blocks while `using` is set (it waits on no cache lock and no budget), so a reclaimer
-//! waits at most for one operation to finish. When the current thread is a reclaimer it
-//! skips its own cache.
+//! blocks while `using` is set: it waits for no cache's lock, no reclaimer's turn and no
+//! budget, and what it leaves to do (refunds, which may wake waiters and so run other code;
+//! the pool's tick; reclaiming quiet caches for room) runs after its owner is gone
+//! ([`After`]). So a reclaimer waits at most for one operation to finish, and a reclaimer,
+//! always outside any operation of its own thread, may reclaim its own thread's cache like
+//! any other.
 
+use std::cell::Cell;
 use std::marker::PhantomData;
 use std::mem::size_of;
 
@@ -43,7 +47,7 @@ use super::stack::{
 use crate::fence;
 use crate::key::TIER_STRIDE;
 use crate::stats::bump;
-use crate::sync::{lock, spin_wait, MutexGuard, Ordering};
+use crate::sync::{lock, spin_wait, try_lock, MutexGuard, Ordering};
 
 use Ordering::{Acquire, Relaxed, Release};
 
@@ -62,6 +66,7 @@ impl Cache {
         if bell.key.load(Relaxed) == self.head.own_key.raw() {
             return Owner {
                 cache: self,
+                after: Cell::new(After::default()),
                 lock: None,
                 marked: true,
                 _not_send: PhantomData,
@@ -71,6 +76,7 @@ impl Cache {
         bell.using.store(0, Release);
         Owner {
             cache: self,
+            after: Cell::new(After::default()),
             lock: Some(lock(&self.head.lock)),
             marked: false,
             _not_send: PhantomData,
@@ -83,6 +89,14 @@ impl Cache {
         let guard = lock(&self.head.lock);
         self.ring();
         Seized { cache: self, guard }
+    }
+
+    /// [`Self::seize`] if the lock is free now; `None` if its owner (in a slow path with its
+    /// doorbell rung, so not idle) or another reclaimer holds it.
+    pub(crate) fn try_seize(&self) -> Option<Seized<'_>> {
+        let guard = try_lock(&self.head.lock)?;
+        self.ring();
+        Some(Seized { cache: self, guard })
     }
 }
 
@@ -107,6 +121,7 @@ impl<'a> Seized<'a> {
         }
         Owner {
             cache: self.cache,
+            after: Cell::new(After::default()),
             lock: Some(self.guard),
             marked: false,
             _not_send: PhantomData,
@@ -126,11 +141,26 @@ impl std::fmt::Debug for Seized<'_> {
 /// out of it. Neither `Send` nor `Sync`.
 pub(crate) struct Owner<'a> {
     pub(super) cache: &'a Cache,
+    /// What the operation leaves to do once this owner is gone ([`After`]).
+    after: Cell<After>,
     /// The cache's lock, for an owner that entered with the doorbell rung and for reclaimers.
     lock: Option<MutexGuard<'a, ()>>,
     /// True if this owner set the busy mark (and clears it when dropped).
     marked: bool,
     _not_send: PhantomData<*const ()>,
+}
+
+/// What an operation on a cache leaves to be done after it, once its [`Owner`] is gone: work
+/// that must not run while the owner's busy mark is set or its lock held (a reclaimer may be
+/// waiting for it, and the work may run code that reaches this cache again).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct After {
+    /// Budget charges to give back (releasing them may wake waiters: other tasks' code).
+    pub(crate) refund: usize,
+    /// The pool's tick for this epoch is due (the depot's decay, reclaiming idle caches).
+    pub(crate) tick: Option<u64>,
+    /// The allowance was spent: reclaim caches that went quiet, for room.
+    pub(crate) steal: bool,
 }
 
 impl Drop for Owner<'_> {
@@ -161,10 +191,39 @@ impl<'a> Owner<'a> {
     pub(crate) unsafe fn new_unshared(cache: &'a Cache) -> Self {
         Owner {
             cache,
+            after: Cell::new(After::default()),
             lock: None,
             marked: false,
             _not_send: PhantomData,
         }
+    }
+
+    /// Gives `bytes` of budget charges back once this owner is gone ([`After`]).
+    pub(crate) fn defer_refund(&self, bytes: usize) {
+        if bytes > 0 {
+            let mut a = self.after.get();
+            a.refund += bytes;
+            self.after.set(a);
+        }
+    }
+
+    /// Ticks the pool for `epoch` once this owner is gone ([`After`]).
+    pub(crate) fn defer_tick(&self, epoch: u64) {
+        let mut a = self.after.get();
+        a.tick = Some(epoch);
+        self.after.set(a);
+    }
+
+    /// Reclaims quiet caches for room once this owner is gone ([`After`]).
+    pub(crate) fn defer_steal(&self) {
+        let mut a = self.after.get();
+        a.steal = true;
+        self.after.set(a);
+    }
+
+    /// Takes what is left to do after this operation (and leaves nothing).
+    pub(crate) fn take_after(&self) -> After {
+        self.after.take()
     }
 
     /// The cache.
@@ -263,16 +322,13 @@ impl<'a> Owner<'a> {
     }
 
     /// Marks the cache dead (the pool closed): every operation takes the slow path from now
-    /// on, which keeps nothing. The stacks must already be empty.
+    /// on, which keeps nothing. The stacks must already be empty, with no room reserved and
+    /// no storage (`policy::release_all`).
     pub(crate) fn mark_dead(&self) {
         let c = self.cache;
+        debug_assert!((0..self.tiers()).all(|t| self.len(t) == 0 && self.limit(t) == 0));
         c.head.dead.store(true, Relaxed);
         c.ring();
-        for t in 0..self.tiers() {
-            debug_assert_eq!(self.len(t), 0);
-            self.set_limit(t, 0);
-            self.free_storage(t);
-        }
     }
 }
 

@@ -29,8 +29,8 @@
 //! rung, returns go to the depot, and their stacks were swept by the waiter.
 
 use super::block::Cache;
-use super::owner::Owner;
-use super::reclaim::Turn;
+use super::owner::{After, Owner};
+use super::reclaim::{Reclaimer, Turn};
 use super::stack::Count;
 use crate::error::AllocError;
 use crate::fresh::{alloc_fresh, prepare_hit, scrub, Fresh};
@@ -66,7 +66,7 @@ pub(crate) fn get_slow(
         if pool.charge(charge, prepaid, 0, 1).is_none() {
             return Ok(Got::Wait(charge));
         }
-        let v = alloc_fresh(n, n, how).inspect_err(|_| pool.refund(charge))?;
+        let v = alloc_fresh(n, n, how).inspect_err(|_| o.defer_refund(charge))?;
         o.count_oversize();
         return Ok(Got::Buf(v, tag));
     };
@@ -78,7 +78,7 @@ pub(crate) fn get_slow(
     if !o.is_dead() {
         reserve(o, pool, t);
         if let Some(v) = o.pop(t) {
-            pool.refund(prepaid.min(charge)); // a stack's buffer is charged already
+            o.defer_refund(prepaid.min(charge)); // a stack's buffer is charged already
             return hit(v);
         }
     }
@@ -104,19 +104,19 @@ pub(crate) fn get_slow(
         let paid = 1 + extra.checked_div(charge).unwrap_or(want - 1);
         let moved = refill(o, pool, t, paid.min(want));
         if moved > 0 {
-            pool.refund((paid - moved) * charge);
+            o.defer_refund((paid - moved) * charge);
             let v = o.pop(t).expect("just refilled");
             return hit(v);
         }
-        pool.refund((paid - 1) * charge);
+        o.defer_refund((paid - 1) * charge);
     } else {
-        pool.refund(extra);
+        o.defer_refund(extra);
     }
     // Nothing of this size here: a larger buffer filed under this tier, or (a tier that
     // bypasses the cache) any buffer of it, straight from the depot, or a fresh one.
     let (v, hit) = pool
         .direct_or_fresh(t, n, how, keeps)
-        .inspect_err(|_| pool.refund(charge))?;
+        .inspect_err(|_| o.defer_refund(charge))?;
     o.count(t, if hit { Count::DirectHit } else { Count::Miss }, 1);
     Ok(Got::Buf(v, Tag::tier(t)))
 }
@@ -139,13 +139,13 @@ fn refill(o: &Owner<'_>, pool: &PoolState, t: usize, n: usize) -> usize {
 pub(crate) fn put_slow(o: &Owner<'_>, pool: &PoolState, mut v: Vec<u8>, tag: Tag) {
     housekeeping(o, pool);
     if o.is_dead() {
-        pool.refund(pool.charge_of(tag));
+        o.defer_refund(pool.charge_of(tag));
         return; // the pool is gone: free the buffer, count nothing
     }
     scrub(&mut v, o.wipes());
     let cap = v.capacity();
     let Some(t) = pool.classes.for_put(cap) else {
-        pool.refund(pool.charge_of(tag));
+        o.defer_refund(pool.charge_of(tag));
         o.count_untiered();
         return;
     };
@@ -175,7 +175,7 @@ pub(crate) fn put_slow(o: &Owner<'_>, pool: &PoolState, mut v: Vec<u8>, tag: Tag
     // A larger buffer (foreign or grown), a tier that bypasses the cache, or no room. A pool
     // with a budget keeps only exact sizes (every buffer it hands out has the capacity it
     // was charged).
-    pool.refund(pool.charge_of(tag));
+    o.defer_refund(pool.charge_of(tag));
     o.count(t, Count::OtherReturn, 1);
     if (pool.exact_only() && cap != o.size(t)) || pool.depot.put_one(t, v).is_err() {
         pool.allocator_trim.released(cap);
@@ -191,24 +191,38 @@ fn flush(o: &Owner<'_>, pool: &PoolState, t: usize, n: usize) -> usize {
         let fit = depot.reserve_exact(n.min(o.len(t)));
         o.drain_oldest(t, fit, false, |v| depot.push_exact(v))
     };
-    pool.refund(moved * pool.charge_of(Tag::tier(t)));
+    o.defer_refund(moved * pool.charge_of(Tag::tier(t)));
     moved
 }
 
 /// Tier `t` gives up its whole stack and reservation: the buffers go to the depot with the
-/// room they had (what the depot cannot take is released), and their charges are refunded.
-/// Returns the bytes released to the allocator.
-fn give_up(o: &Owner<'_>, pool: &PoolState, t: usize) -> usize {
+/// room they had (a closed depot frees them), and their charges are refunded.
+fn give_up(o: &Owner<'_>, pool: &PoolState, t: usize) {
+    if !pool.caches_share_allowance() {
+        // The caches' room is not the depot's (`state.rs`): the depot takes what fits.
+        flush(o, pool, t, usize::MAX);
+        let bytes = release(o, pool, t, usize::MAX);
+        pool.allocator_trim.released(bytes);
+        o.set_limit(t, 0);
+        return;
+    }
     let n = o.len(t);
+    let mut freed = 0;
     let moved = {
         let mut depot = pool.depot.lock(t);
-        o.drain_oldest(t, n, false, |v| depot.push_transferred(v))
+        o.drain_oldest(t, n, false, |v| {
+            if !depot.push_transferred(v) {
+                freed += 1;
+            }
+        })
     };
     o.transfer_out(t, moved);
-    let released = release(o, pool, t, usize::MAX); // the depot is closed (or it all moved)
     o.set_limit(t, 0);
-    pool.refund(moved * pool.charge_of(Tag::tier(t)));
-    released
+    if freed > 0 {
+        o.count(t, Count::Discarded, freed as u64);
+        pool.allocator_trim.released(freed * o.size(t));
+    }
+    o.defer_refund(moved * pool.charge_of(Tag::tier(t)));
 }
 
 /// Releases the `n` oldest buffers of tier `t` to the allocator, refunding their charges.
@@ -216,7 +230,7 @@ fn give_up(o: &Owner<'_>, pool: &PoolState, t: usize) -> usize {
 fn release(o: &Owner<'_>, pool: &PoolState, t: usize, n: usize) -> usize {
     let size = o.size(t);
     let bytes = size * o.drain_oldest(t, n, true, drop);
-    pool.refund(bytes / size * pool.charge_of(Tag::tier(t)));
+    o.defer_refund(bytes / size * pool.charge_of(Tag::tier(t)));
     bytes
 }
 
@@ -232,8 +246,7 @@ fn reserve(o: &Owner<'_>, pool: &PoolState, t: usize) {
             give_up(o, pool, u);
         }
         if !o.set_limit(t, 1) && o.allowance_spent(o.size(t)) {
-            steal(o, pool);
-            o.set_limit(t, 1);
+            o.defer_steal(); // room for the next operation
         }
         return;
     }
@@ -268,8 +281,7 @@ fn grow(o: &Owner<'_>, pool: &PoolState, t: usize, target: usize, evict: bool) {
         make_room(o, pool, t, want);
     }
     if o.raise_limit(t, target) < target && o.allowance_spent(size) {
-        steal(o, pool);
-        o.raise_limit(t, target);
+        o.defer_steal(); // room for the next operation
     }
 }
 
@@ -307,17 +319,15 @@ fn make_room(o: &Owner<'_>, pool: &PoolState, t: usize, need: usize) {
         if u == t || o.limit(u) == 0 || o.is_large(u) {
             continue;
         }
-        let released = give_up(o, pool, u);
-        pool.allocator_trim.released(released);
+        give_up(o, pool, u);
     }
 }
 
-/// The pool's allowance is spent: reclaims the caches that have not been used since the last
-/// tick (not this one), at most once per sixteenth of an interval, so that a thread that needs
-/// room takes it from threads that went quiet (tcmalloc's threads steal cache capacity from
-/// each other the same way).
-#[cold]
-fn steal(o: &Owner<'_>, pool: &PoolState) {
+/// The pool's allowance was spent: reclaims the caches that have not been used since the last
+/// tick, at most once per sixteenth of an interval, so that a thread that needs room takes it
+/// from threads that went quiet (tcmalloc's threads steal cache capacity from each other the
+/// same way). After an operation, never inside one.
+fn steal(pool: &PoolState) {
     let now = pool.clock.tick16();
     let last = pool.last_steal.load(Relaxed);
     if now == last
@@ -328,8 +338,9 @@ fn steal(o: &Owner<'_>, pool: &PoolState) {
     {
         return;
     }
-    let released = reclaim_idle(pool, Turn::Try, Some(o), false);
-    pool.allocator_trim.released(released);
+    if let Some(r) = pool.caches.turn(Turn::Try) {
+        reclaim_idle(pool, &r, false);
+    }
 }
 
 /// True if a waiter is queued for the budget (thread caches keep nothing then).
@@ -380,27 +391,31 @@ pub(crate) fn service(o: &Owner<'_>, pool: &PoolState) {
     if epoch != o.epoch() {
         o.set_epoch(epoch);
         pool.allocator_trim.released(decay(o, pool));
-        tick(pool, epoch, Turn::Try, Some(o));
+        o.defer_tick(epoch); // the pool's part, once this owner is gone
     }
 }
 
 /// The pool's tick for `epoch`, by whichever thread claims it first: the depot's decay, then
-/// every cache not used since the previous tick (but `skip`'s) is reclaimed and emptied, then
-/// glibc's trim if enough was released.
-pub(crate) fn tick(pool: &PoolState, epoch: u64, turn: Turn, skip: Option<&Owner<'_>>) {
+/// every cache not used since the previous tick is reclaimed and emptied, then glibc's trim
+/// if enough was released. The claim is made with the reclaimer's turn in hand, so that a
+/// tick that finds another reclaimer at work ([`Turn::Try`]) leaves the epoch to the next
+/// thread that looks. Never inside an operation.
+pub(crate) fn tick(pool: &PoolState, epoch: u64, turn: Turn) {
+    let Some(r) = pool.caches.turn(turn) else {
+        return;
+    };
     if !pool.claim_tick(epoch) {
         return;
     }
-    pool.allocator_trim
-        .released(reclaim_idle(pool, turn, skip, true));
+    reclaim_idle(pool, &r, true);
+    drop(r);
     pool.allocator_trim.maybe_run(epoch);
 }
 
-/// Reclaims the caches that hold room and whose owner did nothing since the last tick
-/// (except `skip`), releasing everything they hold. With `record`, this is the tick: every
-/// cache's activity is recorded for the next one. Returns the bytes released.
-fn reclaim_idle(pool: &PoolState, turn: Turn, skip: Option<&Owner<'_>>, record: bool) -> usize {
-    let mut bytes = 0;
+/// Reclaims the caches that hold room and whose owner did nothing since the last tick,
+/// releasing everything they hold. With `record`, this is the tick: every cache's activity is
+/// recorded for the next one.
+fn reclaim_idle(pool: &PoolState, r: &Reclaimer<'_>, record: bool) {
     let pick = |c: &Cache| {
         let idle = if record {
             c.idle_since_last_tick()
@@ -409,11 +424,25 @@ fn reclaim_idle(pool: &PoolState, turn: Turn, skip: Option<&Owner<'_>>, record: 
         };
         idle && c.holds_room()
     };
-    pool.caches
-        .reclaim(turn, skip.map(|o| o.cache()), pick, |o| {
-            bytes += release_all(o, pool);
-        });
-    bytes
+    let (mut bytes, mut refund) = (0, 0);
+    r.reclaim(pick, |o| {
+        bytes += release_all(o, pool);
+        refund += o.take_after().refund;
+    });
+    pool.allocator_trim.released(bytes);
+    pool.refund(refund);
+}
+
+/// What an operation left to do ([`After`]), done once its owner is gone: refunds (which may
+/// wake waiters), the pool's tick, reclaiming quiet caches for room.
+pub(crate) fn after(pool: &PoolState, after: After) {
+    pool.refund(after.refund);
+    if let Some(epoch) = after.tick {
+        tick(pool, epoch, Turn::Try);
+    }
+    if after.steal {
+        steal(pool);
+    }
 }
 
 /// Releases, in every tier, the buffers that stayed below the stack's low-water mark for the
@@ -449,17 +478,15 @@ pub(crate) fn release_all(o: &Owner<'_>, pool: &PoolState) -> usize {
     bytes
 }
 
-/// Gives every stack to the depot, with its room (what the depot cannot take is released),
-/// refunding the charges: a budget waiter's sweep, thread exit.
+/// Gives every stack to the depot, with its room (a closed depot frees them), refunding the
+/// charges: a budget waiter's sweep, thread exit.
 fn give_back(o: &Owner<'_>, pool: &PoolState) {
-    let mut released = 0;
     for t in 0..o.tiers() {
         if o.limit(t) > 0 {
-            released += give_up(o, pool, t);
+            give_up(o, pool, t);
         }
         o.free_storage(t);
     }
-    pool.allocator_trim.released(released);
 }
 
 /// The pool closed: free everything, keep nothing from now on.
@@ -474,7 +501,6 @@ fn kill(o: &Owner<'_>, pool: &PoolState) {
 pub(crate) fn retire(o: &Owner<'_>, pool: &PoolState) {
     if !o.is_dead() {
         give_back(o, pool);
-        release_all(o, pool);
     }
     pool.caches.detach(o.cache());
 }
@@ -485,15 +511,10 @@ pub(crate) fn retire(o: &Owner<'_>, pool: &PoolState) {
 pub(crate) fn trim_all(pool: &PoolState) -> Option<usize> {
     let generation = pool.start_trim();
     let mut bytes = 0;
-    let done = pool.caches.reclaim(
-        Turn::Wait,
-        None,
-        |_| true,
-        |o| {
-            o.set_trim_gen(generation);
-            bytes += release_all(o, pool);
-        },
-    );
+    let done = reclaim_all(pool, |o| {
+        o.set_trim_gen(generation);
+        bytes += release_all(o, pool);
+    });
     if done.is_none() {
         pool.caches.ring_all();
         return None;
@@ -505,11 +526,7 @@ pub(crate) fn trim_all(pool: &PoolState) -> Option<usize> {
 /// fence, at its owner's next operation.
 pub(crate) fn close_all(pool: &PoolState) {
     pool.close();
-    if pool
-        .caches
-        .reclaim(Turn::Wait, None, |_| true, |o| kill(o, pool))
-        .is_none()
-    {
+    if reclaim_all(pool, |o| kill(o, pool)).is_none() {
         pool.caches.ring_all();
     }
 }
@@ -523,12 +540,37 @@ pub(crate) fn close_all(pool: &PoolState) {
 /// the doorbell, so that the owner's next operation takes the lock and sees the flag. (With
 /// empty caches skipped, the budget stress test lost a wake-up about one run in ten.)
 pub(crate) fn sweep(pool: &PoolState) {
-    let done = pool
-        .caches
-        .reclaim(Turn::Wait, None, |_| true, |o| give_back(o, pool));
-    if done.is_none() {
+    if reclaim_all(pool, |o| give_back(o, pool)).is_none() {
         pool.caches.ring_all();
     }
+}
+
+/// Reclaims every cache (waiting for the turn and every lock) and runs `act` on each, then
+/// gives back the charges the actions refunded, once every cache is let go.
+fn reclaim_all(pool: &PoolState, mut act: impl FnMut(&Owner<'_>)) -> Option<usize> {
+    let mut refund = 0;
+    let done = pool.caches.reclaim(
+        Turn::Wait,
+        |_| true,
+        |o| {
+            act(o);
+            refund += o.take_after().refund;
+        },
+    );
+    pool.refund(refund);
+    done
+}
+
+/// Runs `f` with this owner, then does what it left to do ([`after`]) once the owner is
+/// gone: every owner of this thread's cache ends so (`tls.rs`).
+pub(crate) fn finish<R>(o: Owner<'_>, pool: &PoolState, f: impl FnOnce(&Owner<'_>) -> R) -> R {
+    let r = f(&o);
+    let left = o.take_after();
+    drop(o);
+    if left != After::default() {
+        after(pool, left);
+    }
+    r
 }
 
 #[cfg(all(test, not(loom)))]
@@ -563,6 +605,10 @@ mod tests {
         drop(o);
         state.caches.detach(&cache);
         drop(cache);
-        assert_eq!(state.allowance.held(), 0, "every reservation came back");
+        assert_eq!(
+            state.depot.allowance().held(),
+            0,
+            "every reservation came back"
+        );
     }
 }

@@ -3,7 +3,7 @@
 //! A pool keeps every thread cache made for it in [`Caches`], so that `stats()` can read them
 //! and a *reclaimer* can take them over: the pool's tick (caches idle since the previous
 //! tick), `trim()` (all), closing the pool (all), a budget waiter's sweep (all), and a thread
-//! that needs room the allowance cannot give (idle ones). [`Caches::reclaim`] does it in
+//! that needs room the allowance cannot give (idle ones). [`Reclaimer::reclaim`] does it in
 //! three steps, for a whole batch at once:
 //!
 //! 1. lock and ring every selected cache ([`Cache::seize`]);
@@ -16,13 +16,18 @@
 //!
 //! # Deadlock freedom
 //!
-//! Reclaimers run one at a time per pool (`reclaim`, a mutex). A reclaimer may hold many
-//! cache locks; an owner holds at most its own, and only when it found its doorbell rung.
-//! Nobody waits for a cache lock while holding the list's lock, and an owner whose busy mark
-//! is set never waits for a cache lock at all (it may reclaim others only with `try_lock` on
-//! `reclaim`, skipping its own cache). So every wait ends: a reclaimer waiting for an owner's
-//! mark waits for an operation that cannot block, and one waiting for a cache's lock waits for
-//! an owner's slow path or for a reclaimer that holds no lock it needs.
+//! Every reclaim runs outside any operation on a cache: callers are user calls (`trim()`,
+//! dropping the pool, a budget wait), the background trimmer, or what an operation left to do
+//! after its owner was dropped (`owner.rs`, [`After`](super::owner::After)). Reclaimers run one
+//! at a time per pool (the turn, a mutex). A reclaimer may hold many cache locks; an owner
+//! holds at most its own, and only while it works with its doorbell rung, which never waits
+//! for anything a reclaimer holds (an operation takes no other cache's lock and no turn, and
+//! nobody waits for a cache lock while holding the list's lock). So a reclaimer waiting for an
+//! owner's busy mark waits for an operation that cannot block, one waiting for a cache's lock
+//! waits for an owner's slow path, and one waiting for the turn waits for another reclaimer
+//! that needs nothing it holds. With [`Turn::Try`] (a tick or a steal, on behalf of a thread
+//! that came to get or return a buffer) a reclaimer waits for neither the turn nor a cache
+//! lock: it gives up, or skips a cache whose lock is held (its owner is at work: not idle).
 //!
 //! Without a heavy fence (`fence.rs`), nothing is reclaimed: the caches are only rung, and
 //! give their buffers up at their owner's next operation.
@@ -31,15 +36,15 @@ use super::block::Cache;
 use super::owner::{Owner, Seized};
 use crate::fence;
 use crate::stats::Stats;
-use crate::sync::{lock, try_lock, Arc, Mutex};
+use crate::sync::{lock, try_lock, Arc, Mutex, MutexGuard};
 
-/// How a reclaimer waits for its turn.
+/// How a reclaimer waits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Turn {
-    /// Waits for another reclaimer to finish (callers outside any cache operation).
+    /// For its turn and for every cache's lock (user calls, the background trimmer).
     Wait,
-    /// Gives up if another reclaimer is at work (callers inside their own cache's
-    /// operation, which must not wait).
+    /// For nothing: gives up if another reclaimer is at work, and skips caches whose lock
+    /// is held (work a thread does for the pool on its way through a get or a return).
     Try,
 }
 
@@ -134,42 +139,80 @@ impl Caches {
         }
     }
 
-    /// Takes over every cache that `pick` selects (except `skip`, the calling thread's own
-    /// cache if it is inside an operation on it) and runs `act` on each (module docs).
-    /// Returns how many were reclaimed, or `None` if nothing could be: another reclaimer was
-    /// at work (with [`Turn::Try`]) or there is no heavy fence here (the selected caches are
-    /// then only rung).
-    pub(crate) fn reclaim(
-        &self,
-        turn: Turn,
-        skip: Option<&Cache>,
-        mut pick: impl FnMut(&Cache) -> bool,
-        mut act: impl FnMut(&Owner<'_>),
-    ) -> Option<usize> {
-        let _turn = match turn {
+    /// The reclaimer's turn: `None` if another reclaimer is at work and `turn` is
+    /// [`Turn::Try`].
+    pub(crate) fn turn(&self, turn: Turn) -> Option<Reclaimer<'_>> {
+        let guard = match turn {
             Turn::Wait => lock(&self.reclaim),
             Turn::Try => try_lock(&self.reclaim)?,
         };
-        let picked: Vec<Arc<Cache>> = lock(&self.attached)
+        Some(Reclaimer {
+            caches: self,
+            turn,
+            _guard: guard,
+        })
+    }
+
+    /// Takes over every cache that `pick` selects and runs `act` on each: [`Self::turn`],
+    /// then [`Reclaimer::reclaim`].
+    pub(crate) fn reclaim(
+        &self,
+        turn: Turn,
+        pick: impl FnMut(&Cache) -> bool,
+        act: impl FnMut(&Owner<'_>),
+    ) -> Option<usize> {
+        self.turn(turn)?.reclaim(pick, act)
+    }
+}
+
+/// The one reclaimer at work for a pool (see [`Caches::turn`]).
+pub(crate) struct Reclaimer<'a> {
+    caches: &'a Caches,
+    turn: Turn,
+    _guard: MutexGuard<'a, ()>,
+}
+
+impl Reclaimer<'_> {
+    /// Takes over every cache that `pick` selects (module docs) and runs `act` on each, then
+    /// lets them go. Returns how many were reclaimed, or `None` if none could be: there is no
+    /// heavy fence here (the selected caches are then only rung). With [`Turn::Try`], caches
+    /// whose lock is held are skipped. Must not be called inside an operation on a cache.
+    pub(crate) fn reclaim(
+        &self,
+        mut pick: impl FnMut(&Cache) -> bool,
+        mut act: impl FnMut(&Owner<'_>),
+    ) -> Option<usize> {
+        let picked: Vec<Arc<Cache>> = lock(&self.caches.attached)
             .caches
             .iter()
-            .filter(|c| !skip.is_some_and(|s| std::ptr::eq(&***c, s)) && pick(c))
+            .filter(|c| pick(c))
             .cloned()
             .collect();
         if picked.is_empty() {
             return Some(0);
         }
-        let seized: Vec<Seized<'_>> = picked.iter().map(|c| c.seize()).collect();
+        let seized: Vec<Seized<'_>> = match self.turn {
+            Turn::Wait => picked.iter().map(|c| c.seize()).collect(),
+            Turn::Try => picked.iter().filter_map(|c| c.try_seize()).collect(),
+        };
         if !fence::heavy() {
             return None; // rung; their owners give up what they hold at their next operation
         }
         let n = seized.len();
         for s in seized {
             // SAFETY: the heavy fence ran after every seize, and this thread is inside no
-            // operation on any of these caches: its own, if it is inside one, is `skip`.
+            // operation on any cache (this method's contract).
             let owner = unsafe { s.take() };
             act(&owner);
         }
         Some(n)
+    }
+}
+
+impl std::fmt::Debug for Reclaimer<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Reclaimer")
+            .field("turn", &self.turn)
+            .finish()
     }
 }

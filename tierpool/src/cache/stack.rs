@@ -127,8 +127,10 @@ impl TierCold {
         }
     }
 
-    /// Length of `tier`'s stack, from its pointers (0 when unallocated). Clamped to `cap`, so
-    /// that a read racing with the owner never yields an absurd figure. `Acquire`: see
+    /// Length of `tier`'s stack, from its pointers (0 when unallocated). A read racing with
+    /// the owner may see `end` and `head` from different moments (storage being allocated
+    /// publishes `end` before `head`; storage being freed nulls `head` before `end`): a `head`
+    /// outside the array then reads as an empty stack, not as a full one. `Acquire`: see
     /// `counters.rs`.
     pub(super) fn len(&self, tier: &Tier) -> usize {
         let end = tier.end.load(Acquire);
@@ -137,7 +139,11 @@ impl TierCold {
         }
         let head = tier.head.load(Acquire);
         let len = (end as usize).wrapping_sub(head as usize) / size_of::<Slot>();
-        len.min(self.cap as usize)
+        if len > self.cap as usize {
+            0 // `head` is not within this array (null, or another allocation's)
+        } else {
+            len
+        }
     }
 }
 
@@ -236,13 +242,13 @@ pub(super) fn fold(tier: &Tier, cold: &TierCold) {
 }
 
 /// Buffers a thread cache may keep of a tier of `size` bytes when it may reserve
-/// `cache_bytes`: `min(64, cache_bytes / size)`, or 1 for a tier above that (the large slot),
-/// or none when `cache_bytes` is 0 (thread caches off).
-pub(super) fn stack_cap(cache_bytes: usize, size: usize) -> u32 {
+/// `cache_bytes`: `min(64, cache_bytes / size)`, or, for a tier above that, 1 with a large
+/// slot (`large_slot`) and none without; none when `cache_bytes` is 0 (thread caches off).
+pub(super) fn stack_cap(cache_bytes: usize, size: usize, large_slot: bool) -> u32 {
     if cache_bytes == 0 {
         0
     } else if size > cache_bytes {
-        1
+        u32::from(large_slot)
     } else {
         (cache_bytes / size).min(MAX_LOCAL_PER_TIER) as u32
     }

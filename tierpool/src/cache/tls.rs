@@ -48,7 +48,10 @@ use crate::key::Key;
 use crate::state::{closed_pools, PoolState};
 use crate::sync::Arc;
 
-/// The doorbell `cur` points at when this thread has no current cache; always `RUNG`.
+/// The doorbell `cur` points at when this thread has no current cache; always `RUNG`. A
+/// thread without a current cache stores its busy mark here and clears it at once (the fast
+/// path stores before it looks): threads share this line only while they have no cache (the
+/// first operation, thread exit, re-entrant calls), never in steady state.
 #[cfg(not(loom))]
 static NO_CACHE: Doorbell = Doorbell::rung();
 
@@ -109,7 +112,7 @@ impl Table {
                 // SAFETY: this thread owns the caches in its table; the caller holds `busy`
                 // and has reset `cur`, so no other operation of this thread on it runs.
                 let owner = unsafe { e.cache.enter() };
-                policy::retire(&owner, &e.pool);
+                policy::finish(owner, &e.pool, |o| policy::retire(o, &e.pool));
             }
             false
         });
@@ -181,7 +184,7 @@ impl Drop for TableGuard {
             for e in table.entries.values() {
                 // SAFETY: this thread owns its table's caches; `busy` is set and `cur` reset.
                 let owner = unsafe { e.cache.enter() };
-                policy::retire(&owner, &e.pool);
+                policy::finish(owner, &e.pool, |o| policy::retire(o, &e.pool));
             }
         });
     }
@@ -232,6 +235,35 @@ pub(crate) fn fast_push(key: Key, hint: u32, v: &mut Vec<u8>) -> Pushed {
         // SAFETY: as in `fast_pop`.
         unsafe { fast::push(cur, key, hint, v) }
     })
+}
+
+/// Runs `f` with the pool with key `key`, entering and making no cache: the pool from this
+/// thread's table if it has a cache for it, else `find()`'s (`None`: the pool is gone). For
+/// what needs only the pool (a refund).
+pub(crate) fn with_pool<R>(
+    key: Key,
+    find: impl FnOnce() -> Option<Arc<PoolState>>,
+    f: impl FnOnce(Option<&PoolState>) -> R,
+) -> R {
+    let known = with_this_thread(|local| {
+        let table = local.table.get();
+        if table.is_null() || local.busy.get() {
+            return None;
+        }
+        // `busy` for the lookup alone (a re-entrant call would bypass the table), without
+        // resetting `cur`: nothing in the table changes.
+        local.busy.set(true);
+        // SAFETY: non-null `table` is this thread's live table and `busy` was false, so this
+        // is the only reference into it until `busy` is cleared below (module docs).
+        let pool = unsafe { &*table }
+            .entries
+            .get(&key)
+            .map(|e| Arc::clone(&e.pool));
+        local.busy.set(false);
+        pool
+    });
+    let pool = known.or_else(find);
+    f(pool.as_deref())
 }
 
 /// Housekeeping on this thread's cache for `key`: the return countdown of the tier with hint
@@ -356,12 +388,11 @@ fn run<A, R>(
         .entries
         .get(&key)
         .expect("the caller checked or made it");
-    let r = {
-        // SAFETY: this thread owns its table's caches; `busy` is set and `cur` reset, so no
-        // other operation of this thread on it runs while this owner lives (module docs).
-        let owner = unsafe { entry.cache.enter() };
-        f(&owner, &entry.pool, arg)
-    };
+    // SAFETY: this thread owns its table's caches; `busy` is set and `cur` reset, so no other
+    // operation of this thread on it runs while this owner lives (module docs).
+    let owner = unsafe { entry.cache.enter() };
+    // What the operation leaves to do runs once the owner is gone (`policy::finish`).
+    let r = policy::finish(owner, &entry.pool, |o| f(o, &entry.pool, arg));
     if entry.cache.is_dead() {
         table.entries.remove(&key);
     } else {
@@ -402,7 +433,8 @@ pub(crate) mod for_models {
         }
         // SAFETY: as above.
         let o = unsafe { cache.enter() };
-        match policy::get_slow(&o, pool, n, Fresh::Plain, 0).expect("no allocation failure") {
+        let got = policy::finish(o, pool, |o| policy::get_slow(o, pool, n, Fresh::Plain, 0));
+        match got.expect("no allocation failure") {
             Got::Buf(v, tag) => Some((v, tag)),
             Got::Wait(_) => None,
         }
@@ -417,7 +449,7 @@ pub(crate) mod for_models {
             Pushed::Refused => {
                 // SAFETY: as in `get`.
                 let o = unsafe { cache.enter() };
-                policy::put_slow(&o, pool, v, tag);
+                policy::finish(o, pool, |o| policy::put_slow(o, pool, v, tag));
             }
         }
     }

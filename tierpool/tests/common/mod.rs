@@ -141,12 +141,25 @@ pub fn io_uring_refused(why: impl std::fmt::Display) {
     eprintln!("io_uring refused by this kernel ({why}): test skipped");
 }
 
-/// True if this process reclaims other threads' caches (Linux `membarrier`, unless
-/// `TIERPOOL_NO_MEMBARRIER` is set to test the fallback; under Miri always). Tests that
-/// expect an idle thread's cache to be emptied at once check this: without it, caches give
-/// their buffers up at their owner's next operation instead.
+/// True if this process reclaims other threads' caches (the library's own answer: Linux
+/// `membarrier`, unless `TIERPOOL_NO_MEMBARRIER` is set to test the fallback; under Miri
+/// always). Tests that expect an idle thread's cache to be emptied at once check this:
+/// without it, caches give their buffers up at their owner's next operation instead.
 #[allow(dead_code)]
 pub fn reclaim_available() -> bool {
-    cfg!(miri)
-        || (cfg!(target_os = "linux") && std::env::var_os("TIERPOOL_NO_MEMBARRIER").is_none())
+    tierpool::__bench::reclaims_other_threads()
+}
+
+/// The most `pool` may retain with `caches` thread caches attached: `max_retained_bytes`
+/// where caches are reclaimed (they reserve their room from the same allowance as the depot),
+/// and each cache's own room beyond it where they cannot be (`TIERPOOL_NO_MEMBARRIER`).
+#[allow(dead_code)]
+pub fn retained_bound(pool: &tierpool::BufferPool, caches: usize) -> usize {
+    let cap = pool.max_retained_bytes();
+    if reclaim_available() {
+        cap
+    } else {
+        let largest = *pool.tier_sizes().last().expect("tiers");
+        cap + caches * (pool.thread_cache_bytes() + largest)
+    }
 }
