@@ -174,7 +174,8 @@ impl Builder {
     /// The most each thread's private cache for this pool may hold, in bytes of capacity (it
     /// holds less while the pool's allowance is spent: see
     /// [`max_retained_bytes`](Self::max_retained_bytes)). A cache may also keep one buffer of a
-    /// tier larger than this; other buffers of such tiers go to the shared depot. Default:
+    /// tier larger than this (under [`max_in_use_bytes`](Self::max_in_use_bytes), of at most a
+    /// sixteenth of the budget); other buffers of such tiers go to the shared depot. Default:
     /// 8 MiB ([`DEFAULT_THREAD_CACHE_BYTES`]; 2 MiB, [`FALLBACK_THREAD_CACHE_BYTES`], where
     /// caches cannot be reclaimed from other threads), or a quarter of `max_retained_bytes` if
     /// that is smaller. Zero disables the thread caches (every operation then takes the depot's
@@ -244,7 +245,9 @@ impl Builder {
     /// adopted buffer of another capacity is freed when returned), so no buffer is handed out
     /// with more capacity than it was charged. Buffers a thread cache holds count as charged
     /// (so the fast path does no accounting): each thread cache holds at most
-    /// `min(bytes / 16, thread_cache_bytes)`, and a request that would wait takes every
+    /// `min(bytes / 16, thread_cache_bytes)` plus one buffer of a larger tier of at most
+    /// `bytes / 16` (so that a thread cycling such buffers does not take a lock each time),
+    /// and a request that would wait takes every
     /// cache's buffers back first, from busy and idle threads alike. Where caches cannot be
     /// reclaimed from other threads (no Linux `membarrier`), a budgeted pool uses no thread
     /// caches.

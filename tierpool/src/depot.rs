@@ -110,11 +110,11 @@ struct DepotTier {
 
 /// Removes the `n` oldest buffers of `stack` and returns their total capacity. They are
 /// dropped here, under the tier's lock; decay and trim are rare, and dropping in place needs
-/// no scratch allocation.
-fn release_oldest(stack: &mut Vec<Vec<u8>>, n: usize) -> usize {
+/// no scratch allocation. With `shrink`, an emptied stack frees its storage too.
+fn release_oldest(stack: &mut Vec<Vec<u8>>, n: usize, shrink: bool) -> usize {
     let n = n.min(stack.len());
     let freed: usize = stack.drain(..n).map(|b| b.capacity()).sum();
-    if n > 0 && stack.is_empty() {
+    if shrink && n > 0 && stack.is_empty() {
         // Free the stack's own storage too: it was allocated while the buffers came in,
         // so it often sits above them in the heap, and a malloc that returns memory only
         // from the top of its heap (glibc) could give none of them back while it lived.
@@ -124,10 +124,13 @@ fn release_oldest(stack: &mut Vec<Vec<u8>>, n: usize) -> usize {
 }
 
 impl DepotTier {
-    /// Releases the `exact` and `odd` oldest buffers; returns the bytes freed.
-    fn release(&mut self, exact: usize, odd: usize) -> usize {
+    /// Releases the `exact` and `odd` oldest buffers; returns the bytes freed. With `shrink`,
+    /// an emptied stack frees its storage (decay and trim: the tier went idle); without it
+    /// (eviction, while the pool is busy) the next push needs no allocation.
+    fn release(&mut self, exact: usize, odd: usize, shrink: bool) -> usize {
         let before = self.exact.len() + self.odd.len();
-        let freed = release_oldest(&mut self.exact, exact) + release_oldest(&mut self.odd, odd);
+        let freed = release_oldest(&mut self.exact, exact, shrink)
+            + release_oldest(&mut self.odd, odd, shrink);
         self.discarded += (before - self.exact.len() - self.odd.len()) as u64;
         self.bytes -= freed;
         freed
@@ -251,9 +254,38 @@ impl Depot {
         for tier in self.tiers.iter() {
             let mut tier = lock(tier);
             let (exact, odd) = how_many(&tier);
-            let freed = tier.release(exact, odd);
+            let freed = tier.release(exact, odd, true);
             tier.low_exact = tier.exact.len();
             tier.low_odd = tier.odd.len();
+            drop(tier);
+            self.allowance.give(freed);
+            total += freed;
+        }
+        total
+    }
+
+    /// Releases the depot's oldest buffers, largest tier first and never tier `keep`'s, until
+    /// `need` bytes are freed or nothing else is left; returns the bytes freed. What a thread
+    /// cache that needs room displaces when the allowance is spent: what the depot holds waits
+    /// for someone to take it, and the caches of threads at work come first (before, they had
+    /// room of their own outside the cap).
+    pub(crate) fn evict(&self, need: usize, keep: usize) -> usize {
+        let mut total = 0;
+        for (t, tier) in self.tiers.iter().enumerate().rev() {
+            if total >= need {
+                break;
+            }
+            if t == keep {
+                continue;
+            }
+            let mut tier = lock(tier);
+            let size = self.sizes[t];
+            let n = (need - total).div_ceil(size);
+            let exact = n.min(tier.exact.len());
+            let odd = (n - exact).min(tier.odd.len());
+            let freed = tier.release(exact, odd, false);
+            tier.low_exact = tier.low_exact.min(tier.exact.len());
+            tier.low_odd = tier.low_odd.min(tier.odd.len());
             drop(tier);
             self.allowance.give(freed);
             total += freed;
@@ -453,6 +485,31 @@ mod tests {
         let mut s = Stats::empty(&[10]);
         d.add_to(&mut s);
         assert_eq!(s.tiers[0].discarded, 6);
+    }
+
+    #[test]
+    fn evict_frees_oldest_of_largest_tiers_first_and_spares_keep() {
+        let d = Depot::with_cap(&[10, 20, 40], 1000);
+        put_exact(&d, 0, 3);
+        put_exact(&d, 1, 2);
+        d.put_one(1, Vec::with_capacity(25)).unwrap(); // odd: after the exact ones
+        put_exact(&d, 2, 2);
+        assert_eq!(d.bytes(), 30 + 40 + 25 + 80);
+        // Tier 2 is kept; 30 bytes wanted: tier 1's two exact buffers go (oldest first,
+        // rounded up to whole buffers), its odd one stays.
+        assert_eq!(d.evict(30, 2), 40);
+        assert_eq!(d.bytes(), 30 + 25 + 80);
+        assert_eq!(d.take_one(1).map(|b| b.capacity()), Some(25));
+        d.put_one(1, Vec::with_capacity(25)).unwrap();
+        // More than the other tiers hold: all of them go, tier 2 still stays.
+        assert_eq!(d.evict(1000, 2), 25 + 30);
+        assert_eq!(d.bytes(), 80);
+        assert_eq!(d.evict(0, 0), 0, "nothing needed, nothing freed");
+        // The allowance got every byte back: the cap's room is whole again.
+        assert_eq!(put_exact(&d, 0, 92), 92);
+        let mut s = Stats::empty(&[10, 20, 40]);
+        d.add_to(&mut s);
+        assert_eq!((s.tiers[0].discarded, s.tiers[1].discarded), (3, 3));
     }
 
     #[test]

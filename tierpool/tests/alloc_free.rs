@@ -45,9 +45,9 @@ fn the_counter_sees_plain_vec_allocations() {
 #[test]
 fn steady_state_get_put_allocates_nothing() {
     serial(|| {
-        // Natively: 256 B .. 1 MiB are served by the thread cache; 4 MiB bypasses it (above the
-        // 2 MiB thread budget) and goes through the depot: neither may allocate once warm. Under
-        // Miri (which zeroes megabytes slowly) the same two paths with a 16 KiB thread budget.
+        // Natively: 256 B .. 1 MiB are served by the thread cache's 2 MiB; 4 MiB is above
+        // that and has only the large slot: neither may allocate once warm. Under Miri (which
+        // zeroes megabytes slowly) the same two paths with a 16 KiB thread cache.
         let (pool, sizes) = if cfg!(miri) {
             let pool = BufferPool::builder()
                 .thread_cache_bytes(16 << 10)
@@ -55,8 +55,12 @@ fn steady_state_get_put_allocates_nothing() {
                 .unwrap();
             (pool, [256, 4096, 8192, 16384, 65536, 100, 5000])
         } else {
+            let pool = BufferPool::builder()
+                .thread_cache_bytes(2 << 20)
+                .build()
+                .unwrap();
             (
-                BufferPool::new(),
+                pool,
                 [256, 4096, 65536, 1 << 20, 4 << 20, 100, 5000],
             )
         };
@@ -87,6 +91,44 @@ fn steady_state_get_put_allocates_nothing() {
         let s = pool.stats();
         assert_eq!(allocs, 0, "allocations in {cycles} get/put cycles; {s}");
         assert_eq!(s.misses, 7, "one miss per tier used, all during warm-up");
+    });
+}
+
+#[test]
+fn a_depot_full_of_other_sizes_makes_way_for_a_thread_at_work() {
+    serial(|| {
+        // The depot's allowance is spent on 1 MiB buffers nobody uses now (returned by threads
+        // that exited); a thread that starts cycling 4 KiB buffers must still get room in its
+        // cache: the depot's oldest buffers of other tiers make way. Without that, each of its
+        // returns found no room anywhere and was freed, and each get allocated.
+        let (big, cap) = if cfg!(miri) { (16 << 10, 64 << 10) } else { (1 << 20, 4 << 20) };
+        let pool = BufferPool::builder()
+            .max_retained_bytes(cap)
+            .thread_cache_bytes(cap / 4)
+            .build()
+            .unwrap();
+        for _ in 0..4 {
+            std::thread::scope(|s| {
+                s.spawn(|| drop((0..4).map(|_| pool.get(big)).collect::<Vec<_>>()));
+            });
+        }
+        let s = pool.stats();
+        assert!(s.retained_bytes + big > cap, "the depot is full: {s}");
+        for _ in 0..100 {
+            let held: Vec<_> = (0..4).map(|_| pool.get(4096)).collect();
+            drop(held);
+        }
+        let before = allocs_here();
+        let cycles = if cfg!(miri) { 100 } else { 10_000 };
+        for _ in 0..cycles {
+            let held: Vec<_> = (0..4).map(|_| pool.get(4096)).collect();
+            drop(std::hint::black_box(held));
+        }
+        let allocs = allocs_here() - before;
+        let s = pool.stats();
+        // `held` itself: one allocation per cycle.
+        assert_eq!(allocs, cycles, "allocations in {cycles} cycles; {s}");
+        assert!(s.retained_bytes <= common::retained_bound(&pool, 1), "{s}");
     });
 }
 

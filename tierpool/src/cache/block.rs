@@ -107,7 +107,7 @@ impl Cache {
         classes: &Classes,
         table: &[u32; ALL_BUCKETS],
         cache_bytes: usize,
-        large_slot: bool,
+        large_max: usize,
         wipe: bool,
         epoch: u64,
         trim_gen: u64,
@@ -132,7 +132,7 @@ impl Cache {
             cold: classes
                 .sizes()
                 .iter()
-                .map(|&size| TierCold::new(stack_cap(cache_bytes, size, large_slot)))
+                .map(|&size| TierCold::new(stack_cap(cache_bytes, size, large_max)))
                 .collect(),
             cache_bytes,
             reserved: AtomicUsize::new(0),

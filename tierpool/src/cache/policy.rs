@@ -245,7 +245,11 @@ fn reserve(o: &Owner<'_>, pool: &PoolState, t: usize) {
         if let Some(u) = o.large_holder() {
             give_up(o, pool, u);
         }
-        if !o.set_limit(t, 1) && o.allowance_spent(o.size(t)) {
+        let size = o.size(t);
+        if !o.set_limit(t, 1)
+            && o.allowance_spent(size)
+            && (evict(pool, t, size) == 0 || !o.set_limit(t, 1))
+        {
             o.defer_steal(); // room for the next operation
         }
         return;
@@ -255,8 +259,9 @@ fn reserve(o: &Owner<'_>, pool: &PoolState, t: usize) {
 
 /// Raises tier `t`'s limit toward `target` (at most its cap): from unreserved room, then
 /// from other tiers' unused reservations (limits above their stacks: no buffer moves), and,
-/// with `evict`, from other tiers' whole stacks (to the depot, largest tier first); and from
-/// the allowance, asking for idle caches to be reclaimed if it is spent.
+/// with `displace`, from other tiers' whole stacks (to the depot, largest tier first); and from
+/// the allowance, displacing the depot's oldest buffers of other tiers (`evict`) and asking
+/// for idle caches to be reclaimed if it is spent.
 ///
 /// Reservations grow with use (a first buffer or batch, then doubling when returns find the
 /// stack full) rather than to the cap at once, and other tiers give up what they do not
@@ -267,7 +272,7 @@ fn reserve(o: &Owner<'_>, pool: &PoolState, t: usize) {
 /// --workload cross-thread`, 1 MiB, before and after); and a thread cycling seven sizes had
 /// its tiers evict each other on every round (`tests/alloc_free.rs`
 /// `steady_state_get_put_allocates_nothing` failed).
-fn grow(o: &Owner<'_>, pool: &PoolState, t: usize, target: usize, evict: bool) {
+fn grow(o: &Owner<'_>, pool: &PoolState, t: usize, target: usize, displace: bool) {
     let (size, limit) = (o.size(t), o.limit(t));
     let target = target.min(o.cap(t));
     if target <= limit || o.is_large(t) {
@@ -277,12 +282,28 @@ fn grow(o: &Owner<'_>, pool: &PoolState, t: usize, target: usize, evict: bool) {
     if o.unreserved() < want {
         trim_unused(o, t, want);
     }
-    if evict && o.unreserved() < want {
+    if displace && o.unreserved() < want {
         make_room(o, pool, t, want);
     }
-    if o.raise_limit(t, target) < target && o.allowance_spent(size) {
-        o.defer_steal(); // room for the next operation
+    let got = o.raise_limit(t, target);
+    if got < target && o.allowance_spent(size) {
+        let short = ((target - got) * size).min(o.unreserved() / size * size);
+        if evict(pool, t, short) == 0 || o.raise_limit(t, target) < target {
+            o.defer_steal(); // more room for the next operation
+        }
     }
+}
+
+/// The allowance is spent and tier `t` is `need` bytes short: the depot's oldest buffers of
+/// other tiers make way (`Depot::evict`), where caches share the depot's allowance. Returns
+/// the bytes freed.
+fn evict(pool: &PoolState, t: usize, need: usize) -> usize {
+    if need == 0 || !pool.caches_share_allowance() {
+        return 0;
+    }
+    let freed = pool.depot.evict(need, t);
+    pool.allocator_trim.released(freed);
+    freed
 }
 
 /// Lowers other tiers' limits to their stacks' lengths (but not below one buffer, so that a

@@ -8,7 +8,7 @@
 //! - **per cache**, by `cache_bytes` (the pool's `thread_cache_bytes`, or less under a budget):
 //!   the tiers within it add up to at most `cache_bytes`, and one tier above it may hold a
 //!   single buffer, the *large slot* (so that a thread cycling 16 MiB buffers does not take the
-//!   depot's lock on every operation);
+//!   depot's lock on every operation; under a budget, only a tier of at most `limit / 16`);
 //! - **per pool**, by the allowance (`depot.rs`): every reservation, the large slot's included,
 //!   is drawn from the same count as the depot's contents, which never exceeds
 //!   `max_retained_bytes`. So the depot and all thread caches together never retain more than

@@ -242,13 +242,14 @@ pub(super) fn fold(tier: &Tier, cold: &TierCold) {
 }
 
 /// Buffers a thread cache may keep of a tier of `size` bytes when it may reserve
-/// `cache_bytes`: `min(64, cache_bytes / size)`, or, for a tier above that, 1 with a large
-/// slot (`large_slot`) and none without; none when `cache_bytes` is 0 (thread caches off).
-pub(super) fn stack_cap(cache_bytes: usize, size: usize, large_slot: bool) -> u32 {
+/// `cache_bytes`: `min(64, cache_bytes / size)`, or, for a tier above that, 1 (the large
+/// slot) if `size <= large_max` and none otherwise; none when `cache_bytes` is 0 (thread
+/// caches off).
+pub(super) fn stack_cap(cache_bytes: usize, size: usize, large_max: usize) -> u32 {
     if cache_bytes == 0 {
         0
     } else if size > cache_bytes {
-        u32::from(large_slot)
+        u32::from(size <= large_max)
     } else {
         (cache_bytes / size).min(MAX_LOCAL_PER_TIER) as u32
     }
