@@ -261,11 +261,3 @@ impl std::hash::Hash for PooledBuf {
         self.buf[..].hash(state);
     }
 }
-
-// Compile-time promises the docs make: a handle is `Send + Sync`, and a `Vec` plus 8 bytes.
-const _: () = {
-    const fn send_sync<T: Send + Sync>() {}
-    send_sync::<PooledBuf>();
-    send_sync::<crate::BufferPool>();
-    send_sync::<crate::PooledBytes>();
-};

@@ -261,16 +261,16 @@
 //!   the room they had (so the depot takes all of them), and folds its counters into the
 //!   pool's.
 //!
-//! The modules, bottom-up (each imports only those before it): `sync` (the loom switch),
-//! `key` (what a key and a tag hold), `fence` (the asymmetric fence), `class`, `error`,
-//! `stats`, `os` (giving released memory back to the system), `budget` (the account and its
-//! waiters), `clock`, `fresh` (making and cleaning buffers), `depot` (and the allowance),
-//! `config`, then the lower half of the `cache` folder (`stack`, `counters`, `fast`,
-//! `reserve`, `reclaim`, and `mod.rs`: the layout and who may touch a cache), `state` (a
-//! pool's shared state), the upper half of `cache` (`policy`, `tls`: the thread-local table
-//! and the one fallback ladder), `registry`, the public handles `buf`, `pooled_bytes`,
-//! `chain`, `pool`, `global`, and the integrations `bytes_impls`, `compio_impls`,
-//! `tokio_uring_impls`, `monoio_impls`, `http_body_impls`, `frame`.
+//! The modules, bottom-up (each imports only those before it; the order of the crate root's
+//! `mod` list): `sync` (the loom switch), `key` (what a key and a tag hold), `fence` (the
+//! asymmetric fence), `class`, `stats`, `os` (giving released memory back to the system),
+//! `budget` (the account and its waiters), `error`, `clock`, `fresh` (making and cleaning
+//! buffers), `depot` (and the allowance), `config`, then the lower half of the `cache` folder
+//! (`stack`, `counters`, `fast`, `reserve`, `reclaim`, and `mod.rs`: the layout and who may
+//! touch a cache), `state` (a pool's shared state), the upper half of `cache` (`policy`,
+//! `tls`: the thread-local table and the one fallback ladder), `registry`, the public handles
+//! `buf`, `pooled_bytes`, `pool`, `global`, `chain`, and the integrations `bytes_impls`,
+//! `compio_impls`, `tokio_uring_impls`, `monoio_impls`, `http_body_impls`, `frame`.
 //!
 //! # When not to use it
 //!
@@ -359,43 +359,43 @@
 #![warn(clippy::undocumented_unsafe_blocks)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
-// Bottom-up: each module imports only those above it in this list. The `cache` folder is
-// split by that rule too: its files up to `reclaim` come before `state`, `policy` and `tls`
-// after it (see the crate docs, "How it works").
-mod budget;
-mod buf;
-mod cache;
-mod chain;
-mod class;
-mod clock;
-mod config;
-mod depot;
-mod error;
-mod fence;
-mod fresh;
-mod global;
-mod key;
-mod os;
-mod pool;
-mod pooled_bytes;
-mod registry;
-mod state;
-mod stats;
+// Bottom-up: each module imports only those above it in this list (`rustfmt.toml` keeps the
+// order). The `cache` folder is split by that rule too: its files up to `reclaim` come before
+// `state`, `policy` and `tls` after it (see the crate docs, "How it works").
 mod sync;
+mod key;
+mod fence;
+mod class;
+mod stats;
+mod os;
+mod budget;
+mod error;
+mod clock;
+mod fresh;
+mod depot;
+mod config;
+mod cache;
+mod state;
+mod registry;
+mod buf;
+mod pooled_bytes;
+mod pool;
+mod global;
+mod chain;
 
 #[cfg(feature = "bytes")]
 mod bytes_impls;
 #[cfg(feature = "compio")]
 mod compio_impls;
+#[cfg(all(feature = "tokio-uring", target_os = "linux"))]
+mod tokio_uring_impls;
+#[cfg(all(feature = "monoio", target_os = "linux"))]
+mod monoio_impls;
+#[cfg(feature = "http-body")]
+mod http_body_impls;
 #[cfg(feature = "tokio")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
 pub mod frame;
-#[cfg(feature = "http-body")]
-mod http_body_impls;
-#[cfg(all(feature = "monoio", target_os = "linux"))]
-mod monoio_impls;
-#[cfg(all(feature = "tokio-uring", target_os = "linux"))]
-mod tokio_uring_impls;
 
 #[cfg(all(test, loom))]
 mod loom_tests;
@@ -415,6 +415,15 @@ pub use pool::Acquire;
 pub use pool::BufferPool;
 pub use pooled_bytes::PooledBytes;
 pub use stats::{BudgetStats, Stats, TierStats};
+
+// Compile-time promises the docs make: the handles and the pool are `Send + Sync`.
+const _: () = {
+    const fn send_sync<T: Send + Sync>() {}
+    send_sync::<PooledBuf>();
+    send_sync::<BufferPool>();
+    send_sync::<PooledBytes>();
+    send_sync::<PooledChain>();
+};
 
 #[doc(hidden)]
 pub mod __bench {

@@ -59,10 +59,7 @@ fn steady_state_get_put_allocates_nothing() {
                 .thread_cache_bytes(2 << 20)
                 .build()
                 .unwrap();
-            (
-                pool,
-                [256, 4096, 65536, 1 << 20, 4 << 20, 100, 5000],
-            )
+            (pool, [256, 4096, 65536, 1 << 20, 4 << 20, 100, 5000])
         };
         for _ in 0..3 {
             for &n in &sizes {
@@ -101,7 +98,11 @@ fn a_depot_full_of_other_sizes_makes_way_for_a_thread_at_work() {
         // that exited); a thread that starts cycling 4 KiB buffers must still get room in its
         // cache: the depot's oldest buffers of other tiers make way. Without that, each of its
         // returns found no room anywhere and was freed, and each get allocated.
-        let (big, cap) = if cfg!(miri) { (16 << 10, 64 << 10) } else { (1 << 20, 4 << 20) };
+        let (big, cap) = if cfg!(miri) {
+            (16 << 10, 64 << 10)
+        } else {
+            (1 << 20, 4 << 20)
+        };
         let pool = BufferPool::builder()
             .max_retained_bytes(cap)
             .thread_cache_bytes(cap / 4)
