@@ -18,11 +18,10 @@ pub const DEFAULT_MAX_RETAINED_BYTES: usize = 64 << 20;
 /// [`FALLBACK_THREAD_CACHE_BYTES`].
 ///
 /// Large because it can be: every cache's room counts against `max_retained_bytes`, so it no
-/// longer multiplies with the number of threads. At 2 MiB a cache held two 1 MiB buffers and
-/// a 1 MiB hand-off between threads took the depot's lock every second buffer on each side:
-/// 324 ns per buffer against 202 with 8 MiB (opool 282, the `ArrayQueue` pool 274), and at
-/// 64 KiB 189 against 147 (opool 225), medians of 7 interleaved rounds of the report's
-/// cross-thread loop in one process.
+/// longer multiplies with the number of threads. At 2 MiB (the default before caches could be
+/// reclaimed) a cache held two 1 MiB buffers, and a 1 MiB hand-off between threads took the
+/// depot's lock every second buffer on each side; `BENCHMARKS.md` in the repository has the
+/// hand-off figures (*cross-thread*).
 pub const DEFAULT_THREAD_CACHE_BYTES: usize = 8 << 20;
 /// Default most that each thread's cache may hold where caches cannot be reclaimed from other
 /// threads (no Linux `membarrier`: other systems, old kernels). Their room then counts apart
