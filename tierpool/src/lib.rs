@@ -266,9 +266,10 @@
 //! asymmetric fence), `class`, `stats`, `os` (giving released memory back to the system),
 //! `budget` (the account and its waiters), `error`, `clock`, `fresh` (making and cleaning
 //! buffers), `depot` (and the allowance), `config`, then the lower half of the `cache` folder
-//! (`stack`, `counters`, `fast`, `reserve`, `reclaim`, and `mod.rs`: the layout and who may
-//! touch a cache), `state` (a pool's shared state), the upper half of `cache` (`policy`,
-//! `tls`: the thread-local table and the one fallback ladder), `registry`, the public handles
+//! (`stack`, `block`: the layout, `counters`, `fast`, `owner`: who may touch a cache,
+//! `reserve`, `reclaim`), `state` (a pool's shared state), the upper half of `cache`
+//! (`policy`, `tls`: the thread-local table and the one fallback ladder), `registry`, the
+//! public handles
 //! `buf`, `pooled_bytes`, `pool`, `global`, `chain`, and the integrations `bytes_impls`,
 //! `compio_impls`, `tokio_uring_impls`, `monoio_impls`, `http_body_impls`, `frame`.
 //!

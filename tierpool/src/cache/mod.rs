@@ -44,14 +44,14 @@
 //! per operation and no locked instruction, or a *reclaimer* that has taken the cache over
 //! with a lock, a ring and a `membarrier`. `owner.rs` has the protocol and why it holds.
 
+mod stack;
 mod block;
 mod counters;
 mod fast;
 mod owner;
-pub(crate) mod policy;
-pub(crate) mod reclaim;
 mod reserve;
-mod stack;
+pub(crate) mod reclaim;
+pub(crate) mod policy;
 pub(crate) mod tls;
 
 pub(crate) use block::{offset_table, Cache};
