@@ -82,7 +82,9 @@ pub struct Stats {
     pub retained_bytes: usize,
     /// Buffers retained now.
     pub retained_buffers: usize,
-    /// Of `retained_bytes`, how many sit in the shared depot (bounded by `max_retained_bytes`).
+    /// Of `retained_bytes`, how many sit in the shared depot: read at one instant (every
+    /// tier's lock held at once), so never above `max_retained_bytes`, even while other
+    /// threads move buffers.
     pub depot_bytes: usize,
     /// Thread caches currently attached to the pool.
     pub thread_caches: usize,
