@@ -108,48 +108,76 @@ pub fn by_param(
     Ok(())
 }
 
-/// RSS over time, a line per contender (the burst workload).
+/// The allocator a burst line ran under, from its label ("... on jemalloc", "Vec (jemalloc)").
+fn allocator_of(label: &str) -> &'static str {
+    ["mimalloc", "jemalloc"]
+        .into_iter()
+        .find(|a| label.ends_with(&format!(" on {a}")) || label.ends_with(&format!("({a})")))
+        .unwrap_or("glibc")
+}
+
+/// RSS over time (the burst workload): one panel per allocator, stacked, each with its own
+/// scale, and within a panel a colour per contender (none repeated).
 pub fn timelines(path: &Path, title: &str, lines: &[Timeline]) -> Result<(), Error> {
     if lines.is_empty() {
         return Ok(());
     }
+    let groups: Vec<(&str, Vec<&Timeline>)> = ["glibc", "mimalloc", "jemalloc"]
+        .into_iter()
+        .map(|a| {
+            let ls = lines
+                .iter()
+                .filter(|l| allocator_of(&l.contender) == a)
+                .collect::<Vec<_>>();
+            (a, ls)
+        })
+        .filter(|(_, ls)| !ls.is_empty())
+        .collect();
     let t_max = lines
         .iter()
         .flat_map(|l| l.t_ms.iter().copied())
         .fold(1.0, f64::max);
-    let y_max = lines
-        .iter()
-        .flat_map(|l| l.rss_mib.iter().copied())
-        .fold(1.0, f64::max);
-    let root = SVGBackend::new(path, (960, 600)).into_drawing_area();
+    let root = SVGBackend::new(path, (960, 60 + 420 * groups.len() as u32)).into_drawing_area();
     root.fill(&WHITE)?;
-    let mut chart = ChartBuilder::on(&root)
-        .caption(title, ("sans-serif", 22))
-        .margin(12)
-        .x_label_area_size(40)
-        .y_label_area_size(70)
-        .build_cartesian_2d(0f64..t_max, 0f64..y_max * 1.1)?;
-    chart
-        .configure_mesh()
-        .x_desc("ms since the burst began (taken at once, then released)")
-        .y_desc("process RSS (MiB)")
-        .draw()?;
-    for (i, l) in lines.iter().enumerate() {
-        let style = series_style(i, &l.contender);
+    let root = root.titled(title, ("sans-serif", 22))?;
+    let panels = root.split_evenly((groups.len(), 1));
+    for ((alloc, group), panel) in groups.iter().zip(panels.iter()) {
+        let y_max = group
+            .iter()
+            .flat_map(|l| l.rss_mib.iter().copied())
+            .fold(1.0, f64::max);
+        let mut chart = ChartBuilder::on(panel)
+            .caption(format!("under {alloc}"), ("sans-serif", 18))
+            .margin(12)
+            .x_label_area_size(40)
+            .y_label_area_size(70)
+            .build_cartesian_2d(0f64..t_max, 0f64..y_max * 1.1)?;
         chart
-            .draw_series(LineSeries::new(
-                l.t_ms.iter().copied().zip(l.rss_mib.iter().copied()),
-                style,
-            ))?
-            .label(l.contender.as_str())
-            .legend(legend(style));
+            .configure_mesh()
+            .x_desc("ms since the burst began (taken at once, then released)")
+            .y_desc("process RSS (MiB)")
+            .draw()?;
+        for (i, l) in group.iter().enumerate() {
+            let base = l
+                .contender
+                .strip_suffix(&format!(" on {alloc}"))
+                .unwrap_or(&l.contender);
+            let style = series_style(i, base);
+            chart
+                .draw_series(LineSeries::new(
+                    l.t_ms.iter().copied().zip(l.rss_mib.iter().copied()),
+                    style,
+                ))?
+                .label(l.contender.as_str())
+                .legend(legend(style));
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperRight)
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .draw()?;
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .draw()?;
     root.present()?;
     Ok(())
 }

@@ -10,7 +10,7 @@ use std::ops::DerefMut;
 use std::sync::{Arc, Mutex};
 
 use crossbeam_queue::ArrayQueue;
-use tierpool::{BufferPool, PooledBuf};
+use tierpool::{BufferPool, PooledBuf, TrimAllocator};
 
 use crate::alloc::Allocator;
 
@@ -142,6 +142,9 @@ pub enum Kind {
     Opool,
     /// The `lockfree-object-pool` crate.
     LockfreeObjectPool,
+    /// tierpool asking the process's allocator (jemalloc, mimalloc) to give back what it
+    /// released (`Builder::trim_allocator`); only in `burst`, under those allocators.
+    TierpoolPurge,
 }
 
 impl Kind {
@@ -174,6 +177,9 @@ impl Kind {
         Kind::LockfreeObjectPool,
     ];
 
+    /// Contenders run by one workload only (`burst`), not in [`Kind::ALL`].
+    pub const EXTRA: [Kind; 1] = [Kind::TierpoolPurge];
+
     /// The name on the command line (`--contender`) of a child process.
     pub fn id(self) -> &'static str {
         match self {
@@ -188,12 +194,16 @@ impl Kind {
             Kind::BytePool => "byte-pool",
             Kind::Opool => "opool",
             Kind::LockfreeObjectPool => "lockfree-object-pool",
+            Kind::TierpoolPurge => "tierpool-purge",
         }
     }
 
     /// Parses a name written by [`Kind::id`].
     pub fn from_id(id: &str) -> Option<Kind> {
-        Kind::ALL.into_iter().find(|k| k.id() == id)
+        Kind::ALL
+            .into_iter()
+            .chain(Kind::EXTRA)
+            .find(|k| k.id() == id)
     }
 
     /// The name in tables and charts; `alloc` is the process's allocator (named in the label
@@ -221,6 +231,7 @@ impl Kind {
             Kind::BytePool => "byte-pool 0.2".into(),
             Kind::Opool => "opool 0.2".into(),
             Kind::LockfreeObjectPool => "lockfree-object-pool 0.1".into(),
+            Kind::TierpoolPurge => "tierpool (purge)".into(),
         }
     }
 
@@ -238,7 +249,17 @@ impl Kind {
             Kind::BytePool => "one BytePool per power-of-two class, alloc(class size): it reuses only exact sizes and keeps every block >= 4 KiB in one FIFO queue, so one pool for all sizes popped a mismatched block, allocated anew and grew by a block per operation in a first run; new blocks are zeroed (vec![0; n]); pools leaked",
             Kind::Opool => "one Pool (1024 slots) per power-of-two class, get(); allocator makes Vec::with_capacity(class); pools leaked",
             Kind::LockfreeObjectPool => "one LinearObjectPool<Vec<u8>> per power-of-two class, pull(); it creates objects 32 at a time, so they start empty and reserve their class on first use; pools leaked",
+            Kind::TierpoolPurge => "BufferPool::builder().trim_allocator(TrimAllocator::Jemalloc or ::Mimalloc), the process's allocator (features jemalloc, mimalloc), otherwise default",
         }
+    }
+}
+
+/// How tierpool asks `alloc` to give released memory back.
+pub fn purge_of(alloc: Allocator) -> TrimAllocator {
+    match alloc {
+        Allocator::System => TrimAllocator::Glibc,
+        Allocator::Mimalloc => TrimAllocator::Mimalloc,
+        Allocator::Jemalloc => TrimAllocator::Jemalloc,
     }
 }
 
@@ -274,6 +295,12 @@ pub fn with_contender<V: Visit>(kind: Kind, v: V) -> V::Out {
         Kind::BytePool => v.visit(BytePool::new()),
         Kind::Opool => v.visit(Opool::new(1024)),
         Kind::LockfreeObjectPool => v.visit(LockfreePool::new()),
+        Kind::TierpoolPurge => v.visit(Tierpool(
+            BufferPool::builder()
+                .trim_allocator(purge_of(crate::alloc::current()))
+                .build()
+                .expect("valid configuration"),
+        )),
     }
 }
 

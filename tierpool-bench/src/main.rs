@@ -222,7 +222,12 @@ fn collect(child: std::process::Child, what: &str) -> Result<Output, String> {
 
 fn contender_order() -> Vec<String> {
     let mut order = Vec::new();
-    for k in Kind::ALL {
+    // tierpool with the allocator's purge right after tierpool.
+    let kinds = Kind::ALL.into_iter().flat_map(|k| match k {
+        Kind::Tierpool => vec![k, Kind::TierpoolPurge],
+        _ => vec![k],
+    });
+    for k in kinds {
         order.extend(Allocator::ALL.iter().map(|&a| k.label(a)));
     }
     order.extend(lookup::METHODS.iter().skip(1).map(|m| m.to_string()));
@@ -247,7 +252,7 @@ fn contender_order() -> Vec<String> {
 
 fn descriptions() -> BTreeMap<String, String> {
     let mut m = BTreeMap::new();
-    for k in Kind::ALL {
+    for k in Kind::ALL.into_iter().chain(Kind::EXTRA) {
         for a in Allocator::ALL {
             m.insert(k.label(a), k.adaptation().to_string());
         }
@@ -392,11 +397,17 @@ fn run_workload(w: Workload, quick: bool) -> Result<Output, String> {
             // tierpool and the Vec baseline run under every allocator (whether freed memory
             // leaves the process is the allocator's policy), the other pools under glibc.
             let mut runs = Vec::new();
-            for k in Kind::ALL.into_iter().filter(|&k| k != Kind::TierpoolBudget) {
-                let allocs: &[Allocator] = if matches!(k, Kind::Vec | Kind::Tierpool) {
-                    &Allocator::ALL
-                } else {
-                    &[Allocator::System]
+            // tierpool asking jemalloc or mimalloc to purge runs under those two (under glibc
+            // it is tierpool's default).
+            for k in Kind::ALL
+                .into_iter()
+                .filter(|&k| k != Kind::TierpoolBudget)
+                .chain(Kind::EXTRA)
+            {
+                let allocs: &[Allocator] = match k {
+                    Kind::Vec | Kind::Tierpool => &Allocator::ALL,
+                    Kind::TierpoolPurge => &[Allocator::Mimalloc, Allocator::Jemalloc],
+                    _ => &[Allocator::System],
                 };
                 runs.extend(allocs.iter().map(|&a| (k, a)));
             }

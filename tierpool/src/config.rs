@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use crate::class::{self, Classes, MAX_TIERS};
 use crate::error::ConfigError;
+use crate::os::TrimAllocator;
 
 /// Smallest tier of the default configuration.
 pub const DEFAULT_MIN_TIER: usize = 256;
@@ -69,7 +70,7 @@ pub struct Builder {
     background_trim: bool,
     zero_on_return: bool,
     max_in_use_bytes: Option<usize>,
-    trim_allocator: bool,
+    trim_allocator: TrimAllocator,
 }
 
 impl Default for Builder {
@@ -86,7 +87,7 @@ impl Default for Builder {
             background_trim: false,
             zero_on_return: false,
             max_in_use_bytes: None,
-            trim_allocator: true,
+            trim_allocator: TrimAllocator::Glibc,
         }
     }
 }
@@ -215,20 +216,31 @@ impl Builder {
         self
     }
 
-    /// After releasing a megabyte or more (decay, [`trim`](crate::BufferPool::trim), buffers refused
-    /// at the cap), ask glibc to give free pages in the middle of its heap back to the system
-    /// (`malloc_trim(0)`), at most once per decay interval. Default on; only does anything
-    /// where glibc is the C library (Linux `gnu` targets).
+    /// After releasing a megabyte or more (decay, [`trim`](crate::BufferPool::trim), buffers
+    /// refused at the cap), ask the global allocator to give free pages back to the system,
+    /// at most once per decay interval (and at once on an explicit `trim()`). `true` (the
+    /// default) is glibc's `malloc_trim(0)` ([`TrimAllocator::Glibc`]), `false` asks nothing;
+    /// jemalloc and mimalloc are asked with `TrimAllocator::Jemalloc` and
+    /// `TrimAllocator::Mimalloc` (features `jemalloc`, `mimalloc`), any other allocator with
+    /// [`TrimAllocator::Custom`].
     ///
     /// Why: glibc returns memory only from the top of its heap, so one long-lived buffer high
-    /// in the heap keeps every freed chunk below it in the process. With this on, the report's
-    /// `burst` workload falls back to the RSS of plain `Vec` after a burst; off, it stays near
-    /// its peak (see BENCHMARKS.md). The cost is one walk over glibc's free chunks under each
-    /// arena's lock, once per interval in which a megabyte was released, and page faults when
-    /// the returned pages are used again. Turn it off if the program calls `malloc_trim`
-    /// itself or tunes glibc otherwise (`M_TRIM_THRESHOLD`).
-    pub fn trim_allocator(mut self, enabled: bool) -> Self {
-        self.trim_allocator = enabled;
+    /// in the heap keeps every freed chunk below it in the process; jemalloc keeps freed pages
+    /// for ten seconds, mimalloc until their owning thread allocates again. Asked, the report's
+    /// `burst` workload falls back near the RSS of plain `Vec` under glibc after a burst under
+    /// each of them; not asked, it stays near its peak (see BENCHMARKS.md). The cost is one
+    /// walk over the allocator's free memory, once per interval in which a megabyte was
+    /// released, and page faults when the returned pages are used again. Turn it off if the
+    /// program does this itself or tunes the allocator otherwise (`M_TRIM_THRESHOLD`,
+    /// `dirty_decay_ms`, `mi_option_purge_delay`).
+    ///
+    /// ```
+    /// let pool = tierpool::BufferPool::builder().trim_allocator(false).build()?;
+    /// # let _ = pool;
+    /// # Ok::<(), tierpool::ConfigError>(())
+    /// ```
+    pub fn trim_allocator(mut self, how: impl Into<TrimAllocator>) -> Self {
+        self.trim_allocator = how.into();
         self
     }
 
@@ -361,7 +373,7 @@ pub(crate) struct Config {
     pub(crate) background_trim: bool,
     pub(crate) zero_on_return: bool,
     pub(crate) max_in_use_bytes: Option<usize>,
-    pub(crate) trim_allocator: bool,
+    pub(crate) trim_allocator: TrimAllocator,
 }
 
 #[cfg(test)]

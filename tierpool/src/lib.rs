@@ -62,7 +62,9 @@
 //!   the depot at once, idle threads' included; [`Builder::background_trim`] ticks a pool that
 //!   is used rarely or not at all; dropping the last handle frees everything. Under glibc,
 //!   whose heap returns memory only from its top, the pool follows a release of a megabyte or
-//!   more with `malloc_trim(0)` ([`Builder::trim_allocator`]), so the process's RSS falls too.
+//!   more with `malloc_trim(0)`, so the process's RSS falls too; under jemalloc or mimalloc it
+//!   asks them instead ([`Builder::trim_allocator`], [`TrimAllocator`], features `jemalloc`
+//!   and `mimalloc`).
 //! - **A budget on bytes in use** (optional): [`Builder::max_in_use_bytes`] bounds what is
 //!   handed out, with waiting, timed, async and refusing ways to ask (see *Budgets and
 //!   backpressure*).
@@ -309,8 +311,8 @@
 //!   hands the buffer back; its control blocks move between threads as raw boxes; and
 //!   `try_into_mut` (the view's offset in its buffer).
 //! - `buf.rs` (the handle's `ManuallyDrop<Vec>`, taken exactly once), `bytes_impls.rs`
-//!   (`BufMut` for [`PooledBuf`]: writing into spare capacity), `os.rs` (the call to glibc's
-//!   `malloc_trim`).
+//!   (`BufMut` for [`PooledBuf`]: writing into spare capacity), `os.rs` (the calls to glibc's
+//!   `malloc_trim`, jemalloc's `mallctl` and mimalloc's `mi_collect`).
 //! - `compio_impls.rs`, `tokio_uring_impls.rs`, `monoio_impls.rs`: the runtimes' buffer traits
 //!   (`set_len`, and tokio-uring's and monoio's unsafe traits: the pointer stays put while
 //!   the kernel owns the buffer).
@@ -412,6 +414,7 @@ pub use config::{
 };
 pub use error::{AllocError, ConfigError};
 pub use global::{default_pool, set_default_pool};
+pub use os::TrimAllocator;
 pub use pool::Acquire;
 pub use pool::BufferPool;
 pub use pooled_bytes::PooledBytes;

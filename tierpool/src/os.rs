@@ -16,10 +16,13 @@
 //! (`target_env = "gnu"`); elsewhere, and with
 //! [`Builder::trim_allocator(false)`](crate::Builder::trim_allocator), nothing is called.
 //!
-//! Under another global allocator (jemalloc, mimalloc) the call only trims glibc's own heap,
-//! which then holds little: harmless and cheap. Those allocators return freed pages on their
-//! own schedules (jemalloc after `dirty_decay_ms`, 10 s by default; mimalloc after its purge
-//! delay), which no library can shorten for the whole process without linking to them.
+//! Under another global allocator (jemalloc, mimalloc) that call only trims glibc's own
+//! heap, which then holds little. Those allocators return freed pages on their own schedules
+//! (jemalloc after `dirty_decay_ms`, 10 s by default; mimalloc when the thread that owns a
+//! page next allocates), so [`TrimAllocator`] lets the pool ask *them* instead, at the same
+//! moments and no more often: jemalloc purges every arena (`arena.<all>.purge`, feature
+//! `jemalloc`), mimalloc collects the releasing thread's heap (`mi_collect(true)`, feature
+//! `mimalloc`), or a function of the user's runs.
 
 use crate::sync::{AtomicU64, AtomicUsize, Ordering};
 
@@ -27,9 +30,101 @@ use crate::sync::{AtomicU64, AtomicUsize, Ordering};
 /// under each arena's lock; the pages given back fault in again when reused).
 pub(crate) const TRIM_AFTER_BYTES: usize = 1 << 20;
 
-/// Tracks what a pool released since glibc's heap was last trimmed.
+/// How a pool asks the global allocator to give the memory it released back to the system
+/// ([`Builder::trim_allocator`](crate::Builder::trim_allocator)): after it has released a
+/// megabyte or more (decay, [`trim`](crate::BufferPool::trim), buffers refused at the cap),
+/// at most once per decay interval, and at once on an explicit `trim()`.
+///
+/// The allocator is the one the program installed with `#[global_allocator]`; tierpool
+/// cannot tell which it is, so the choice is the user's. The default, [`Glibc`](Self::Glibc),
+/// is right for the system allocator on Linux and harmless under another one.
+///
+/// ```
+/// use tierpool::{BufferPool, TrimAllocator};
+///
+/// // With `#[global_allocator] static A: tikv_jemallocator::Jemalloc = ...;` and tierpool's
+/// // `jemalloc` feature, `TrimAllocator::Jemalloc`; here, the program's own function:
+/// fn purge() { /* e.g. an allocator's statistics, or its purge */ }
+/// let pool = BufferPool::builder()
+///     .trim_allocator(TrimAllocator::Custom(purge))
+///     .build()?;
+/// # let _ = pool;
+/// # Ok::<(), tierpool::ConfigError>(())
+/// ```
+#[derive(Clone, Copy, Debug, Default)]
+#[non_exhaustive]
+pub enum TrimAllocator {
+    /// Never ask (`Builder::trim_allocator(false)`).
+    Off,
+    /// glibc's `malloc_trim(0)`: returns the free pages in the middle of glibc's heap, which
+    /// glibc alone keeps (it gives back only from the top). The default; does nothing where
+    /// glibc is not the C library (other targets than Linux `gnu`).
+    #[default]
+    Glibc,
+    /// jemalloc, as linked by `tikv-jemallocator` (feature `jemalloc`): flushes the calling
+    /// thread's cache of small blocks and purges every arena's unused dirty pages
+    /// (`thread.tcache.flush`, `arena.<MALLCTL_ARENAS_ALL>.purge`), whichever thread freed
+    /// them. Without it jemalloc keeps them for `dirty_decay_ms` (10 s by default).
+    #[cfg(feature = "jemalloc")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "jemalloc")))]
+    Jemalloc,
+    /// mimalloc, as linked by the `mimalloc` crate (feature `mimalloc`): `mi_collect(true)`
+    /// on the thread that released the buffers. mimalloc can purge only the calling thread's
+    /// heap: blocks that thread freed into pages of other threads' heaps wait for those
+    /// threads (mimalloc's design; see the README's feature table). Where one thread takes
+    /// and releases (or the background trimmer is off and each thread's own returns tick the
+    /// pool) it returns what the pool released.
+    #[cfg(feature = "mimalloc")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "mimalloc")))]
+    Mimalloc,
+    /// A function of the program's, for another allocator (or to count the calls). It runs
+    /// on the thread that released the memory, outside every lock of the pool's; it must
+    /// not panic.
+    Custom(fn()),
+}
+
+impl From<bool> for TrimAllocator {
+    /// `true` is the default ([`Glibc`](Self::Glibc)), `false` is [`Off`](Self::Off).
+    fn from(on: bool) -> Self {
+        if on {
+            TrimAllocator::Glibc
+        } else {
+            TrimAllocator::Off
+        }
+    }
+}
+
+impl TrimAllocator {
+    /// True if asking does something here.
+    fn effective(self) -> bool {
+        match self {
+            TrimAllocator::Off => false,
+            TrimAllocator::Glibc => GLIBC,
+            #[cfg(feature = "jemalloc")]
+            TrimAllocator::Jemalloc => FFI,
+            #[cfg(feature = "mimalloc")]
+            TrimAllocator::Mimalloc => FFI,
+            TrimAllocator::Custom(_) => true,
+        }
+    }
+
+    fn run(self) {
+        match self {
+            TrimAllocator::Off => {}
+            TrimAllocator::Glibc => trim_glibc(),
+            #[cfg(feature = "jemalloc")]
+            TrimAllocator::Jemalloc => purge_jemalloc(),
+            #[cfg(feature = "mimalloc")]
+            TrimAllocator::Mimalloc => collect_mimalloc(),
+            TrimAllocator::Custom(f) => f(),
+        }
+    }
+}
+
+/// Tracks what a pool released since the allocator was last asked to give memory back.
 #[derive(Debug)]
 pub(crate) struct AllocatorTrim {
+    how: TrimAllocator,
     enabled: bool,
     pending: AtomicUsize,
     /// The decay epoch of the last trim, plus one (0: never).
@@ -39,9 +134,10 @@ pub(crate) struct AllocatorTrim {
 }
 
 impl AllocatorTrim {
-    pub(crate) fn new(enabled: bool) -> Self {
+    pub(crate) fn new(how: TrimAllocator) -> Self {
         AllocatorTrim {
-            enabled: enabled && SUPPORTED,
+            how,
+            enabled: how.effective(),
             pending: AtomicUsize::new(0),
             last: AtomicU64::new(0),
             done: AtomicU64::new(0),
@@ -56,7 +152,7 @@ impl AllocatorTrim {
         }
     }
 
-    /// Trims glibc's heap if a megabyte or more was released, and not yet in this epoch.
+    /// Asks the allocator if a megabyte or more was released, and not yet in this epoch.
     /// Returns true if it did.
     pub(crate) fn maybe_run(&self, epoch: u64) -> bool {
         if !self.enabled || self.pending.load(Ordering::Relaxed) < TRIM_AFTER_BYTES {
@@ -72,7 +168,7 @@ impl AllocatorTrim {
         true
     }
 
-    /// Trims glibc's heap now if a megabyte or more was released (an explicit `trim()`).
+    /// Asks the allocator now if a megabyte or more was released (an explicit `trim()`).
     pub(crate) fn run_now(&self) -> bool {
         if !self.enabled || self.pending.swap(0, Ordering::Relaxed) < TRIM_AFTER_BYTES {
             return false;
@@ -81,27 +177,25 @@ impl AllocatorTrim {
         true
     }
 
-    /// How many times this pool trimmed glibc's heap.
+    /// How many times this pool asked the allocator.
     pub(crate) fn count(&self) -> u64 {
         self.done.load(Ordering::Relaxed)
     }
 
     fn trim_heap(&self) {
         self.done.fetch_add(1, Ordering::Relaxed);
-        trim_heap();
+        self.how.run();
     }
 }
 
-/// True where [`trim_heap`] does something.
-const SUPPORTED: bool = cfg!(all(
-    target_os = "linux",
-    target_env = "gnu",
-    not(miri),
-    not(loom)
-));
+/// True where a foreign function can be called (not under Miri or loom).
+const FFI: bool = cfg!(not(any(miri, loom)));
+
+/// True where [`trim_glibc`] does something.
+const GLIBC: bool = FFI && cfg!(all(target_os = "linux", target_env = "gnu"));
 
 /// glibc's `malloc_trim(0)`: gives every free page of every arena back to the system.
-fn trim_heap() {
+fn trim_glibc() {
     #[cfg(all(target_os = "linux", target_env = "gnu", not(miri), not(loom)))]
     {
         extern "C" {
@@ -116,13 +210,52 @@ fn trim_heap() {
     }
 }
 
+/// jemalloc's name for every arena in an `arena.<i>` control (`MALLCTL_ARENAS_ALL`).
+#[cfg(feature = "jemalloc")]
+const JEMALLOC_PURGE_ALL: &std::ffi::CStr = c"arena.4096.purge";
+
+/// Flushes this thread's jemalloc cache, then purges every arena's unused dirty pages.
+#[cfg(feature = "jemalloc")]
+fn purge_jemalloc() {
+    #[cfg(not(any(miri, loom)))]
+    for name in [c"thread.tcache.flush", JEMALLOC_PURGE_ALL] {
+        // SAFETY: both controls are "void" ones: they read and write nothing through the
+        // (null) pointers, as jemalloc's manual specifies for `thread.tcache.flush` and
+        // `arena.<i>.purge`; the name is NUL-terminated. Called from any thread at any time
+        // (jemalloc takes the arenas' locks). A failure (an error code: tcache disabled, an
+        // old jemalloc) only means nothing was purged.
+        let _ = unsafe {
+            tikv_jemalloc_sys::mallctl(
+                name.as_ptr(),
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+                0,
+            )
+        };
+    }
+}
+
+/// mimalloc's `mi_collect(true)`: frees the calling thread's heap's free pages back to the
+/// system and processes the frees other threads left for it.
+#[cfg(feature = "mimalloc")]
+fn collect_mimalloc() {
+    #[cfg(not(any(miri, loom)))]
+    // SAFETY: `mi_collect` takes no pointer; any thread may call it for its own heap at any
+    // time. It frees only memory that holds no live block.
+    unsafe {
+        libmimalloc_sys::mi_collect(true);
+    }
+}
+
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
 
     #[test]
     fn trims_once_per_epoch_and_only_after_a_megabyte() {
-        let t = AllocatorTrim::new(true);
+        const SUPPORTED: bool = GLIBC;
+        let t = AllocatorTrim::new(TrimAllocator::Glibc);
         t.released(TRIM_AFTER_BYTES - 1);
         assert!(!t.maybe_run(1), "not enough released");
         t.released(1);
@@ -132,8 +265,36 @@ mod tests {
         assert_eq!(t.maybe_run(2), SUPPORTED);
         t.released(TRIM_AFTER_BYTES);
         assert_eq!(t.run_now(), SUPPORTED);
-        let off = AllocatorTrim::new(false);
+        let off = AllocatorTrim::new(TrimAllocator::Off);
         off.released(usize::MAX);
         assert!(!off.maybe_run(1) && !off.run_now());
+    }
+
+    #[test]
+    fn a_custom_function_runs_at_the_same_moments() {
+        use std::sync::atomic::AtomicUsize;
+        static CALLS: AtomicUsize = AtomicUsize::new(0);
+        fn count() {
+            CALLS.fetch_add(1, Ordering::Relaxed);
+        }
+        let t = AllocatorTrim::new(TrimAllocator::Custom(count));
+        t.released(TRIM_AFTER_BYTES);
+        assert!(t.maybe_run(1));
+        t.released(TRIM_AFTER_BYTES);
+        assert!(!t.maybe_run(1), "once per epoch");
+        assert!(
+            t.run_now(),
+            "an explicit trim does not wait for the next epoch"
+        );
+        assert!(!t.run_now(), "nothing released since");
+        assert_eq!((CALLS.load(Ordering::Relaxed), t.count()), (2, 2));
+    }
+
+    #[test]
+    fn a_bool_is_the_default_or_off() {
+        assert!(matches!(TrimAllocator::from(true), TrimAllocator::Glibc));
+        assert!(matches!(TrimAllocator::default(), TrimAllocator::Glibc));
+        assert!(matches!(TrimAllocator::from(false), TrimAllocator::Off));
+        assert!(!TrimAllocator::Off.effective());
     }
 }

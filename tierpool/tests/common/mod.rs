@@ -163,3 +163,39 @@ pub fn retained_bound(pool: &tierpool::BufferPool, caches: usize) -> usize {
         cap + caches * (pool.thread_cache_bytes() + largest)
     }
 }
+
+/// The process's resident set in bytes (`/proc/self/statm`), or None off Linux.
+#[allow(dead_code)]
+pub fn rss_bytes() -> Option<usize> {
+    let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
+    let pages: usize = statm.split_whitespace().nth(1)?.parse().ok()?;
+    Some(pages * 4096)
+}
+
+/// The purge tests' burst (tests/purge_*.rs, each under the allocator it purges): a pool
+/// that may retain 1 MiB takes `total` bytes in 64 KiB buffers, writes them all, gets them
+/// all back (nearly all are released to the allocator, over the cap) and is trimmed. Returns
+/// the RSS growth over `base` once the trim has returned, in bytes.
+#[allow(dead_code)]
+pub fn burst_then_trim(how: tierpool::TrimAllocator, total: usize, base: usize) -> isize {
+    const SIZE: usize = 64 << 10;
+    let pool = tierpool::BufferPool::builder()
+        .max_retained_bytes(1 << 20)
+        .thread_cache_bytes(256 << 10)
+        .trim_allocator(how)
+        .build()
+        .unwrap();
+    let mut held = Vec::with_capacity(total / SIZE);
+    for i in 0..total / SIZE {
+        let mut b = pool.get(SIZE);
+        b.resize(SIZE, i as u8);
+        held.push(b);
+    }
+    drop(held);
+    pool.trim();
+    let s = pool.stats();
+    assert!(s.retained_bytes <= 1 << 20, "{s}");
+    let asked = !matches!(how, tierpool::TrimAllocator::Off);
+    assert_eq!(s.allocator_trims, u64::from(asked), "{s}");
+    rss_bytes().unwrap() as isize - base as isize
+}
