@@ -71,6 +71,7 @@ pub struct Builder {
     zero_on_return: bool,
     max_in_use_bytes: Option<usize>,
     trim_allocator: TrimAllocator,
+    name: Option<String>,
 }
 
 impl Default for Builder {
@@ -88,6 +89,7 @@ impl Default for Builder {
             zero_on_return: false,
             max_in_use_bytes: None,
             trim_allocator: TrimAllocator::Glibc,
+            name: None,
         }
     }
 }
@@ -244,6 +246,21 @@ impl Builder {
         self
     }
 
+    /// Names the pool: [`BufferPool::name`](crate::BufferPool::name), its `Debug` output, and
+    /// the `pool` label of its metrics (feature `metrics`). Unnamed pools are `pool-1`,
+    /// `pool-2`, ... in the order they were built; [`default_pool`](crate::default_pool) is
+    /// `default`.
+    ///
+    /// ```
+    /// let pool = tierpool::BufferPool::builder().name("rx").build()?;
+    /// assert_eq!(pool.name(), "rx");
+    /// # Ok::<(), tierpool::ConfigError>(())
+    /// ```
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.name = Some(name.into());
+        self
+    }
+
     /// Caps the bytes **in use**: the total capacity of the buffers handed out and not yet
     /// returned never exceeds `bytes`. Off by default. See the crate docs, "Budgets and
     /// backpressure", for what each way of getting a buffer does when the budget is spent
@@ -351,6 +368,12 @@ impl Builder {
             }
         }
         Ok(Config {
+            name: self.name.unwrap_or_else(|| {
+                static UNNAMED: std::sync::atomic::AtomicUsize =
+                    std::sync::atomic::AtomicUsize::new(0);
+                let n = UNNAMED.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+                format!("pool-{n}")
+            }),
             max_in_use_bytes: self.max_in_use_bytes,
             trim_allocator: self.trim_allocator,
             classes: Classes::new(sizes),
@@ -374,6 +397,7 @@ pub(crate) struct Config {
     pub(crate) zero_on_return: bool,
     pub(crate) max_in_use_bytes: Option<usize>,
     pub(crate) trim_allocator: TrimAllocator,
+    pub(crate) name: String,
 }
 
 #[cfg(test)]

@@ -35,5 +35,10 @@ pub fn set_default_pool(pool: BufferPool) -> Result<(), BufferPool> {
 /// assert!(buf.capacity() >= 4096);
 /// ```
 pub fn default_pool() -> &'static BufferPool {
-    DEFAULT.get_or_init(BufferPool::new)
+    DEFAULT.get_or_init(|| {
+        BufferPool::builder()
+            .name("default")
+            .build()
+            .expect("the default configuration is valid")
+    })
 }

@@ -370,6 +370,8 @@ mod key;
 mod fence;
 mod class;
 mod stats;
+#[cfg(feature = "metrics")]
+mod telemetry;
 mod os;
 mod budget;
 mod error;

@@ -121,10 +121,27 @@ impl TrimAllocator {
     }
 }
 
-/// Tracks what a pool released since the allocator was last asked to give memory back.
+/// Why a pool released buffers to the allocator (counted per reason in [`Stats`](crate::Stats)).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Why {
+    /// Idle for a whole decay interval: the depot's or a cache's working-set decay, or an idle
+    /// thread's cache reclaimed by the tick.
+    Decay = 0,
+    /// An explicit [`trim`](crate::BufferPool::trim) (or a cache acting on one).
+    Trim = 1,
+    /// No room under `max_retained_bytes`: a return the depot refused, the depot's oldest
+    /// buffers evicted to make room for a cache at work, a buffer no tier keeps in a budgeted
+    /// pool, or a pool closing.
+    Cap = 2,
+}
+
+/// Tracks what a pool released since the allocator was last asked to give memory back, and
+/// in total by reason.
 #[derive(Debug)]
 pub(crate) struct AllocatorTrim {
     how: TrimAllocator,
+    /// Bytes released since the pool was made, by [`Why`].
+    by_reason: [AtomicU64; 3],
     enabled: bool,
     pending: AtomicUsize,
     /// The decay epoch of the last trim, plus one (0: never).
@@ -137,6 +154,7 @@ impl AllocatorTrim {
     pub(crate) fn new(how: TrimAllocator) -> Self {
         AllocatorTrim {
             how,
+            by_reason: Default::default(),
             enabled: how.effective(),
             pending: AtomicUsize::new(0),
             last: AtomicU64::new(0),
@@ -144,12 +162,21 @@ impl AllocatorTrim {
         }
     }
 
-    /// Notes `bytes` released to the allocator.
+    /// Notes `bytes` released to the allocator, for the reason `why` (slow paths only: a
+    /// read-modify-write of the pool's shared counters).
     #[inline]
-    pub(crate) fn released(&self, bytes: usize) {
-        if self.enabled && bytes > 0 {
-            self.pending.fetch_add(bytes, Ordering::Relaxed);
+    pub(crate) fn released(&self, bytes: usize, why: Why) {
+        if bytes > 0 {
+            self.by_reason[why as usize].fetch_add(bytes as u64, Ordering::Relaxed);
+            if self.enabled {
+                self.pending.fetch_add(bytes, Ordering::Relaxed);
+            }
         }
+    }
+
+    /// Bytes released since the pool was made for the reason `why`.
+    pub(crate) fn released_for(&self, why: Why) -> u64 {
+        self.by_reason[why as usize].load(Ordering::Relaxed)
     }
 
     /// Asks the allocator if a megabyte or more was released, and not yet in this epoch.
@@ -256,18 +283,27 @@ mod tests {
     fn trims_once_per_epoch_and_only_after_a_megabyte() {
         const SUPPORTED: bool = GLIBC;
         let t = AllocatorTrim::new(TrimAllocator::Glibc);
-        t.released(TRIM_AFTER_BYTES - 1);
+        t.released(TRIM_AFTER_BYTES - 1, Why::Decay);
         assert!(!t.maybe_run(1), "not enough released");
-        t.released(1);
+        t.released(1, Why::Cap);
         assert_eq!(t.maybe_run(1), SUPPORTED);
-        t.released(TRIM_AFTER_BYTES);
+        t.released(TRIM_AFTER_BYTES, Why::Trim);
         assert!(!t.maybe_run(1), "once per epoch");
         assert_eq!(t.maybe_run(2), SUPPORTED);
-        t.released(TRIM_AFTER_BYTES);
+        t.released(TRIM_AFTER_BYTES, Why::Trim);
         assert_eq!(t.run_now(), SUPPORTED);
         let off = AllocatorTrim::new(TrimAllocator::Off);
-        off.released(usize::MAX);
+        off.released(usize::MAX / 2, Why::Cap);
         assert!(!off.maybe_run(1) && !off.run_now());
+        assert_eq!(
+            off.released_for(Why::Cap),
+            (usize::MAX / 2) as u64,
+            "counted when off too"
+        );
+        assert_eq!(
+            (t.released_for(Why::Decay), t.released_for(Why::Cap)),
+            ((TRIM_AFTER_BYTES - 1) as u64, 1)
+        );
     }
 
     #[test]
@@ -278,9 +314,9 @@ mod tests {
             CALLS.fetch_add(1, Ordering::Relaxed);
         }
         let t = AllocatorTrim::new(TrimAllocator::Custom(count));
-        t.released(TRIM_AFTER_BYTES);
+        t.released(TRIM_AFTER_BYTES, Why::Trim);
         assert!(t.maybe_run(1));
-        t.released(TRIM_AFTER_BYTES);
+        t.released(TRIM_AFTER_BYTES, Why::Trim);
         assert!(!t.maybe_run(1), "once per epoch");
         assert!(
             t.run_now(),

@@ -16,6 +16,7 @@ use crate::config::{Builder, Config};
 use crate::error::{AllocError, ConfigError};
 use crate::fresh::{prepare_hit, Fresh};
 use crate::key::{Key, Tag};
+use crate::os::Why;
 use crate::registry;
 use crate::state::{Got, PoolState};
 use crate::stats::Stats;
@@ -465,7 +466,7 @@ impl BufferPool {
             ),
         };
         let bytes = caches + state.depot.trim();
-        state.allocator_trim.released(bytes);
+        state.allocator_trim.released(bytes, Why::Trim);
         state.allocator_trim.run_now();
         bytes
     }
@@ -473,6 +474,28 @@ impl BufferPool {
     /// The tier sizes, ascending.
     pub fn tier_sizes(&self) -> &[usize] {
         self.shared().classes.sizes()
+    }
+
+    /// The pool's name ([`Builder::name`]; `pool-1`, `pool-2`, ... for unnamed pools).
+    pub fn name(&self) -> &str {
+        &self.shared().name
+    }
+
+    /// Publishes the pool's figures to the [`metrics`](https://docs.rs/metrics) facade now
+    /// (feature `metrics`; the names and labels are listed in the README). The pool also
+    /// publishes them at each tick, once per decay interval while it is used or with
+    /// [`Builder::background_trim`]; call this for a pool used rarely, or before a scrape.
+    ///
+    /// ```
+    /// let pool = tierpool::BufferPool::builder().name("rx").build()?;
+    /// drop(pool.get(4096));
+    /// pool.publish_metrics(); // e.g. tierpool_gets_total{pool="rx",result="miss"} 1
+    /// # Ok::<(), tierpool::ConfigError>(())
+    /// ```
+    #[cfg(feature = "metrics")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "metrics")))]
+    pub fn publish_metrics(&self) {
+        self.shared().publish_metrics();
     }
 
     /// The cap on the bytes the pool retains: the depot and every thread cache together (see
@@ -648,6 +671,7 @@ impl fmt::Debug for BufferPool {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let s = self.shared();
         f.debug_struct("BufferPool")
+            .field("name", &s.name)
             .field("key", &self.key)
             .field("tiers", &s.classes.len())
             .field("smallest", &s.classes.size(0))

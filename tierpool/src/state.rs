@@ -12,7 +12,7 @@ use crate::depot::{Allowance, Depot};
 use crate::error::AllocError;
 use crate::fresh::{alloc_fresh, prepare_hit, scrub, Fresh};
 use crate::key::{Key, Tag};
-use crate::os::AllocatorTrim;
+use crate::os::{AllocatorTrim, Why};
 use crate::stats::{BudgetStats, Stats};
 use crate::sync::{Arc, AtomicBool, AtomicU64, Mutex, Ordering};
 
@@ -72,6 +72,11 @@ pub(crate) struct PoolState {
     pub(crate) budget: Option<Budget>,
     /// Released bytes, for glibc's `malloc_trim` (`os.rs`).
     pub(crate) allocator_trim: AllocatorTrim,
+    /// The pool's name (`Builder::name`).
+    pub(crate) name: String,
+    /// What metrics publication remembers (`telemetry.rs`).
+    #[cfg(feature = "metrics")]
+    published: crate::telemetry::Published,
 }
 
 impl PoolState {
@@ -112,6 +117,9 @@ impl PoolState {
             trimmer: Mutex::new(None),
             budget,
             allocator_trim: AllocatorTrim::new(config.trim_allocator),
+            name: config.name,
+            #[cfg(feature = "metrics")]
+            published: Default::default(),
         }
     }
 
@@ -241,7 +249,7 @@ impl PoolState {
                 .compare_exchange(seen, epoch, Ordering::Relaxed, Ordering::Relaxed)
                 .is_ok();
         if won {
-            self.allocator_trim.released(self.depot.decay());
+            self.allocator_trim.released(self.depot.decay(), Why::Decay);
         }
         won
     }
@@ -345,7 +353,7 @@ impl PoolState {
             false
         };
         if !kept {
-            self.allocator_trim.released(cap);
+            self.allocator_trim.released(cap, Why::Cap);
         }
         self.caches.with_retired(|s| {
             s.tiers[t].returned += 1;
@@ -355,12 +363,21 @@ impl PoolState {
         });
     }
 
+    /// Publishes the pool's figures to the `metrics` facade (`telemetry.rs`).
+    #[cfg(feature = "metrics")]
+    pub(crate) fn publish_metrics(&self) {
+        self.published.publish(&self.name, &self.stats());
+    }
+
     pub(crate) fn stats(&self) -> Stats {
         let mut s = Stats::empty(self.classes.sizes());
         self.caches.add_to(&mut s);
         self.depot.add_to(&mut s);
         s.budget = self.budget_stats();
         s.allocator_trims = self.allocator_trim.count();
+        s.released_by_decay = self.allocator_trim.released_for(Why::Decay);
+        s.released_by_trim = self.allocator_trim.released_for(Why::Trim);
+        s.released_at_cap = self.allocator_trim.released_for(Why::Cap);
         s.finish()
     }
 }

@@ -93,6 +93,14 @@ pub struct Stats {
     /// Times the pool asked glibc to return free pages to the system after releasing memory
     /// ([`Builder::trim_allocator`](crate::Builder::trim_allocator)).
     pub allocator_trims: u64,
+    /// Bytes released to the allocator since the pool was made because they stayed idle for
+    /// a whole decay interval (the depot's and caches' decay, idle threads' caches reclaimed).
+    pub released_by_decay: u64,
+    /// Bytes released by [`BufferPool::trim`](crate::BufferPool::trim).
+    pub released_by_trim: u64,
+    /// Bytes released for lack of room under `max_retained_bytes` (returns the depot refused,
+    /// older buffers evicted for a cache at work), or kept by no tier of a budgeted pool.
+    pub released_at_cap: u64,
     /// Per-tier breakdown, ascending by size.
     pub tiers: Vec<TierStats>,
     /// The budget on bytes in use, if the pool has one

@@ -35,6 +35,7 @@ use super::stack::Count;
 use crate::error::AllocError;
 use crate::fresh::{alloc_fresh, prepare_hit, scrub, Fresh};
 use crate::key::Tag;
+use crate::os::Why;
 use crate::state::{Got, PoolState};
 use crate::sync::Ordering::Relaxed;
 
@@ -178,7 +179,7 @@ pub(crate) fn put_slow(o: &Owner<'_>, pool: &PoolState, mut v: Vec<u8>, tag: Tag
     o.defer_refund(pool.charge_of(tag));
     o.count(t, Count::OtherReturn, 1);
     if (pool.exact_only() && cap != o.size(t)) || pool.depot.put_one(t, v).is_err() {
-        pool.allocator_trim.released(cap);
+        pool.allocator_trim.released(cap, Why::Cap);
         o.count(t, Count::Discarded, 1);
     }
 }
@@ -202,7 +203,7 @@ fn give_up(o: &Owner<'_>, pool: &PoolState, t: usize) {
         // The caches' room is not the depot's (`state.rs`): the depot takes what fits.
         flush(o, pool, t, usize::MAX);
         let bytes = release(o, pool, t, usize::MAX);
-        pool.allocator_trim.released(bytes);
+        pool.allocator_trim.released(bytes, Why::Cap);
         o.set_limit(t, 0);
         return;
     }
@@ -220,7 +221,7 @@ fn give_up(o: &Owner<'_>, pool: &PoolState, t: usize) {
     o.set_limit(t, 0);
     if freed > 0 {
         o.count(t, Count::Discarded, freed as u64);
-        pool.allocator_trim.released(freed * o.size(t));
+        pool.allocator_trim.released(freed * o.size(t), Why::Cap);
     }
     o.defer_refund(moved * pool.charge_of(Tag::tier(t)));
 }
@@ -302,7 +303,7 @@ fn evict(pool: &PoolState, t: usize, need: usize) -> usize {
         return 0;
     }
     let freed = pool.depot.evict(need, t);
-    pool.allocator_trim.released(freed);
+    pool.allocator_trim.released(freed, Why::Cap);
     freed
 }
 
@@ -402,7 +403,8 @@ pub(crate) fn service(o: &Owner<'_>, pool: &PoolState) {
     let generation = pool.trim_gen.load(Relaxed);
     if generation != o.trim_gen() {
         o.set_trim_gen(generation);
-        pool.allocator_trim.released(release_all(o, pool));
+        pool.allocator_trim
+            .released(release_all(o, pool), Why::Trim);
     }
     if under_pressure(pool) {
         give_back(o, pool);
@@ -411,14 +413,15 @@ pub(crate) fn service(o: &Owner<'_>, pool: &PoolState) {
     let epoch = pool.clock.epoch();
     if epoch != o.epoch() {
         o.set_epoch(epoch);
-        pool.allocator_trim.released(decay(o, pool));
+        pool.allocator_trim.released(decay(o, pool), Why::Decay);
         o.defer_tick(epoch); // the pool's part, once this owner is gone
     }
 }
 
 /// The pool's tick for `epoch`, by whichever thread claims it first: the depot's decay, then
 /// every cache not used since the previous tick is reclaimed and emptied, then glibc's trim
-/// if enough was released. The claim is made with the reclaimer's turn in hand, so that a
+/// if enough was released, then (feature `metrics`) the pool's figures are published. The
+/// claim is made with the reclaimer's turn in hand, so that a
 /// tick that finds another reclaimer at work ([`Turn::Try`]) leaves the epoch to the next
 /// thread that looks. Never inside an operation.
 pub(crate) fn tick(pool: &PoolState, epoch: u64, turn: Turn) {
@@ -431,6 +434,8 @@ pub(crate) fn tick(pool: &PoolState, epoch: u64, turn: Turn) {
     reclaim_idle(pool, &r, true);
     drop(r);
     pool.allocator_trim.maybe_run(epoch);
+    #[cfg(feature = "metrics")]
+    pool.publish_metrics();
 }
 
 /// Reclaims the caches that hold room and whose owner did nothing since the last tick,
@@ -450,7 +455,9 @@ fn reclaim_idle(pool: &PoolState, r: &Reclaimer<'_>, record: bool) {
         bytes += release_all(o, pool);
         refund += o.take_after().refund;
     });
-    pool.allocator_trim.released(bytes);
+    // The tick releases caches idle for an interval; a thread short of room, for room.
+    let why = if record { Why::Decay } else { Why::Cap };
+    pool.allocator_trim.released(bytes, why);
     pool.refund(refund);
 }
 
