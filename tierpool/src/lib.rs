@@ -179,6 +179,14 @@
 //!   and [`PooledChain`] (one frame per view), so hyper, axum and tonic send pooled data as a
 //!   body without copying it; the buffers return to their pools as the transport drops the
 //!   frames.
+//! - **`metrics`**: the pool's figures (retained in depot and caches, in use and its peak,
+//!   hits and misses, bytes released by decay, trim and cap, budget waits and refusals, per
+//!   tier) through the `metrics` facade to whatever exporter the program installs, labelled
+//!   by [`Builder::name`]: at every tick and on `BufferPool::publish_metrics`; the fast
+//!   path is untouched. The README lists the metrics.
+//! - **`jemalloc`**, **`mimalloc`**: [`TrimAllocator`]'s `Jemalloc` and `Mimalloc`, so the
+//!   pool asks those allocators (as linked by `tikv-jemallocator` and `mimalloc`) to give
+//!   back what it released, as it asks glibc by default.
 //!
 //! ```
 //! # #[cfg(feature = "bytes")] {

@@ -363,8 +363,11 @@ impl PoolState {
         });
     }
 
-    /// Publishes the pool's figures to the `metrics` facade (`telemetry.rs`).
+    /// Publishes the pool's figures to the `metrics` facade (`telemetry.rs`). Out of line, so
+    /// that the tick that runs it stays small.
     #[cfg(feature = "metrics")]
+    #[cold]
+    #[inline(never)]
     pub(crate) fn publish_metrics(&self) {
         self.published.publish(&self.name, &self.stats());
     }
