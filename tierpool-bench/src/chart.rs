@@ -181,3 +181,61 @@ pub fn timelines(path: &Path, title: &str, lines: &[Timeline]) -> Result<(), Err
     root.present()?;
     Ok(())
 }
+
+/// One panel per figure (`(extra key, panel title)`), side by side, each a bar per contender
+/// of that figure, on a linear scale from zero: the budget workload, where the question is
+/// what a budget does to memory, latency and throughput at once.
+pub fn panels_of_extras(
+    path: &Path,
+    title: &str,
+    records: &[&Record],
+    figures: &[(&str, &str)],
+) -> Result<(), Error> {
+    if records.is_empty() {
+        return Ok(());
+    }
+    let root = SVGBackend::new(path, (320 * figures.len() as u32, 520)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let root = root.titled(title, ("sans-serif", 20))?;
+    let panels = root.split_evenly((1, figures.len()));
+    for ((key, name), panel) in figures.iter().zip(panels.iter()) {
+        let bars: Vec<(String, f64)> = records
+            .iter()
+            .filter_map(|r| Some((r.contender.clone(), *r.extra.get(*key)?)))
+            .collect();
+        let top = bars.iter().map(|b| b.1).fold(0.0, f64::max).max(1e-9) * 1.2;
+        let mut chart = ChartBuilder::on(panel)
+            .caption(*name, ("sans-serif", 16))
+            .margin(14)
+            .x_label_area_size(30)
+            .y_label_area_size(60)
+            .build_cartesian_2d(0f64..bars.len() as f64, 0f64..top)?;
+        chart
+            .configure_mesh()
+            .disable_x_mesh()
+            .x_labels(0)
+            .y_label_formatter(&|y| crate::report::fmt_num(*y))
+            .draw()?;
+        for (i, (contender, v)) in bars.iter().enumerate() {
+            let style = series_style(i, contender).filled();
+            let x = i as f64;
+            chart
+                .draw_series([Rectangle::new([(x + 0.15, 0.0), (x + 0.85, *v)], style)])?
+                .label(contender.as_str())
+                .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], style));
+            chart.draw_series([Text::new(
+                crate::report::fmt_num(*v),
+                (x + 0.3, *v + top * 0.02),
+                ("sans-serif", 13),
+            )])?;
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::LowerRight)
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .draw()?;
+    }
+    root.present()?;
+    Ok(())
+}

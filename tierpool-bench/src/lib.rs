@@ -13,6 +13,7 @@
 //! - [`workloads`]: one module per workload;
 //! - [`report`]: records, tables, `results.json` and its validation;
 //! - [`chart`]: the SVG charts;
+//! - [`progress`]: the run's progress bars (indicatif), or plain lines off a terminal;
 //! - [`streaming`]: the loopback streaming server and client (the `streaming` workload and the
 //!   `echo_server` / `echo_client` examples).
 //!
@@ -25,6 +26,7 @@ pub mod alloc;
 pub mod chart;
 pub mod contenders;
 pub mod measure;
+pub mod progress;
 pub mod report;
 pub mod streaming;
 pub mod workloads;

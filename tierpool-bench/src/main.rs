@@ -6,38 +6,72 @@ use std::path::PathBuf;
 use std::process::{Command, ExitCode, Stdio};
 use std::time::Instant;
 
+use clap::builder::TypedValueParser as _;
+use clap::{CommandFactory, Parser};
 use tierpool_bench::alloc::{self, Allocator, ALLOC_ENV};
 use tierpool_bench::chart;
 use tierpool_bench::contenders::Kind;
+use tierpool_bench::progress;
 use tierpool_bench::report::{self, Output, Report};
 use tierpool_bench::streaming::Strategy;
 use tierpool_bench::workloads::{self, burst, lookup, Ctx, Workload};
 
-const HELP: &str = "\
-tierpool-bench: tierpool against allocators and pool crates on the seeds' workloads
+/// tierpool against allocators and pool crates on the seeds' workloads.
+///
+/// Contenders that need another global allocator (mimalloc, jemalloc) and every burst run are
+/// child processes of this binary (environment TIERPOOL_BENCH_ALLOC selects the allocator).
+#[derive(Debug, Parser)]
+#[command(
+    name = "tierpool-bench",
+    about = "tierpool against allocators and pool crates on the seeds' workloads",
+    override_usage = "cargo run --release -p tierpool-bench -- [OPTIONS]"
+)]
+struct Cli {
+    /// Run only this workload (repeat to choose several; instructions needs valgrind and
+    /// file-read io_uring: without them they are skipped)
+    #[arg(long = "workload", value_name = "NAME", value_parser = workload_parser())]
+    workloads: Vec<Workload>,
+    /// Tiny iteration counts: proves every workload runs and the report is well formed (for
+    /// CI); measures nothing worth quoting
+    #[arg(long)]
+    quick: bool,
+    /// Where to write results.json, report.md and the SVG charts [default:
+    /// target/tierpool-report in the workspace]
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+    /// Do not print the tables
+    #[arg(long)]
+    json_only: bool,
+    /// Check a results.json (every chosen workload present, every figure finite and positive)
+    /// and exit
+    #[arg(long, value_name = "FILE")]
+    validate: Option<PathBuf>,
+    /// Print the instructions per get-put iteration of one contender (an id such as tierpool,
+    /// tierpool-budget, vec, opool) at one size in bytes, under callgrind, and exit
+    #[arg(long, num_args = 2, value_names = ["CONTENDER", "SIZE"])]
+    count: Vec<String>,
+    /// Print a completion script for SHELL and exit
+    #[arg(long, value_name = "SHELL")]
+    completions: Option<clap_complete::Shell>,
+    /// (internal) run as a child process
+    #[arg(long, hide = true)]
+    child: bool,
+    /// (internal) the child's contender or strategy
+    #[arg(long, hide = true)]
+    contender: Option<String>,
+    /// (internal) the child's shape
+    #[arg(long, hide = true)]
+    shape: Option<usize>,
+    /// (internal) the child's size in bytes
+    #[arg(long, hide = true)]
+    size: Option<usize>,
+}
 
-USAGE: cargo run --release -p tierpool-bench -- [OPTIONS]
-
-OPTIONS:
-  --workload NAME   run only this workload (repeat to choose several):
-                    lookup, get-put, instructions, mixed, cross-thread, burst, threads,
-                    streaming, budget, file-read, idle-threads (instructions needs
-                    valgrind and file-read io_uring; without them they are skipped)
-  --quick           tiny iteration counts: proves every workload runs and the report is
-                    well formed (for CI), measures nothing worth quoting
-  --out DIR         where to write results.json, report.md and the SVG charts
-                    (default: target/tierpool-report in the workspace)
-  --json-only       do not print the tables
-  --validate FILE   check a results.json (every chosen workload present, every figure finite
-                    and positive) and exit
-  --count CONTENDER SIZE
-                    print the instructions per get-put iteration of one contender at one size
-                    (the instructions workload's loop under callgrind; needs valgrind) and exit;
-                    CONTENDER is an id such as tierpool, vec, opool
-  -h, --help        this text
-
-Contenders that need another global allocator (mimalloc, jemalloc) and every burst run are
-child processes of this binary (environment TIERPOOL_BENCH_ALLOC selects the allocator).";
+/// `--workload` values: the workloads' names.
+fn workload_parser() -> impl clap::builder::TypedValueParser<Value = Workload> {
+    clap::builder::PossibleValuesParser::new(Workload::ALL.map(|w| w.name()))
+        .map(|name| Workload::from_name(&name).expect("one of the possible values"))
+}
 
 /// `--contender` value of a child that runs every contender (under its allocator).
 const ALL_KINDS: &str = "all";
@@ -56,62 +90,35 @@ struct Args {
     count: Option<(String, usize)>,
 }
 
-fn parse() -> Result<Option<Args>, String> {
-    let mut a = Args::default();
-    let mut it = std::env::args().skip(1);
-    while let Some(arg) = it.next() {
-        let mut value = |name: &str| it.next().ok_or(format!("{name} needs a value"));
-        match arg.as_str() {
-            "--workload" => {
-                let name = value("--workload")?;
-                let w = Workload::from_name(&name).ok_or_else(|| {
-                    let names: Vec<&str> = Workload::ALL.iter().map(|w| w.name()).collect();
-                    format!(
-                        "unknown workload {name:?}; choose from {}",
-                        names.join(", ")
-                    )
-                })?;
-                if !a.workloads.contains(&w) {
-                    a.workloads.push(w);
-                }
-            }
-            "--quick" => a.quick = true,
-            "--out" => a.out = Some(value("--out")?.into()),
-            "--json-only" => a.json_only = true,
-            "--validate" => a.validate = Some(value("--validate")?.into()),
-            "--child" => a.child = true,
-            "--contender" => a.contender = Some(value("--contender")?),
-            "--shape" => {
-                a.shape = Some(
-                    value("--shape")?
-                        .parse()
-                        .map_err(|_| "--shape needs a number")?,
-                )
-            }
-            "--count" => {
-                let who = value("--count")?;
-                let size = value("--count")?
-                    .parse()
-                    .map_err(|_| "--count needs a contender and a size in bytes")?;
-                a.count = Some((who, size));
-            }
-            "--size" => {
-                a.size = Some(
-                    value("--size")?
-                        .parse()
-                        .map_err(|_| "--size needs a number")?,
-                )
-            }
-            "-h" | "--help" => return Ok(None),
-            other => return Err(format!("unknown option {other:?} (see --help)")),
-        }
+impl Args {
+    /// From the parsed command line; the workloads in report order, whatever order they were
+    /// asked in (all of them if none was).
+    fn from_cli(c: Cli) -> Result<Args, String> {
+        let count = match c.count.as_slice() {
+            [] => None,
+            [who, size] => Some((
+                who.clone(),
+                size.parse()
+                    .map_err(|_| format!("--count: {size:?} is not a size in bytes"))?,
+            )),
+            _ => return Err("--count needs a contender and a size".into()),
+        };
+        Ok(Args {
+            workloads: Workload::ALL
+                .into_iter()
+                .filter(|w| c.workloads.is_empty() || c.workloads.contains(w))
+                .collect(),
+            quick: c.quick,
+            out: c.out,
+            json_only: c.json_only,
+            validate: c.validate,
+            child: c.child,
+            contender: c.contender,
+            shape: c.shape,
+            size: c.size,
+            count,
+        })
     }
-    // Report order, whatever order they were asked in.
-    a.workloads = Workload::ALL
-        .into_iter()
-        .filter(|w| a.workloads.is_empty() || a.workloads.contains(w))
-        .collect();
-    Ok(Some(a))
 }
 
 /// A child process: runs one workload for the `Vec` baseline (or `--contender`) under this
@@ -201,15 +208,23 @@ fn spawn_with(
     ])
     .env(ALLOC_ENV, alloc.name())
     .stdout(Stdio::piped())
-    .stderr(Stdio::inherit());
+    // With progress bars drawn, the child's progress is read and shown on them.
+    .stderr(if progress::drawing() {
+        Stdio::piped()
+    } else {
+        Stdio::inherit()
+    });
     if quick {
         cmd.arg("--quick");
     }
     if let Some(shape) = shape {
         cmd.args(["--shape", &shape.to_string()]);
     }
-    cmd.spawn()
-        .map_err(|e| format!("cannot start a child process: {e}"))
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| format!("cannot start a child process: {e}"))?;
+    progress::forward(&mut child);
+    Ok(child)
 }
 
 fn collect(child: std::process::Child, what: &str) -> Result<Output, String> {
@@ -319,7 +334,10 @@ fn run_workload(w: Workload, quick: bool) -> Result<Output, String> {
             let mut records = Vec::new();
             for round in 1..=rounds {
                 for (i, shape) in workloads::streaming::shapes(quick).iter().enumerate() {
-                    eprintln!("  streaming round {round}/{rounds}: {}", shape.label());
+                    progress::status(&format!(
+                        "streaming round {round}/{rounds}: {}",
+                        shape.label()
+                    ));
                     let mut runs: Vec<(Strategy, Allocator)> = Strategy::ALL
                         .iter()
                         .map(|&s| (s, Allocator::System))
@@ -350,7 +368,7 @@ fn run_workload(w: Workload, quick: bool) -> Result<Output, String> {
             let mut records = Vec::new();
             // One process per strategy and block size (peak RSS is per process), in rounds.
             for round in 1..=workloads::streaming::rounds(quick) {
-                eprintln!("  file-read round {round}");
+                progress::status(&format!("file-read round {round}"));
                 for (i, _) in BLOCKS.iter().enumerate() {
                     for s in Strategy::ALL {
                         let child = spawn_with(w, Allocator::System, s.id(), Some(i), quick)?;
@@ -369,7 +387,7 @@ fn run_workload(w: Workload, quick: bool) -> Result<Output, String> {
             // cores), in interleaved rounds.
             let mut records = Vec::new();
             for round in 1..=workloads::budget::rounds(quick) {
-                eprintln!("  budget round {round}");
+                progress::status(&format!("budget round {round}"));
                 for b in workloads::budget::RUNS {
                     let child =
                         spawn_with(w, Allocator::System, workloads::budget::id(b), None, quick)?;
@@ -385,7 +403,7 @@ fn run_workload(w: Workload, quick: bool) -> Result<Output, String> {
             use workloads::idle_threads::{thread_counts, Strategy};
             // RSS is per process: one per strategy, allocator and thread count, one at a time.
             for (i, t) in thread_counts(quick).iter().enumerate() {
-                eprintln!("  idle-threads: {t} threads");
+                progress::status(&format!("idle-threads: {t} threads"));
                 for (s, a) in Strategy::runs() {
                     let child = spawn_with(w, a, s.id(), Some(i), quick)?;
                     merge(collect(child, &s.label(a))?);
@@ -411,12 +429,21 @@ fn run_workload(w: Workload, quick: bool) -> Result<Output, String> {
                 };
                 runs.extend(allocs.iter().map(|&a| (k, a)));
             }
-            eprintln!(
+            progress::line(&format!(
                 "  burst: {} processes, two at a time, {} ms each",
                 runs.len(),
                 burst::Shape::new(quick).quiet.as_millis()
-            );
-            for pair in runs.chunks(2) {
+            ));
+            let pairs = runs.len().div_ceil(2);
+            for (i, pair) in runs.chunks(2).enumerate() {
+                progress::status(&format!(
+                    "burst: processes {} of {pairs} pairs ({})",
+                    i + 1,
+                    pair.iter()
+                        .map(|&(k, a)| k.label(a))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ));
                 let children = pair
                     .iter()
                     .map(|&(k, a)| Ok((k.label(a), spawn(w, a, k, quick)?)))
@@ -447,12 +474,14 @@ fn run_workload(w: Workload, quick: bool) -> Result<Output, String> {
 }
 
 fn main() -> ExitCode {
-    let args = match parse() {
-        Ok(Some(a)) => a,
-        Ok(None) => {
-            println!("{HELP}");
-            return ExitCode::SUCCESS;
-        }
+    let cli = Cli::parse();
+    if let Some(shell) = cli.completions {
+        let mut cmd = Cli::command();
+        clap_complete::generate(shell, &mut cmd, "tierpool-bench", &mut std::io::stdout());
+        return ExitCode::SUCCESS;
+    }
+    let args = match Args::from_cli(cli) {
+        Ok(a) => a,
         Err(e) => {
             eprintln!("error: {e}");
             return ExitCode::from(2);
@@ -461,6 +490,7 @@ fn main() -> ExitCode {
     match real_main(args) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
+            progress::finish();
             eprintln!("error: {e}");
             ExitCode::FAILURE
         }
@@ -512,14 +542,16 @@ fn real_main(args: Args) -> Result<(), String> {
     }
     let started = Instant::now();
     let mut all = Output::default();
+    progress::start(&args.workloads);
     for (i, &w) in args.workloads.iter().enumerate() {
-        eprintln!("[{}/{}] {w}: {}", i + 1, args.workloads.len(), w.describe());
+        progress::begin(w, i + 1, args.workloads.len());
         let t = Instant::now();
         let o = run_workload(w, args.quick)?;
-        eprintln!("  done in {:.1} s", t.elapsed().as_secs_f64());
+        progress::end(w, t.elapsed().as_secs_f64());
         all.records.extend(o.records);
         all.timelines.extend(o.timelines);
     }
+    progress::finish();
 
     let cmdline: String = std::env::args().skip(1).map(|a| format!(" {a}")).collect();
     let order = contender_order();
@@ -556,6 +588,17 @@ fn real_main(args: Args) -> Result<(), String> {
                 &path,
                 "burst: process RSS, 16 KiB buffers taken at once, released, then 1 get/put per ms",
                 &all.timelines,
+            )
+        } else if wl == Workload::Budget {
+            chart::panels_of_extras(
+                &path,
+                "budget: a flood of 1 MiB frames, with and without a 64 MiB budget",
+                &rows,
+                &[
+                    ("peak RSS MiB", "peak RSS (MiB)"),
+                    ("p99 ms", "p99 read_frame (ms)"),
+                    ("MB/s", "throughput (MB/s)"),
+                ],
             )
         } else {
             chart::by_param(&path, &title, &rows, &order)
@@ -600,4 +643,37 @@ fn real_main(args: Args) -> Result<(), String> {
         started.elapsed().as_secs_f64()
     );
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_command_line_is_well_formed() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn arguments_parse_into_the_report_order() {
+        let cli = Cli::try_parse_from([
+            "tierpool-bench",
+            "--workload",
+            "burst",
+            "--workload",
+            "lookup",
+            "--count",
+            "tierpool",
+            "4096",
+        ])
+        .unwrap();
+        let a = Args::from_cli(cli).unwrap();
+        assert_eq!(a.workloads, vec![Workload::Lookup, Workload::Burst]);
+        assert_eq!(a.count, Some(("tierpool".to_string(), 4096)));
+        let all = Args::from_cli(Cli::try_parse_from(["tierpool-bench"]).unwrap()).unwrap();
+        assert_eq!(all.workloads, Workload::ALL.to_vec());
+        let bad = Cli::try_parse_from(["tierpool-bench", "--count", "tierpool", "many"]).unwrap();
+        assert!(Args::from_cli(bad).unwrap_err().contains("not a size"));
+        assert!(Cli::try_parse_from(["tierpool-bench", "--workload", "nope"]).is_err());
+    }
 }

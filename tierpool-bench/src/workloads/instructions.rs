@@ -228,10 +228,10 @@ pub fn run(quick: bool) -> Result<Output, String> {
         .into_iter()
         .flat_map(|(k, a)| SIZES.iter().map(move |&n| (k, a, n)))
         .collect();
-    eprintln!(
+    crate::progress::line(&format!(
         "  instructions: {} callgrind runs, two at a time",
         jobs.len()
-    );
+    ));
     let mut out = Output::default();
     for pair in jobs.chunks(2) {
         let children = pair

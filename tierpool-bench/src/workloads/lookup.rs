@@ -112,9 +112,9 @@ pub fn run(ctx: &Ctx) -> Output {
         ctx.budget(Duration::from_millis(10)),
         |done, total| {
             if ctx.progress {
-                eprint!("\r  lookup: round {done}/{total}   ");
+                crate::progress::status(&format!("lookup: round {done}/{total}"));
                 if done == total {
-                    eprintln!();
+                    crate::progress::status_done();
                 }
             }
         },

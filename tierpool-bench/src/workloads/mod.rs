@@ -254,9 +254,9 @@ pub fn run_cases<M: MakeCases>(
     let label = format!("{name} ({})", ctx.alloc.name());
     let measured: Vec<Measured> = measure(&mut cases, ctx.budget(sample_time), |done, total| {
         if ctx.progress {
-            eprint!("\r  {label}: round {done}/{total}   ");
+            crate::progress::status(&format!("{label}: round {done}/{total}"));
             if done == total {
-                eprintln!();
+                crate::progress::status_done();
             }
         }
     });
