@@ -10,7 +10,9 @@
 //! `get`, a write of the first and last byte, one drop), loop included. `HOT_LOOP=try_get`
 //! (with `--toggle-collect='*counted_try*'`) or `HOT_LOOP=get_zeroed` (`'*counted_zeroed*'`)
 //! count the other two ways to get a buffer; `HOT_LOOP=budget` runs `counted_loop` on a pool
-//! with a 64 MiB budget on bytes in use (`Builder::max_in_use_bytes`). The report's
+//! with a 64 MiB budget on bytes in use (`Builder::max_in_use_bytes`); built with
+//! `--features holders`, `HOT_LOOP=holders128` (or any N) on a pool that tracks one get in N
+//! (`Builder::track_holders`), `holders0` on one built with the feature that tracks none. The report's
 //! `instructions` workload does the same for every contender
 //! (`cargo run --release -p tierpool-bench -- --workload instructions`).
 //!
@@ -77,14 +79,17 @@ fn main() {
         .map_or(10_000_000, |s| s.parse().expect("iterations"));
     assert!(n > 0, "size must be at least 1");
     let mode = std::env::var("HOT_LOOP").unwrap_or_default();
-    let pool = if mode == "budget" {
-        tierpool::BufferPool::builder()
-            .max_in_use_bytes(64 << 20)
-            .build()
-            .expect("valid configuration")
-    } else {
-        tierpool::BufferPool::new()
+    let builder = tierpool::BufferPool::builder();
+    let builder = match mode.as_str() {
+        "budget" => builder.max_in_use_bytes(64 << 20),
+        // Built with `--features holders`: one get in N tracked (`HOT_LOOP=holders128`).
+        #[cfg(feature = "holders")]
+        m if m.starts_with("holders") => {
+            builder.track_holders(m["holders".len()..].parse().expect("holdersN"))
+        }
+        _ => builder,
     };
+    let pool = builder.build().expect("valid configuration");
     warm_up(&pool, n, 1000);
     let start = Instant::now();
     match mode.as_str() {

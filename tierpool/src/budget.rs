@@ -303,22 +303,37 @@ impl Budget {
 
     /// Blocks the calling thread until `ticket` is served (true) or `deadline` passes
     /// (false: the ticket is cancelled).
-    pub(crate) fn wait(&self, ticket: Ticket, deadline: Option<Instant>) -> bool {
+    pub(crate) fn wait(
+        &self,
+        ticket: Ticket,
+        deadline: Option<Instant>,
+        mut report: Option<(Instant, &mut dyn FnMut())>,
+    ) -> bool {
         loop {
             if self.poll(&ticket, None) {
                 return true;
             }
-            match deadline {
-                None => std::thread::park(),
-                Some(d) => {
-                    let now = Instant::now();
-                    if now >= d {
-                        // Served between the poll and now? `cancel` gives it back then.
-                        self.cancel(ticket);
-                        return false;
-                    }
-                    std::thread::park_timeout(d - now);
+            let now = Instant::now();
+            if deadline.is_some_and(|d| now >= d) {
+                // Served between the poll and now? `cancel` gives it back then.
+                self.cancel(ticket);
+                return false;
+            }
+            // Waiting longer than the report's threshold: it runs once, here, with no lock
+            // held (feature `holders`: who holds the budget), and the wait goes on.
+            if report.as_ref().is_some_and(|(at, _)| now >= *at) {
+                if let Some((_, f)) = report.take() {
+                    f();
                 }
+                continue;
+            }
+            match [deadline, report.as_ref().map(|r| r.0)]
+                .into_iter()
+                .flatten()
+                .min()
+            {
+                None => std::thread::park(),
+                Some(until) => std::thread::park_timeout(until.saturating_duration_since(now)),
             }
         }
     }
@@ -439,7 +454,7 @@ mod tests {
         b.release(4);
         let t = b.enqueue(10, Wake::Thread(std::thread::current()));
         let deadline = Instant::now() + Duration::from_millis(20);
-        assert!(!b.wait(t, Some(deadline)));
+        assert!(!b.wait(t, Some(deadline), None));
         let s = b.snapshot();
         assert_eq!((s.free, s.queued, s.waiting), (4, 0, 0));
         assert!(s.wait_longest >= Duration::from_millis(20));

@@ -73,19 +73,33 @@ fn give_back_slow(v: Vec<u8>, key: Key, tag: Tag) {
         key,
         v,
         || registry::lookup(key),
-        |o, pool, v| policy::put_slow(o, pool, v, tag),
+        |o, pool, v| policy::put_slow(o, pool, v, pool.untrack(tag)),
         |pool, v| match pool {
-            Some(pool) => pool.put_direct(v, tag),
+            Some(pool) => pool.put_direct(v, pool.untrack(tag)),
             None => drop(v), // the pool is gone
         },
     );
+}
+
+/// True if `tag` names a tracked buffer's entry (feature `holders`).
+fn tracked(tag: Tag) -> bool {
+    #[cfg(feature = "holders")]
+    {
+        tag.tracked_index().is_some()
+    }
+    #[cfg(not(feature = "holders"))]
+    {
+        let _ = tag;
+        false
+    }
 }
 
 /// Gives the charge recorded in `tag` back to the budget of the pool with key `key`: a
 /// buffer of a budgeted pool left the pool (`into_vec`, `freeze`d bytes).
 #[cold]
 pub(crate) fn refund(key: Key, tag: Tag) {
-    if !key.budgeted() || tag == Tag::NONE {
+    // A tracked buffer (feature `holders`) leaves its entry too, budget or not.
+    if (!key.budgeted() && !tracked(tag)) || tag == Tag::NONE {
         return;
     }
     tls::with_pool(
@@ -93,7 +107,10 @@ pub(crate) fn refund(key: Key, tag: Tag) {
         || registry::lookup(key),
         |pool| {
             if let Some(pool) = pool {
-                pool.refund(pool.charge_of(tag));
+                let tag = pool.untrack(tag);
+                if key.budgeted() {
+                    pool.refund(pool.charge_of(tag));
+                }
             }
         },
     );

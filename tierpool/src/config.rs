@@ -72,6 +72,10 @@ pub struct Builder {
     max_in_use_bytes: Option<usize>,
     trim_allocator: TrimAllocator,
     name: Option<String>,
+    #[cfg(feature = "holders")]
+    track_every: u32,
+    #[cfg(feature = "holders")]
+    report_waits_after: Option<Duration>,
 }
 
 impl Default for Builder {
@@ -90,6 +94,10 @@ impl Default for Builder {
             max_in_use_bytes: None,
             trim_allocator: TrimAllocator::Glibc,
             name: None,
+            #[cfg(feature = "holders")]
+            track_every: 0,
+            #[cfg(feature = "holders")]
+            report_waits_after: Some(Duration::from_secs(1)),
         }
     }
 }
@@ -261,6 +269,39 @@ impl Builder {
         self
     }
 
+    /// Remembers where buffers were taken (feature `holders`): one get in `every` on each
+    /// thread is tracked (1: every get; 0, the default: none), and
+    /// [`BufferPool::holders`](crate::BufferPool::holders) lists the outstanding tracked
+    /// buffers by call site. A tracked buffer costs a lock on its get and on its return (the
+    /// others nothing more; BENCHMARKS.md measures both).
+    ///
+    /// ```
+    /// let pool = tierpool::BufferPool::builder().track_holders(1).build()?;
+    /// let forgotten = pool.get(4096); let line = line!();
+    /// let h = &pool.holders()[0];
+    /// assert_eq!((h.buffers, h.bytes, h.location.line()), (1, 4096, line));
+    /// # drop(forgotten);
+    /// # Ok::<(), tierpool::ConfigError>(())
+    /// ```
+    #[cfg(feature = "holders")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "holders")))]
+    pub fn track_holders(mut self, every: u32) -> Self {
+        self.track_every = every;
+        self
+    }
+
+    /// With holders tracked ([`track_holders`](Self::track_holders)) and a budget on bytes
+    /// in use, a `get` or `get_timeout` that has waited `after` for the budget emits a
+    /// `tracing` warning (target `tierpool::holders`) naming the call sites that hold the
+    /// most tracked bytes, once per wait, and goes on waiting. Default 1 s; `None`: never.
+    /// (`acquire(n).await` waits on its task's waker and does not report.)
+    #[cfg(feature = "holders")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "holders")))]
+    pub fn report_waits_after(mut self, after: Option<Duration>) -> Self {
+        self.report_waits_after = after;
+        self
+    }
+
     /// Caps the bytes **in use**: the total capacity of the buffers handed out and not yet
     /// returned never exceeds `bytes`. Off by default. See the crate docs, "Budgets and
     /// backpressure", for what each way of getting a buffer does when the budget is spent
@@ -375,6 +416,10 @@ impl Builder {
                 format!("pool-{n}")
             }),
             max_in_use_bytes: self.max_in_use_bytes,
+            #[cfg(feature = "holders")]
+            track_every: self.track_every,
+            #[cfg(feature = "holders")]
+            report_waits_after: self.report_waits_after,
             trim_allocator: self.trim_allocator,
             classes: Classes::new(sizes),
             max_retained_bytes: self.max_retained_bytes,
@@ -398,6 +443,10 @@ pub(crate) struct Config {
     pub(crate) max_in_use_bytes: Option<usize>,
     pub(crate) trim_allocator: TrimAllocator,
     pub(crate) name: String,
+    #[cfg(feature = "holders")]
+    pub(crate) track_every: u32,
+    #[cfg(feature = "holders")]
+    pub(crate) report_waits_after: Option<Duration>,
 }
 
 #[cfg(test)]

@@ -14,6 +14,7 @@
 //! ```text
 //!  tag bits            meaning
 //!  t * TIER_STRIDE     handed out from tier t (in a budgeted pool: charged tier t's size)
+//!  1 << 30 | index     tracked (feature `holders`): entry `index` keeps the real tag
 //!  1 << 31 | pages     above the largest tier, charged `pages * 4 KiB` (budgeted pools)
 //!  u32::MAX - 1        FOREIGN: a shared view of a `Vec` that belongs to no pool
 //!  u32::MAX            NONE: no tier known, nothing charged
@@ -71,6 +72,10 @@ impl Key {
 pub(crate) const PAGE: usize = 4096;
 /// The bit of a tag that marks a charge above the largest tier.
 const OVERSIZE: u32 = 1 << 31;
+/// The bit of a tag that names a tracked buffer's entry (`holders.rs`); below [`OVERSIZE`],
+/// above every tier hint.
+#[cfg(feature = "holders")]
+const TRACKED: u32 = 1 << 30;
 /// The most pages an oversize tag can hold (the largest budget is this many pages).
 pub(crate) const MAX_PAGES: usize = (u32::MAX - 2 - OVERSIZE) as usize;
 
@@ -111,6 +116,23 @@ impl Tag {
     #[inline(always)]
     pub(crate) fn hint(self) -> u32 {
         self.0
+    }
+
+    /// Tracked buffers a pool can have out at once (tag indices below [`TRACKED`]).
+    #[cfg(feature = "holders")]
+    pub(crate) const MAX_TRACKED: usize = TRACKED as usize;
+
+    /// The tag of a tracked buffer whose entry is `index` (below [`Tag::MAX_TRACKED`]).
+    #[cfg(feature = "holders")]
+    pub(crate) fn tracked(index: usize) -> Tag {
+        debug_assert!(index < Self::MAX_TRACKED);
+        Tag(TRACKED | index as u32)
+    }
+
+    /// The entry a tracked buffer's tag names, if it is one.
+    #[cfg(feature = "holders")]
+    pub(crate) fn tracked_index(self) -> Option<usize> {
+        (self.0 & (OVERSIZE | TRACKED) == TRACKED).then_some((self.0 & !TRACKED) as usize)
     }
 
     /// The tier this tag names, if it names one below `tiers`.

@@ -184,6 +184,12 @@
 //!   tier) through the `metrics` facade to whatever exporter the program installs, labelled
 //!   by [`Builder::name`]: at every tick and on `BufferPool::publish_metrics`; the fast
 //!   path is untouched. The README lists the metrics.
+//! - **`holders`**: `Builder::track_holders(n)` tracks one get in `n` per thread by its call
+//!   site, `BufferPool::holders()` lists the outstanding tracked buffers by site (count,
+//!   bytes, oldest age), and a budget wait longer than `Builder::report_waits_after` names
+//!   the top holders in a `tracing` warning. A tracked buffer carries a tag that no cache
+//!   takes, so its return finds its entry on the slow path; the others cost nothing more on
+//!   return.
 //! - **`jemalloc`**, **`mimalloc`**: [`TrimAllocator`]'s `Jemalloc` and `Mimalloc`, so the
 //!   pool asks those allocators (as linked by `tikv-jemallocator` and `mimalloc`) to give
 //!   back what it released, as it asks glibc by default.
@@ -380,6 +386,8 @@ mod class;
 mod stats;
 #[cfg(feature = "metrics")]
 mod telemetry;
+#[cfg(feature = "holders")]
+mod holders;
 mod os;
 mod budget;
 mod error;
@@ -424,6 +432,9 @@ pub use config::{
 };
 pub use error::{AllocError, ConfigError};
 pub use global::{default_pool, set_default_pool};
+#[cfg(feature = "holders")]
+#[cfg_attr(docsrs, doc(cfg(feature = "holders")))]
+pub use holders::Holder;
 pub use os::TrimAllocator;
 pub use pool::Acquire;
 pub use pool::BufferPool;

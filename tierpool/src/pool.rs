@@ -49,6 +49,10 @@ use crate::sync::{lock, Arc, Weak};
 #[derive(Clone)]
 pub struct BufferPool {
     key: Key,
+    /// One get in this many is tracked (feature `holders`; 0: none). Kept in the handle, in
+    /// the key's padding, so that the get's check needs no load through the pool.
+    #[cfg(feature = "holders")]
+    track_every: u32,
     handle: Arc<Handle>,
 }
 
@@ -109,6 +113,8 @@ impl BufferPool {
         }
         BufferPool {
             key,
+            #[cfg(feature = "holders")]
+            track_every: state.holders.every(),
             handle: Arc::new(Handle { key, state }),
         }
     }
@@ -118,6 +124,7 @@ impl BufferPool {
     }
 
     #[inline(always)]
+    #[cfg_attr(feature = "holders", track_caller)]
     fn obtain(&self, n: usize, how: Fresh, wait: Wait) -> Result<PooledBuf, AllocError> {
         let (v, tag) = match tls::fast_pop(self.key, n) {
             Some(hit) => {
@@ -131,6 +138,8 @@ impl BufferPool {
             // instructions of stack copies per get+drop otherwise).
             None => self.acquire_slow(n, how, wait)?.into_parts(),
         };
+        #[cfg(feature = "holders")]
+        let tag = self.track(tag, v.capacity(), std::panic::Location::caller());
         Ok(PooledBuf::new(v, self.key, tag))
     }
 
@@ -138,6 +147,7 @@ impl BufferPool {
     /// path returns a plain handle, which stays in registers (a `Result` with
     /// [`AllocError`]'s layout merged into the fast path through the stack: 4 instructions).
     #[inline(always)]
+    #[cfg_attr(feature = "holders", track_caller)]
     fn obtain_or_panic(&self, n: usize, how: Fresh) -> PooledBuf {
         let (v, tag) = match tls::fast_pop(self.key, n) {
             Some(hit) => {
@@ -148,6 +158,8 @@ impl BufferPool {
             }
             None => self.slow_or_panic(n, how).into_parts(),
         };
+        #[cfg(feature = "holders")]
+        let tag = self.track(tag, v.capacity(), std::panic::Location::caller());
         PooledBuf::new(v, self.key, tag)
     }
 
@@ -238,7 +250,17 @@ impl BufferPool {
         let start = Instant::now();
         let ticket = budget.enqueue(charge, Wake::Thread(std::thread::current()));
         policy::sweep(state);
-        if !budget.wait(ticket, deadline) {
+        #[cfg(feature = "holders")]
+        let mut report = || state.holders.report_wait(&state.name, n, start.elapsed());
+        #[cfg(feature = "holders")]
+        let report = state
+            .holders
+            .report_after()
+            .and_then(|after| start.checked_add(after))
+            .map(|at| (at, &mut report as &mut dyn FnMut()));
+        #[cfg(not(feature = "holders"))]
+        let report = None;
+        if !budget.wait(ticket, deadline, report) {
             return Err(AllocError::TimedOut {
                 requested: n,
                 in_use: state.in_use(),
@@ -285,6 +307,7 @@ impl BufferPool {
     /// ```
     #[must_use = "the buffer goes straight back to the pool if unused"]
     #[inline(always)]
+    #[cfg_attr(feature = "holders", track_caller)]
     pub fn get(&self, n: usize) -> PooledBuf {
         self.obtain_or_panic(n, Fresh::Plain)
     }
@@ -315,6 +338,7 @@ impl BufferPool {
     /// ```
     #[must_use = "the buffer goes straight back to the pool if unused"]
     #[inline]
+    #[cfg_attr(feature = "holders", track_caller)]
     pub fn try_get(&self, n: usize) -> Result<PooledBuf, AllocError> {
         self.obtain(n, Fresh::Fallible, Wait::Never)
     }
@@ -343,6 +367,7 @@ impl BufferPool {
     /// # Ok::<(), tierpool::ConfigError>(())
     /// ```
     #[must_use = "the buffer goes straight back to the pool if unused"]
+    #[cfg_attr(feature = "holders", track_caller)]
     pub fn get_timeout(&self, n: usize, timeout: Duration) -> Result<PooledBuf, AllocError> {
         let deadline = Instant::now().checked_add(timeout);
         self.obtain(n, Fresh::Fallible, Wait::Until(deadline))
@@ -371,11 +396,14 @@ impl BufferPool {
     /// assert!(buf.capacity() >= 4096);
     /// # Ok(()) }
     /// ```
+    #[cfg_attr(feature = "holders", track_caller)]
     pub fn acquire(&self, n: usize) -> Acquire<'_> {
         Acquire {
             pool: self,
             n,
             state: AcquireState::Start,
+            #[cfg(feature = "holders")]
+            site: std::panic::Location::caller(),
         }
     }
 
@@ -393,8 +421,53 @@ impl BufferPool {
     /// ```
     #[must_use = "the buffer goes straight back to the pool if unused"]
     #[inline]
+    #[cfg_attr(feature = "holders", track_caller)]
     pub fn get_zeroed(&self, n: usize) -> PooledBuf {
         self.obtain_or_panic(n, Fresh::Zeroed)
+    }
+
+    /// The tag a buffer `v` just taken at `site` leaves with: tracked if this pool tracks
+    /// holders and this thread's sample is due, else `tag` (feature `holders`).
+    #[cfg(feature = "holders")]
+    #[inline(always)]
+    fn track(&self, tag: Tag, cap: usize, site: &'static std::panic::Location<'static>) -> Tag {
+        if self.track_every == 0 || !crate::holders::due(self.track_every) {
+            return tag;
+        }
+        self.track_slow(tag, cap, site)
+    }
+
+    #[cfg(feature = "holders")]
+    #[cold]
+    #[inline(never)]
+    fn track_slow(
+        &self,
+        tag: Tag,
+        cap: usize,
+        site: &'static std::panic::Location<'static>,
+    ) -> Tag {
+        self.shared().holders.track(tag, cap, site)
+    }
+
+    /// The buffers handed out and not yet returned, among those tracked
+    /// ([`Builder::track_holders`]; feature `holders`), grouped by the call site of the get
+    /// that took them, most bytes first: who holds the memory, and for how long. With a
+    /// sample of one get in N, the counts are a sample.
+    ///
+    /// ```
+    /// let pool = tierpool::BufferPool::builder().track_holders(1).build()?;
+    /// let kept: Vec<_> = (0..3).map(|_| pool.get(4096)).collect(); let line = line!();
+    /// drop(pool.get(100)); // returned: not listed
+    /// let h = pool.holders(); // `kept`'s line holds three buffers
+    /// assert_eq!(h.len(), 1);
+    /// assert_eq!((h[0].buffers, h[0].bytes, h[0].location.line()), (3, 3 * 4096, line));
+    /// # drop(kept);
+    /// # Ok::<(), tierpool::ConfigError>(())
+    /// ```
+    #[cfg(feature = "holders")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "holders")))]
+    pub fn holders(&self) -> Vec<crate::Holder> {
+        self.shared().holders.holders()
     }
 
     /// Adopts any `Vec<u8>`, from this pool or not: it is filed under the largest tier whose
@@ -546,6 +619,9 @@ pub struct Acquire<'a> {
     pool: &'a BufferPool,
     n: usize,
     state: AcquireState,
+    /// Where `acquire` was called (feature `holders`).
+    #[cfg(feature = "holders")]
+    site: &'static std::panic::Location<'static>,
 }
 
 #[derive(Debug)]
@@ -565,6 +641,22 @@ impl Future for Acquire<'_> {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.get_mut();
+        let polled = this.poll_buf(cx);
+        #[cfg(feature = "holders")]
+        let polled = polled.map(|r| {
+            r.map(|b| {
+                let (v, tag) = b.into_parts();
+                let tag = this.pool.track(tag, v.capacity(), this.site);
+                PooledBuf::new(v, this.pool.key, tag)
+            })
+        });
+        polled
+    }
+}
+
+impl Acquire<'_> {
+    fn poll_buf(&mut self, cx: &mut Context<'_>) -> Poll<Result<PooledBuf, AllocError>> {
+        let this = self;
         let pool = this.pool;
         let n = this.n;
         if let AcquireState::Start = this.state {

@@ -77,6 +77,9 @@ pub(crate) struct PoolState {
     /// What metrics publication remembers (`telemetry.rs`).
     #[cfg(feature = "metrics")]
     published: crate::telemetry::Published,
+    /// The tracked buffers (`holders.rs`).
+    #[cfg(feature = "holders")]
+    pub(crate) holders: crate::holders::Tracker,
 }
 
 impl PoolState {
@@ -120,6 +123,8 @@ impl PoolState {
             name: config.name,
             #[cfg(feature = "metrics")]
             published: Default::default(),
+            #[cfg(feature = "holders")]
+            holders: crate::holders::Tracker::new(config.track_every, config.report_waits_after),
         }
     }
 
@@ -370,6 +375,20 @@ impl PoolState {
     #[inline(never)]
     pub(crate) fn publish_metrics(&self) {
         self.published.publish(&self.name, &self.stats());
+    }
+
+    /// The real tag of a buffer that comes back (or leaves the pool) with `tag`: a tracked
+    /// buffer's entry is given back (`holders.rs`); any other tag is itself.
+    #[inline(always)]
+    pub(crate) fn untrack(&self, tag: Tag) -> Tag {
+        #[cfg(feature = "holders")]
+        {
+            self.holders.untrack(tag)
+        }
+        #[cfg(not(feature = "holders"))]
+        {
+            tag
+        }
     }
 
     pub(crate) fn stats(&self) -> Stats {

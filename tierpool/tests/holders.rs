@@ -1,0 +1,149 @@
+//! Feature `holders`: tracked buffers are listed by the call site that took them until they
+//! come back, however they come back (a drop on another thread, the last shared view,
+//! `into_vec`), and tracking leaves a budget's accounting whole.
+#![cfg(feature = "holders")]
+
+use tierpool::BufferPool;
+
+#[test]
+fn a_forgotten_buffer_is_found_by_its_call_site() {
+    let pool = BufferPool::builder().track_holders(1).build().unwrap();
+    for _ in 0..100 {
+        drop(pool.get(4096)); // returned at once: never listed
+    }
+    let forgotten_line = line!() + 1;
+    let forgotten = pool.get(64 << 10);
+    let shared_line = line!() + 1;
+    let mut filled = pool.get(1000);
+    filled.extend_from_slice(b"0123456789");
+    let shared = filled.into_shared();
+    let view = shared.slice(1..3);
+
+    let h = pool.holders();
+    assert_eq!(h.len(), 2, "{h:?}");
+    assert_eq!(h[0].location.file(), file!());
+    assert_eq!(
+        h[0].location.line(),
+        forgotten_line,
+        "most bytes first: {h:?}"
+    );
+    assert_eq!((h[0].buffers, h[0].bytes), (1, forgotten.capacity()));
+    assert_eq!(h[1].location.line(), shared_line);
+
+    drop(shared);
+    assert_eq!(pool.holders().len(), 2, "a view still holds the buffer");
+    drop(view);
+    assert_eq!(pool.holders().len(), 1, "the last view gave it back");
+
+    std::thread::spawn(move || drop(forgotten)).join().unwrap();
+    assert!(pool.holders().is_empty(), "dropped on another thread");
+
+    let detached = pool.get(4096).into_vec();
+    assert!(pool.holders().is_empty(), "into_vec: it left the pool");
+    drop(detached);
+}
+
+#[test]
+fn one_get_in_every_is_sampled() {
+    let pool = BufferPool::builder().track_holders(8).build().unwrap();
+    let held: Vec<_> = (0..800).map(|_| pool.get(512)).collect();
+    let h = pool.holders();
+    assert_eq!(h.len(), 1);
+    assert_eq!(h[0].buffers, 100, "one in eight of 800 gets on this thread");
+    drop(held);
+    assert!(pool.holders().is_empty());
+    let off = BufferPool::new();
+    let _kept = off.get(512);
+    assert!(off.holders().is_empty(), "not tracking by default");
+}
+
+#[test]
+fn tracking_keeps_the_budget_whole() {
+    let pool = BufferPool::builder()
+        .max_in_use_bytes(1 << 20)
+        .track_holders(1)
+        .build()
+        .unwrap();
+    for round in 0..50 {
+        let bufs: Vec<_> = (0..4).map(|i| pool.get(1024 << (i + round % 3))).collect();
+        let site = pool.holders();
+        assert_eq!(site[0].buffers, 4);
+        let frozen = pool.get(4096).into_shared();
+        drop(bufs);
+        drop(frozen);
+    }
+    let taken = pool
+        .try_get(1 << 20)
+        .expect("the whole budget is free again");
+    assert_eq!(pool.holders()[0].bytes, taken.capacity());
+    drop(taken);
+    let b = pool.stats().budget.unwrap();
+    assert_eq!(b.in_use_bytes, 0, "no charge lost with the tags swapped");
+    assert!(pool.holders().is_empty());
+}
+
+/// Records every `tracing` event on the thread it is installed on, as text.
+struct Capture(std::sync::Arc<std::sync::Mutex<Vec<String>>>);
+
+struct Fields(String);
+
+impl tracing::field::Visit for Fields {
+    fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+        self.0.push_str(&format!("{}={value:?} ", field.name()));
+    }
+}
+
+impl tracing::Subscriber for Capture {
+    fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
+        true
+    }
+    fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+        tracing::span::Id::from_u64(1)
+    }
+    fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
+    fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+    fn event(&self, event: &tracing::Event<'_>) {
+        let mut f = Fields(format!("{} ", event.metadata().target()));
+        event.record(&mut f);
+        self.0.lock().unwrap().push(f.0);
+    }
+    fn enter(&self, _: &tracing::span::Id) {}
+    fn exit(&self, _: &tracing::span::Id) {}
+}
+
+#[test]
+fn a_long_budget_wait_names_who_holds_the_budget() {
+    let pool = BufferPool::builder()
+        .name("tight")
+        .max_in_use_bytes(1 << 20)
+        .track_holders(1)
+        .report_waits_after(Some(std::time::Duration::from_millis(50)))
+        .build()
+        .unwrap();
+    let (taken_tx, taken_rx) = std::sync::mpsc::channel();
+    let holder = {
+        let pool = pool.clone();
+        std::thread::spawn(move || {
+            let line = line!() + 1;
+            let all = pool.get(1 << 20); // the whole budget
+            taken_tx.send(line).unwrap();
+            std::thread::sleep(std::time::Duration::from_millis(300));
+            drop(all);
+        })
+    };
+    let line = taken_rx.recv().unwrap();
+    let events = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let got = tracing::subscriber::with_default(Capture(events.clone()), || pool.get(4096));
+    holder.join().unwrap();
+    let events = events.lock().unwrap();
+    assert_eq!(events.len(), 1, "one report per wait: {events:?}");
+    let e = &events[0];
+    assert!(e.starts_with("tierpool::holders "), "{e}");
+    assert!(
+        e.contains(&format!("{}:{line}", file!())),
+        "names the holder's site: {e}"
+    );
+    assert!(e.contains("pool=\"tight\""), "{e}");
+    assert!(e.contains("requested=4096"), "{e}");
+    drop(got);
+}
