@@ -323,7 +323,9 @@ impl Budget {
             // held (feature `holders`: who holds the budget), and the wait goes on.
             if report.as_ref().is_some_and(|(at, _)| now >= *at) {
                 if let Some((_, f)) = report.take() {
-                    f();
+                    // A report that panics (a subscriber's bug) must not leave this ticket
+                    // in the queue, owning every release: its panic is dropped here.
+                    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
                 }
                 continue;
             }

@@ -180,6 +180,7 @@ impl PooledChain {
     ///
     /// # Panics
     /// As [`BufferPool::get`].
+    #[cfg_attr(feature = "holders", track_caller)]
     pub fn materialize(&self, pool: &BufferPool) -> PooledBuf {
         let mut buf = pool.get(self.len);
         self.copy_into(&mut buf);
@@ -191,6 +192,7 @@ impl PooledChain {
     ///
     /// # Errors
     /// As [`BufferPool::try_get`].
+    #[cfg_attr(feature = "holders", track_caller)]
     pub fn try_materialize(&self, pool: &BufferPool) -> Result<PooledBuf, AllocError> {
         let mut buf = pool.try_get(self.len)?;
         self.copy_into(&mut buf);

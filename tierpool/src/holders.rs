@@ -13,11 +13,12 @@
 //! Sampling: one get in `every` on each thread is tracked (a countdown per thread), so a
 //! site's count is a sample; `every = 1` tracks every buffer.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
 use std::panic::Location;
 use std::time::{Duration, Instant};
 
-use crate::key::Tag;
+use crate::key::{Key, Tag};
 use crate::sync::{lock, Mutex};
 
 /// Where outstanding tracked buffers were taken: one row of
@@ -26,6 +27,9 @@ use crate::sync::{lock, Mutex};
 #[non_exhaustive]
 pub struct Holder {
     /// The call site of the `get` (or `try_get`, `get_timeout`, `get_zeroed`, `acquire`).
+    /// Buffers taken inside tierpool's async functions for the caller (the frame reader's
+    /// payloads, `PooledChain::read_all`) name tierpool's line: an async function cannot pass
+    /// its caller's location on. (`PooledChain::materialize` names its caller.)
     pub location: &'static Location<'static>,
     /// Tracked buffers taken there and not yet returned.
     pub buffers: usize,
@@ -64,22 +68,46 @@ struct Slab {
 }
 
 thread_local! {
-    /// Gets on this thread until the next tracked one.
-    static COUNTDOWN: Cell<u32> = const { Cell::new(0) };
+    /// The countdown of the pool this thread tracked for last (its key's bits, and gets until
+    /// its next tracked one; key 0 is no pool's): the common case, one pool, is a cell.
+    static LAST: Cell<(u32, u32)> = const { Cell::new((0, 0)) };
+    /// The countdowns of the other pools this thread used with tracking on.
+    static OTHERS: RefCell<Vec<(u32, u32)>> = const { RefCell::new(Vec::new()) };
 }
 
-/// True if this thread's next get is to be tracked, one in `every` (not 0): a countdown in a
-/// thread-local cell, a few instructions on the get's path.
-#[inline(always)]
-pub(crate) fn due(every: u32) -> bool {
-    COUNTDOWN.with(|c| match c.get() {
-        0 => {
-            c.set(every - 1);
-            true
+/// True if this thread's next get from the pool with key `key` is to be tracked, one in
+/// `every` (not 0): a countdown per pool and thread. A countdown starts at a point in
+/// `0..every` taken from the thread's stack address, so that many short-lived threads are
+/// not all tracked at their first get.
+#[inline]
+pub(crate) fn due(key: Key, every: u32) -> bool {
+    let k = key.raw();
+    LAST.with(|last| {
+        let (mut lk, mut left) = last.get();
+        if lk != k {
+            left = switch(lk, left, k, every);
+            lk = k;
         }
-        n => {
-            c.set(n - 1);
-            false
+        let due = left == 0;
+        last.set((lk, if due { every - 1 } else { left - 1 }));
+        due
+    })
+}
+
+/// Parks the countdown of pool `from` and returns pool `to`'s, a new one if it has none.
+#[cold]
+fn switch(from: u32, from_left: u32, to: u32, every: u32) -> u32 {
+    OTHERS.with(|o| {
+        let mut o = o.borrow_mut();
+        if from != 0 {
+            match o.iter_mut().find(|(key, _)| *key == from) {
+                Some(entry) => entry.1 = from_left,
+                None => o.push((from, from_left)),
+            }
+        }
+        match o.iter().find(|(key, _)| *key == to) {
+            Some(&(_, left)) => left,
+            None => ((&to as *const u32 as usize >> 4) as u32) % every,
         }
     })
 }
@@ -154,6 +182,16 @@ impl Tracker {
         Tag::tracked(index)
     }
 
+    /// Moves a tracked buffer's entry to `location` (`acquire`, whose buffer was tracked
+    /// at the line inside the library that took it); nothing for an untracked one.
+    pub(crate) fn relocate(&self, tag: Tag, location: &'static Location<'static>) {
+        if let Some(index) = tag.tracked_index() {
+            if let Some(Some(e)) = lock(&self.entries).slots.get_mut(index) {
+                e.location = location;
+            }
+        }
+    }
+
     /// The original tag of a buffer coming back (or leaving the pool) with `tag`, its entry
     /// gone; `tag` itself if it is not a tracked one.
     pub(crate) fn untrack(&self, tag: Tag) -> Tag {
@@ -167,8 +205,10 @@ impl Tracker {
                 slab.free.push(index);
                 e.tag
             }
-            // Not ours (a pool dropped and its key reused cannot reach here: keys are
-            // checked first); nothing to undo.
+            // No entry: only a buffer of a pool dropped long ago whose key was reused (keys
+            // wrap after 2^31 pools; `registry.rs` adopts such buffers) can bring a tag that
+            // names none, or worse, another buffer's, which then loses its entry and its
+            // charge. Accepted as the registry accepts stale tier hints after a wrap.
             None => Tag::NONE,
         }
     }
@@ -176,24 +216,24 @@ impl Tracker {
     /// Outstanding tracked buffers grouped by call site, most bytes first.
     pub(crate) fn holders(&self) -> Vec<Holder> {
         let now = Instant::now();
-        let slab = lock(&self.entries);
-        let mut by_site: Vec<Holder> = Vec::new();
-        for e in slab.slots.iter().flatten() {
+        // One pass under the lock (tracked gets and returns wait for it), grouping by site.
+        let mut sites: HashMap<(&str, u32, u32), Holder> = HashMap::new();
+        for e in lock(&self.entries).slots.iter().flatten() {
             let age = now.saturating_duration_since(e.since);
-            match by_site.iter_mut().find(|h| h.location == e.location) {
-                Some(h) => {
-                    h.buffers += 1;
-                    h.bytes += e.bytes;
-                    h.oldest = h.oldest.max(age);
-                }
-                None => by_site.push(Holder {
-                    location: e.location,
-                    buffers: 1,
-                    bytes: e.bytes,
+            let l = e.location;
+            let h = sites
+                .entry((l.file(), l.line(), l.column()))
+                .or_insert(Holder {
+                    location: l,
+                    buffers: 0,
+                    bytes: 0,
                     oldest: age,
-                }),
-            }
+                });
+            h.buffers += 1;
+            h.bytes += e.bytes;
+            h.oldest = h.oldest.max(age);
         }
+        let mut by_site: Vec<Holder> = sites.into_values().collect();
         by_site.sort_by(|a, b| b.bytes.cmp(&a.bytes).then(b.oldest.cmp(&a.oldest)));
         by_site
     }
@@ -209,7 +249,7 @@ mod tests {
         let site = Location::caller();
         let tags: Vec<Tag> = (0..8)
             .map(|i| {
-                if due(t.every()) {
+                if due(Key::new(1, false), t.every()) {
                     t.track(Tag::tier(i), 100, site)
                 } else {
                     Tag::tier(i)

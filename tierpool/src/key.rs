@@ -111,8 +111,8 @@ impl Tag {
     }
 
     /// The tier hint: the byte offset a thread cache checks against its tiers. Any value that
-    /// is not a tier of that cache (NONE, FOREIGN, oversize tags, hints of other pools) is
-    /// refused there by its bounds check.
+    /// is not a tier of that cache (NONE, FOREIGN, oversize and tracked tags, hints of other
+    /// pools) is refused there by its bounds check.
     #[inline(always)]
     pub(crate) fn hint(self) -> u32 {
         self.0
@@ -157,6 +157,26 @@ impl Tag {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
+
+    #[cfg(feature = "holders")]
+    #[test]
+    fn tracked_tags_are_no_other_kind_of_tag() {
+        for t in [Tag::NONE, Tag::FOREIGN, Tag::tier(0), Tag::tier(4095)] {
+            assert_eq!(t.tracked_index(), None, "{t:?}");
+        }
+        let (oversize, _) = Tag::oversize(1 << 40).unwrap();
+        assert_eq!(oversize.tracked_index(), None);
+        for i in [0, 1, Tag::MAX_TRACKED - 1] {
+            let t = Tag::tracked(i);
+            assert_eq!(t.tracked_index(), Some(i));
+            assert_eq!(t.tier_index(crate::class::MAX_TIERS), None, "never a tier");
+            assert_eq!(t.charge(&[4096; 4]), 0, "charges nothing itself");
+            assert!(
+                t.hint() as usize >= crate::class::MAX_TIERS * TIER_STRIDE,
+                "refused by every cache"
+            );
+        }
+    }
 
     #[test]
     fn keys_keep_their_slot_and_budget_bit() {

@@ -130,8 +130,9 @@ pub(crate) enum Why {
     /// An explicit [`trim`](crate::BufferPool::trim) (or a cache acting on one).
     Trim = 1,
     /// No room under `max_retained_bytes`: a return the depot refused, the depot's oldest
-    /// buffers evicted to make room for a cache at work, a buffer no tier keeps in a budgeted
-    /// pool, or a pool closing.
+    /// buffers evicted to make room for a cache at work, or a buffer of another size than
+    /// its tier's in a budgeted pool. (What a closing pool frees, and returns that fit no
+    /// tier, are not counted by reason.)
     Cap = 2,
 }
 

@@ -431,7 +431,7 @@ impl BufferPool {
     #[cfg(feature = "holders")]
     #[inline(always)]
     fn track(&self, tag: Tag, cap: usize, site: &'static std::panic::Location<'static>) -> Tag {
-        if self.track_every == 0 || !crate::holders::due(self.track_every) {
+        if self.track_every == 0 || !crate::holders::due(self.key, self.track_every) {
             return tag;
         }
         self.track_slow(tag, cap, site)
@@ -643,11 +643,19 @@ impl Future for Acquire<'_> {
         let this = self.get_mut();
         let polled = this.poll_buf(cx);
         #[cfg(feature = "holders")]
+        // A budgeted pool's buffer comes untracked from the budget's path: tracked here, at
+        // the caller of `acquire`. Without a budget it came through `try_get`, which has
+        // already sampled it (once), at its own line: moved to the caller's.
         let polled = polled.map(|r| {
             r.map(|b| {
+                let pool = this.pool;
+                if !pool.key.budgeted() {
+                    pool.shared().holders.relocate(b.tag(), this.site);
+                    return b;
+                }
                 let (v, tag) = b.into_parts();
-                let tag = this.pool.track(tag, v.capacity(), this.site);
-                PooledBuf::new(v, this.pool.key, tag)
+                let tag = pool.track(tag, v.capacity(), this.site);
+                PooledBuf::new(v, pool.key, tag)
             })
         });
         polled

@@ -147,3 +147,93 @@ fn a_long_budget_wait_names_who_holds_the_budget() {
     assert!(e.contains("requested=4096"), "{e}");
     drop(got);
 }
+
+#[test]
+fn acquire_names_its_caller_once_with_or_without_a_budget() {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    for budget in [None, Some(1 << 20)] {
+        let mut b = BufferPool::builder().track_holders(1);
+        if let Some(limit) = budget {
+            b = b.max_in_use_bytes(limit);
+        }
+        let pool = b.build().unwrap();
+        let line = line!() + 1;
+        let held = rt.block_on(async { pool.acquire(4096).await.unwrap() });
+        let h = pool.holders();
+        assert_eq!(h.len(), 1, "{budget:?}: {h:?}");
+        assert_eq!(
+            (h[0].location.file(), h[0].location.line()),
+            (file!(), line)
+        );
+        assert_eq!(h[0].buffers, 1, "{budget:?}: tracked once");
+        drop(held);
+        assert!(
+            pool.holders().is_empty(),
+            "{budget:?}: {:?}",
+            pool.holders()
+        );
+        for _ in 0..100 {
+            drop(rt.block_on(pool.acquire(4096)).unwrap());
+        }
+        assert!(
+            pool.holders().is_empty(),
+            "{budget:?}: no entry left behind"
+        );
+    }
+}
+
+#[test]
+fn each_pool_samples_at_its_own_rate_on_a_shared_thread() {
+    let every = BufferPool::builder().track_holders(1).build().unwrap();
+    let rare = BufferPool::builder().track_holders(128).build().unwrap();
+    let mut kept = Vec::new();
+    for _ in 0..64 {
+        kept.push(every.get(512));
+        kept.push(rare.get(512));
+    }
+    assert_eq!(
+        every.holders()[0].buffers,
+        64,
+        "track_holders(1): every get"
+    );
+    assert!(rare.holders().iter().map(|h| h.buffers).sum::<usize>() <= 1);
+}
+
+#[test]
+fn a_report_that_panics_leaves_the_budget_working() {
+    struct Panicking;
+    impl tracing::Subscriber for Panicking {
+        fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
+            true
+        }
+        fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+            tracing::span::Id::from_u64(1)
+        }
+        fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
+        fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+        fn event(&self, _: &tracing::Event<'_>) {
+            panic!("a subscriber's bug");
+        }
+        fn enter(&self, _: &tracing::span::Id) {}
+        fn exit(&self, _: &tracing::span::Id) {}
+    }
+    let pool = BufferPool::builder()
+        .max_in_use_bytes(1 << 20)
+        .track_holders(1)
+        .report_waits_after(Some(std::time::Duration::from_millis(20)))
+        .build()
+        .unwrap();
+    let all = pool.get(1 << 20);
+    let releaser = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(150));
+        drop(all);
+    });
+    let got = tracing::subscriber::with_default(Panicking, || pool.get(4096));
+    releaser.join().unwrap();
+    drop(got);
+    // Nothing stranded: the whole budget can be taken again.
+    let again = pool.try_get(1 << 20).expect("the budget is whole");
+    drop(again);
+}

@@ -207,8 +207,9 @@ fn push_tier(base: *const u8, hint_end: usize, hint: u32, v: &mut Vec<u8>) -> Pu
         return Pushed::Refused;
     }
     // SAFETY: every hint is a multiple of `TIER_STRIDE` (made by `pop_tier` or `Tag::tier`,
-    // by this pool or, after the key wrapped, another; other tags are at least 2^31, above
-    // any `hint_end`), and this one is below `hint_end`: the offset of a tier of this cache.
+    // by this pool or, after the key wrapped, another; other tags, tracked ones included, are
+    // at least 2^30, above any `hint_end`), and this one is below `hint_end`: the offset of a
+    // tier of this cache.
     let tier = unsafe { tier_at(base, off) };
     if v.capacity() != tier.size {
         return Pushed::Refused;
