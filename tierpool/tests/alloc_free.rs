@@ -199,9 +199,17 @@ fn shared_views_dropped_on_another_thread_recycle_their_blocks() {
         consumer.join().unwrap();
         // Blocks freed on the consumer come back to the producer in batches through the
         // process-wide stack; the producer allocates only while that exchange warms up.
-        // (Plus a few while the exchange warms up, which matter only in Miri's short run.)
+        // Without the recycling it would allocate a block for every buffer (`n`). The native
+        // run (50,000 buffers) holds it to 1%. Miri's 300 are too few for that: how far the
+        // consumer lags depends on its thread schedule, which varies from run to run (8 and
+        // 9 allocations in two CI runs, up to 15 with `-Zmiri-seed`s), so it is held to 10%.
+        let bound = if cfg!(miri) {
+            n as u64 / 10
+        } else {
+            n as u64 / 100 + 4
+        };
         assert!(
-            allocs <= n as u64 / 100 + 4,
+            allocs <= bound,
             "{allocs} allocations on the producer for {n} frozen buffers"
         );
     });
