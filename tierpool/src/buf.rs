@@ -132,12 +132,6 @@ impl PooledBuf {
         self.key
     }
 
-    /// Its tag (`key.rs`).
-    #[cfg(feature = "holders")]
-    pub(crate) fn tag(&self) -> Tag {
-        self.tag
-    }
-
     /// The parts of a `PooledBuf`, without running its destructor.
     #[inline(always)]
     pub(crate) fn into_parts(self) -> (Vec<u8>, Tag) {

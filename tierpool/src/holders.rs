@@ -182,16 +182,6 @@ impl Tracker {
         Tag::tracked(index)
     }
 
-    /// Moves a tracked buffer's entry to `location` (`acquire`, whose buffer was tracked
-    /// at the line inside the library that took it); nothing for an untracked one.
-    pub(crate) fn relocate(&self, tag: Tag, location: &'static Location<'static>) {
-        if let Some(index) = tag.tracked_index() {
-            if let Some(Some(e)) = lock(&self.entries).slots.get_mut(index) {
-                e.location = location;
-            }
-        }
-    }
-
     /// The original tag of a buffer coming back (or leaving the pool) with `tag`, its entry
     /// gone; `tag` itself if it is not a tracked one.
     pub(crate) fn untrack(&self, tag: Tag) -> Tag {

@@ -56,6 +56,31 @@ pub struct BufferPool {
     handle: Arc<Handle>,
 }
 
+/// Where a get was called, for tracking holders (feature `holders`); nothing without it.
+#[cfg(feature = "holders")]
+type Site = &'static std::panic::Location<'static>;
+#[cfg(not(feature = "holders"))]
+type Site = NoSite;
+
+/// [`Site`] without the feature: nothing to carry.
+#[cfg(not(feature = "holders"))]
+#[derive(Clone, Copy)]
+struct NoSite;
+
+/// The caller's [`Site`] (through every `#[track_caller]` function above it).
+#[inline(always)]
+#[cfg_attr(feature = "holders", track_caller)]
+fn site() -> Site {
+    #[cfg(feature = "holders")]
+    {
+        std::panic::Location::caller()
+    }
+    #[cfg(not(feature = "holders"))]
+    {
+        NoSite
+    }
+}
+
 /// Closes the pool when the last [`BufferPool`] handle goes away.
 struct Handle {
     key: Key,
@@ -126,6 +151,19 @@ impl BufferPool {
     #[inline(always)]
     #[cfg_attr(feature = "holders", track_caller)]
     fn obtain(&self, n: usize, how: Fresh, wait: Wait) -> Result<PooledBuf, AllocError> {
+        self.obtain_at(n, how, wait, site())
+    }
+
+    /// [`obtain`](Self::obtain), tracked (feature `holders`) as taken at `site`.
+    #[inline(always)]
+    fn obtain_at(
+        &self,
+        n: usize,
+        how: Fresh,
+        wait: Wait,
+        site: Site,
+    ) -> Result<PooledBuf, AllocError> {
+        let _ = site;
         let (v, tag) = match tls::fast_pop(self.key, n) {
             Some(hit) => {
                 let tag = Tag::from_hint(hit.hint);
@@ -139,7 +177,7 @@ impl BufferPool {
             None => self.acquire_slow(n, how, wait)?.into_parts(),
         };
         #[cfg(feature = "holders")]
-        let tag = self.track(tag, v.capacity(), std::panic::Location::caller());
+        let tag = self.track(tag, v.capacity(), site);
         Ok(PooledBuf::new(v, self.key, tag))
     }
 
@@ -644,13 +682,11 @@ impl Future for Acquire<'_> {
         let polled = this.poll_buf(cx);
         #[cfg(feature = "holders")]
         // A budgeted pool's buffer comes untracked from the budget's path: tracked here, at
-        // the caller of `acquire`. Without a budget it came through `try_get`, which has
-        // already sampled it (once), at its own line: moved to the caller's.
+        // the caller of `acquire`. Without a budget `obtain_at` has tracked it there already.
         let polled = polled.map(|r| {
             r.map(|b| {
                 let pool = this.pool;
                 if !pool.key.budgeted() {
-                    pool.shared().holders.relocate(b.tag(), this.site);
                     return b;
                 }
                 let (v, tag) = b.into_parts();
@@ -670,7 +706,11 @@ impl Acquire<'_> {
         if let AcquireState::Start = this.state {
             if !pool.key.budgeted() {
                 this.state = AcquireState::Done;
-                return Poll::Ready(pool.try_get(n));
+                #[cfg(feature = "holders")]
+                let site = this.site;
+                #[cfg(not(feature = "holders"))]
+                let site = site();
+                return Poll::Ready(pool.obtain_at(n, Fresh::Fallible, Wait::Never, site));
             }
             let ready = |this: &mut Self, r| {
                 this.state = AcquireState::Done;

@@ -82,8 +82,9 @@ fn tracking_keeps_the_budget_whole() {
     assert!(pool.holders().is_empty());
 }
 
-/// Records every `tracing` event on the thread it is installed on, as text.
-struct Capture(std::sync::Arc<std::sync::Mutex<Vec<String>>>);
+/// A `tracing` subscriber that hands each event, as text (target, then its fields), to a
+/// function: records it, or panics like a buggy subscriber.
+struct OnEvent<F>(F);
 
 struct Fields(String);
 
@@ -93,7 +94,7 @@ impl tracing::field::Visit for Fields {
     }
 }
 
-impl tracing::Subscriber for Capture {
+impl<F: Fn(String) + Send + Sync + 'static> tracing::Subscriber for OnEvent<F> {
     fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
         true
     }
@@ -105,7 +106,7 @@ impl tracing::Subscriber for Capture {
     fn event(&self, event: &tracing::Event<'_>) {
         let mut f = Fields(format!("{} ", event.metadata().target()));
         event.record(&mut f);
-        self.0.lock().unwrap().push(f.0);
+        (self.0)(f.0);
     }
     fn enter(&self, _: &tracing::span::Id) {}
     fn exit(&self, _: &tracing::span::Id) {}
@@ -133,7 +134,9 @@ fn a_long_budget_wait_names_who_holds_the_budget() {
     };
     let line = taken_rx.recv().unwrap();
     let events = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-    let got = tracing::subscriber::with_default(Capture(events.clone()), || pool.get(4096));
+    let sink = events.clone();
+    let capture = OnEvent(move |e| sink.lock().unwrap().push(e));
+    let got = tracing::subscriber::with_default(capture, || pool.get(4096));
     holder.join().unwrap();
     let events = events.lock().unwrap();
     assert_eq!(events.len(), 1, "one report per wait: {events:?}");
@@ -203,22 +206,6 @@ fn each_pool_samples_at_its_own_rate_on_a_shared_thread() {
 
 #[test]
 fn a_report_that_panics_leaves_the_budget_working() {
-    struct Panicking;
-    impl tracing::Subscriber for Panicking {
-        fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
-            true
-        }
-        fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
-            tracing::span::Id::from_u64(1)
-        }
-        fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
-        fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
-        fn event(&self, _: &tracing::Event<'_>) {
-            panic!("a subscriber's bug");
-        }
-        fn enter(&self, _: &tracing::span::Id) {}
-        fn exit(&self, _: &tracing::span::Id) {}
-    }
     let pool = BufferPool::builder()
         .max_in_use_bytes(1 << 20)
         .track_holders(1)
@@ -230,7 +217,8 @@ fn a_report_that_panics_leaves_the_budget_working() {
         std::thread::sleep(std::time::Duration::from_millis(150));
         drop(all);
     });
-    let got = tracing::subscriber::with_default(Panicking, || pool.get(4096));
+    let panicking = OnEvent(|_| panic!("a subscriber's bug"));
+    let got = tracing::subscriber::with_default(panicking, || pool.get(4096));
     releaser.join().unwrap();
     drop(got);
     // Nothing stranded: the whole budget can be taken again.

@@ -199,3 +199,27 @@ pub fn burst_then_trim(how: tierpool::TrimAllocator, total: usize, base: usize) 
     assert_eq!(s.allocator_trims, u64::from(asked), "{s}");
     rss_bytes().unwrap() as isize - base as isize
 }
+
+/// The purge tests' check (tests/purge_*.rs, each under the allocator `how` asks): the burst
+/// left resident when the pool does not ask (the control: without it the check could pass
+/// for another reason), then the same burst (reusing those pages) with `how`, which must give
+/// them back.
+#[allow(dead_code)]
+pub fn assert_the_allocator_gives_the_burst_back(how: tierpool::TrimAllocator, allocator: &str) {
+    const MIB: isize = 1 << 20;
+    let base = rss_bytes().unwrap();
+    let kept = burst_then_trim(tierpool::TrimAllocator::Off, 128 << 20, base);
+    assert!(kept > 96 * MIB, "{allocator} kept only {} MiB", kept / MIB);
+    let left = burst_then_trim(how, 128 << 20, base);
+    eprintln!(
+        "{allocator}, above the start: {} MiB not asked, {} MiB asked",
+        kept / MIB,
+        left / MIB
+    );
+    assert!(
+        left < 16 * MIB,
+        "{allocator}: {} MiB above the start after asking (kept {} MiB without)",
+        left / MIB,
+        kept / MIB
+    );
+}
