@@ -4,7 +4,7 @@
 use bytes::buf::UninitSlice;
 use bytes::{Buf, BufMut, Bytes};
 
-use crate::{PooledBuf, PooledBytes};
+use crate::{AlignedBuf, PooledBuf, PooledBytes};
 
 // SAFETY: every method forwards to `Vec<u8>`'s own `BufMut` implementation, whose contract
 // this type inherits unchanged (it is a `Vec<u8>` with a return address).
@@ -87,6 +87,63 @@ impl From<PooledBytes> for Bytes {
     }
 }
 
+// SAFETY: `remaining_mut` is the spare capacity, which never grows (an aligned buffer cannot:
+// it would lose its alignment); `chunk_mut` is exactly those bytes, and `advance_mut` raises
+// the length by at most them, after the caller initialized them (its contract), so the
+// initialized-length invariant of `AlignedBuf` holds.
+#[cfg_attr(docsrs, doc(cfg(feature = "bytes")))]
+unsafe impl BufMut for AlignedBuf {
+    #[inline]
+    fn remaining_mut(&self) -> usize {
+        self.capacity() - self.len()
+    }
+
+    #[inline]
+    unsafe fn advance_mut(&mut self, cnt: usize) {
+        let new = self.len() + cnt;
+        assert!(
+            new <= self.capacity(),
+            "advance_mut({cnt}) past the end of an aligned buffer ({} of {} bytes left)",
+            self.remaining_mut(),
+            self.capacity()
+        );
+        // SAFETY: within the capacity (checked), and the caller initialized the `cnt` bytes.
+        unsafe { self.set_len(new) }
+    }
+
+    #[inline]
+    fn chunk_mut(&mut self) -> &mut UninitSlice {
+        UninitSlice::uninit(self.spare_capacity_mut())
+    }
+
+    #[inline]
+    fn put_slice(&mut self, src: &[u8]) {
+        self.extend_from_slice(src);
+    }
+}
+
+impl AlignedBuf {
+    /// Freezes the contents into a [`Bytes`] without copying (it starts at the buffer's
+    /// aligned start); the buffer returns to its pool when the last clone or slice is
+    /// dropped. One small allocation (`Bytes::from_owner`'s block), as
+    /// [`PooledBuf::freeze`].
+    ///
+    /// ```
+    /// let pool = tierpool::AlignedPool::new(4096)?;
+    /// let mut block = pool.get(4096);
+    /// block.resize(4096, 1);
+    /// let bytes = block.freeze();
+    /// assert_eq!(bytes.as_ptr() as usize % 4096, 0);
+    /// assert_eq!(bytes.len(), 4096);
+    /// # Ok::<(), tierpool::ConfigError>(())
+    /// ```
+    #[must_use = "the buffer goes back to the pool if the Bytes is dropped"]
+    #[cfg_attr(docsrs, doc(cfg(feature = "bytes")))]
+    pub fn freeze(self) -> Bytes {
+        Bytes::from_owner(self)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -115,6 +172,27 @@ mod tests {
             1,
             "returned exactly once, with the last view"
         );
+    }
+
+    #[test]
+    fn aligned_buf_mut_and_freeze() {
+        let pool = crate::AlignedPool::new(512).unwrap();
+        let mut b = pool.get(512);
+        b.put_u32(7);
+        b.put_bytes(1, 508);
+        assert_eq!(b.remaining_mut(), 0);
+        assert_eq!(b.len(), 512);
+        let over = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| b.put_u8(0)));
+        assert!(over.is_err(), "BufMut panics past remaining_mut, as its contract says");
+        let frozen = b.freeze();
+        assert_eq!(frozen.as_ptr() as usize % 512, 0);
+        assert_eq!(&frozen[..4], &[0, 0, 0, 7]);
+        let tail = frozen.slice(4..);
+        drop(frozen);
+        assert!(tail.iter().all(|&x| x == 1));
+        assert_eq!(pool.stats().returned, 0);
+        drop(tail);
+        assert_eq!(pool.stats().returned, 1);
     }
 
     #[test]

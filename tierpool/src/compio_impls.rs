@@ -48,7 +48,7 @@ use std::mem::MaybeUninit;
 
 use compio_buf::{IoBuf, IoBufMut, ReserveError, ReserveExactError, SetLen};
 
-use crate::{PooledBuf, PooledBytes};
+use crate::{AlignedBuf, PooledBuf, PooledBytes};
 
 #[cfg_attr(docsrs, doc(cfg(feature = "compio")))]
 impl IoBuf for PooledBuf {
@@ -97,5 +97,41 @@ impl IoBuf for PooledBytes {
     #[inline]
     fn as_init(&self) -> &[u8] {
         self
+    }
+}
+
+#[cfg_attr(docsrs, doc(cfg(feature = "compio")))]
+impl IoBuf for AlignedBuf {
+    /// The buffer's `len()` bytes, from its aligned start: what a write sends.
+    #[inline]
+    fn as_init(&self) -> &[u8] {
+        self
+    }
+}
+
+#[cfg_attr(docsrs, doc(cfg(feature = "compio")))]
+impl SetLen for AlignedBuf {
+    /// Sets the length after a read filled the buffer.
+    ///
+    /// # Safety
+    /// As [`SetLen::set_len`]: `len <= capacity()`, and the bytes up to `len` are initialized.
+    #[inline]
+    unsafe fn set_len(&mut self, len: usize) {
+        // SAFETY: the caller upholds `AlignedBuf::set_len`'s contract, which is this one.
+        unsafe { AlignedBuf::set_len(self, len) }
+    }
+}
+
+#[cfg_attr(docsrs, doc(cfg(feature = "compio")))]
+impl IoBufMut for AlignedBuf {
+    /// The whole capacity from the aligned start (a read fills from `len()` to the end). It
+    /// cannot grow: `reserve` beyond the capacity is `NotSupported` (the default).
+    #[inline]
+    fn as_uninit(&mut self) -> &mut [MaybeUninit<u8>] {
+        let cap = self.capacity();
+        // SAFETY: `capacity()` bytes from the start lie in the buffer (`AlignedBuf`'s field
+        // invariants), and `MaybeUninit` makes no claim on their contents; safe code can only
+        // write initialized bytes through it, so the first `len()` stay initialized.
+        unsafe { std::slice::from_raw_parts_mut(self.as_mut_ptr().cast(), cap) }
     }
 }

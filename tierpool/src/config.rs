@@ -34,12 +34,50 @@ pub const DEFAULT_DECAY_INTERVAL: Duration = Duration::from_secs(1);
 
 #[derive(Debug, Clone)]
 enum TierSpec {
+    /// Not set: the default geometric tiers (an aligned pool rounds them to its alignment).
+    Default,
     Explicit(Vec<usize>),
     Geometric {
         min: usize,
         max: usize,
         steps: usize,
     },
+}
+
+impl TierSpec {
+    /// The sorted, distinct tier sizes this spec names, or the first invalid value.
+    fn sizes(self) -> Result<Vec<usize>, ConfigError> {
+        Ok(match self {
+            TierSpec::Default => class::geometric(
+                DEFAULT_MIN_TIER,
+                DEFAULT_MAX_TIER,
+                DEFAULT_STEPS_PER_DOUBLING,
+            ),
+            TierSpec::Explicit(mut sizes) => {
+                if sizes.is_empty() {
+                    return Err(ConfigError::NoTiers);
+                }
+                if sizes.contains(&0) {
+                    return Err(ConfigError::ZeroTierSize);
+                }
+                sizes.sort_unstable();
+                sizes.dedup();
+                sizes
+            }
+            TierSpec::Geometric { min, max, steps } => {
+                if !steps.is_power_of_two() || steps > 16 {
+                    return Err(ConfigError::InvalidSteps { steps });
+                }
+                if min == 0 || min > max {
+                    return Err(ConfigError::InvalidRange { min, max });
+                }
+                if max > isize::MAX as usize {
+                    return Err(ConfigError::TierTooLarge { size: max });
+                }
+                class::geometric(min, max, steps)
+            }
+        })
+    }
 }
 
 /// Configures and builds a [`BufferPool`](crate::BufferPool).
@@ -81,11 +119,7 @@ pub struct Builder {
 impl Default for Builder {
     fn default() -> Self {
         Builder {
-            tiers: TierSpec::Geometric {
-                min: DEFAULT_MIN_TIER,
-                max: DEFAULT_MAX_TIER,
-                steps: DEFAULT_STEPS_PER_DOUBLING,
-            },
+            tiers: TierSpec::Default,
             max_retained_bytes: DEFAULT_MAX_RETAINED_BYTES,
             thread_cache_bytes: None,
             decay_interval: DEFAULT_DECAY_INTERVAL,
@@ -336,31 +370,7 @@ impl Builder {
     }
 
     pub(crate) fn validate(self) -> Result<Config, ConfigError> {
-        let sizes = match self.tiers {
-            TierSpec::Explicit(mut sizes) => {
-                if sizes.is_empty() {
-                    return Err(ConfigError::NoTiers);
-                }
-                if sizes.contains(&0) {
-                    return Err(ConfigError::ZeroTierSize);
-                }
-                sizes.sort_unstable();
-                sizes.dedup();
-                sizes
-            }
-            TierSpec::Geometric { min, max, steps } => {
-                if !steps.is_power_of_two() || steps > 16 {
-                    return Err(ConfigError::InvalidSteps { steps });
-                }
-                if min == 0 || min > max {
-                    return Err(ConfigError::InvalidRange { min, max });
-                }
-                if max > isize::MAX as usize {
-                    return Err(ConfigError::TierTooLarge { size: max });
-                }
-                class::geometric(min, max, steps)
-            }
-        };
+        let sizes = self.tiers.sizes()?;
         let largest = *sizes.last().expect("non-empty");
         if largest > isize::MAX as usize {
             return Err(ConfigError::TierTooLarge { size: largest });
@@ -428,6 +438,52 @@ impl Builder {
             background_trim: self.background_trim,
             zero_on_return: self.zero_on_return,
         })
+    }
+}
+
+impl Builder {
+    /// This builder for the pool behind an [`AlignedPool`](crate::AlignedPool) of alignment
+    /// `align`, and the aligned pool's tier sizes: generated tiers (the default, power-of-two
+    /// and geometric ones) rounded up to multiples of `align`, explicit ones checked to be
+    /// multiples; the pool behind it gets each tier plus `align` bytes (the slack that lets a
+    /// buffer of alignment 1 hold an aligned window of the tier's size, `aligned.rs`).
+    pub(crate) fn aligned_to(mut self, align: usize) -> Result<(Builder, Vec<usize>), ConfigError> {
+        if !align.is_power_of_two() || align > crate::aligned::MAX_ALIGNMENT {
+            return Err(ConfigError::InvalidAlignment { align });
+        }
+        let spec = std::mem::replace(&mut self.tiers, TierSpec::Default);
+        let explicit = matches!(spec, TierSpec::Explicit(_));
+        let spec = match spec {
+            // Nothing below the alignment: a smaller tier would be rounded up to it anyway.
+            TierSpec::Default => TierSpec::Geometric {
+                min: DEFAULT_MIN_TIER.max(align),
+                max: DEFAULT_MAX_TIER.max(align),
+                steps: DEFAULT_STEPS_PER_DOUBLING,
+            },
+            other => other,
+        };
+        let mut sizes = spec.sizes()?;
+        if explicit {
+            if let Some(&tier) = sizes.iter().find(|&&t| t % align != 0) {
+                return Err(ConfigError::TierNotAligned { tier, align });
+            }
+        } else {
+            for t in &mut sizes {
+                *t = t
+                    .checked_next_multiple_of(align)
+                    .ok_or(ConfigError::TierTooLarge { size: *t })?;
+            }
+            sizes.dedup();
+        }
+        let inner = sizes
+            .iter()
+            .map(|&t| match t.checked_add(align) {
+                Some(s) if s <= isize::MAX as usize => Ok(s),
+                _ => Err(ConfigError::TierTooLarge { size: t }),
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        self.tiers = TierSpec::Explicit(inner);
+        Ok((self, sizes))
     }
 }
 

@@ -77,6 +77,20 @@ pub enum ConfigError {
         /// The offending interval.
         interval: Duration,
     },
+    /// An [`AlignedPool`](crate::AlignedPool)'s alignment is not a power of two, or is above
+    /// [`MAX_ALIGNMENT`](crate::MAX_ALIGNMENT).
+    InvalidAlignment {
+        /// The offending alignment.
+        align: usize,
+    },
+    /// An explicit tier of an [`AlignedPool`](crate::AlignedPool) is not a multiple of its
+    /// alignment (generated tiers are rounded up instead).
+    TierNotAligned {
+        /// The offending tier size.
+        tier: usize,
+        /// The pool's alignment.
+        align: usize,
+    },
 }
 
 impl fmt::Display for ConfigError {
@@ -130,6 +144,15 @@ impl fmt::Display for ConfigError {
             } => write!(
                 f,
                 "max_in_use_bytes {max_in_use_bytes} cannot cover one buffer of the smallest tier ({smallest_tier} bytes)"
+            ),
+            ConfigError::InvalidAlignment { align } => write!(
+                f,
+                "alignment {align} is not a power of two from 1 to {} bytes",
+                crate::MAX_ALIGNMENT
+            ),
+            ConfigError::TierNotAligned { tier, align } => write!(
+                f,
+                "tier size {tier} is not a multiple of the pool's alignment, {align} bytes"
             ),
             ConfigError::BudgetTooLarge { max_in_use_bytes } => write!(
                 f,

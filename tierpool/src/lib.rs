@@ -403,6 +403,9 @@ mod pooled_bytes;
 mod pool;
 mod global;
 mod chain;
+mod aligned;
+#[cfg(target_os = "linux")]
+mod direct_io;
 
 #[cfg(feature = "bytes")]
 mod bytes_impls;
@@ -421,6 +424,7 @@ pub mod frame;
 #[cfg(all(test, loom))]
 mod loom_tests;
 
+pub use aligned::{AcquireAligned, AlignedBuf, AlignedPool, MAX_ALIGNMENT};
 pub use budget::MAX_BUDGET;
 pub use buf::PooledBuf;
 pub use chain::PooledChain;
@@ -430,6 +434,8 @@ pub use config::{
     DEFAULT_MIN_TIER, DEFAULT_STEPS_PER_DOUBLING, DEFAULT_THREAD_CACHE_BYTES,
     FALLBACK_THREAD_CACHE_BYTES,
 };
+#[cfg(target_os = "linux")]
+pub use direct_io::{direct_io_alignment, AlignmentSource, DirectIoAlignment, DirectIoError};
 pub use error::{AllocError, ConfigError};
 pub use global::{default_pool, set_default_pool};
 #[cfg(feature = "holders")]
@@ -448,6 +454,8 @@ const _: () = {
     send_sync::<BufferPool>();
     send_sync::<PooledBytes>();
     send_sync::<PooledChain>();
+    send_sync::<AlignedBuf>();
+    send_sync::<AlignedPool>();
 };
 
 #[doc(hidden)]

@@ -8,7 +8,7 @@
 
 use monoio::buf::{IoBuf, IoBufMut};
 
-use crate::{PooledBuf, PooledBytes};
+use crate::{AlignedBuf, PooledBuf, PooledBytes};
 
 // SAFETY: the pointer is the `Vec`'s heap buffer, which moving the `PooledBuf` does not move
 // and which nothing else frees or reallocates while monoio owns the value (the pool gets the
@@ -57,5 +57,40 @@ unsafe impl IoBuf for PooledBytes {
 
     fn bytes_init(&self) -> usize {
         self.len()
+    }
+}
+
+// SAFETY: the pointer is the aligned start of the heap buffer the `AlignedBuf` owns, which
+// moving it does not move and which nothing else frees or writes while monoio owns the value;
+// `bytes_init` = `len()` bytes from it are initialized.
+#[cfg_attr(docsrs, doc(cfg(feature = "monoio")))]
+unsafe impl IoBuf for AlignedBuf {
+    fn read_ptr(&self) -> *const u8 {
+        self.as_ptr()
+    }
+
+    fn bytes_init(&self) -> usize {
+        self.len()
+    }
+}
+
+// SAFETY: as above: a stable pointer to `capacity()` bytes (`bytes_total`); `set_init` only
+// raises the length, under the caller's guarantee that the bytes up to `pos` (at most the
+// capacity) are initialized.
+#[cfg_attr(docsrs, doc(cfg(feature = "monoio")))]
+unsafe impl IoBufMut for AlignedBuf {
+    fn write_ptr(&mut self) -> *mut u8 {
+        self.as_mut_ptr()
+    }
+
+    fn bytes_total(&mut self) -> usize {
+        self.capacity()
+    }
+
+    unsafe fn set_init(&mut self, pos: usize) {
+        if self.len() < pos {
+            // SAFETY: the caller guarantees the bytes up to `pos` are initialized.
+            unsafe { self.set_len(pos) };
+        }
     }
 }

@@ -15,7 +15,7 @@
 
 use tokio_uring::buf::{IoBuf, IoBufMut};
 
-use crate::{PooledBuf, PooledBytes};
+use crate::{AlignedBuf, PooledBuf, PooledBytes};
 
 // SAFETY: the pointer is the `Vec`'s heap buffer, which moving the `PooledBuf` does not move
 // and which nothing else frees or reallocates while tokio-uring owns the value (it holds the
@@ -72,5 +72,41 @@ unsafe impl IoBuf for PooledBytes {
 
     fn bytes_total(&self) -> usize {
         self.len()
+    }
+}
+
+// SAFETY: the pointer is the aligned start of the heap buffer the `AlignedBuf` owns, which
+// moving it does not move and which nothing else frees or writes while tokio-uring owns the
+// value; `bytes_init` = `len()` bytes from it are initialized, `bytes_total` = `capacity()`
+// bytes are allocated.
+#[cfg_attr(docsrs, doc(cfg(feature = "tokio-uring")))]
+unsafe impl IoBuf for AlignedBuf {
+    fn stable_ptr(&self) -> *const u8 {
+        self.as_ptr()
+    }
+
+    fn bytes_init(&self) -> usize {
+        self.len()
+    }
+
+    fn bytes_total(&self) -> usize {
+        self.capacity()
+    }
+}
+
+// SAFETY: as above; `set_init` only raises the length, within the capacity, under the
+// caller's guarantee that the bytes up to `init_len` are initialized.
+#[cfg_attr(docsrs, doc(cfg(feature = "tokio-uring")))]
+unsafe impl IoBufMut for AlignedBuf {
+    fn stable_mut_ptr(&mut self) -> *mut u8 {
+        self.as_mut_ptr()
+    }
+
+    unsafe fn set_init(&mut self, init_len: usize) {
+        if self.len() < init_len {
+            // SAFETY: the caller guarantees the bytes up to `init_len` (at most
+            // `bytes_total`, the capacity) are initialized.
+            unsafe { self.set_len(init_len) };
+        }
     }
 }

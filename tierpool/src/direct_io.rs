@@ -1,0 +1,260 @@
+//! What direct I/O on a file needs (Linux): [`direct_io_alignment`].
+
+use std::ffi::CString;
+use std::fmt;
+use std::io;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+
+/// The alignments `O_DIRECT` I/O on a file needs, from [`direct_io_alignment`].
+///
+/// A read or write with `O_DIRECT` needs its buffer's address to be a multiple of
+/// [`memory`](Self::memory), and its file offset and length multiples of
+/// [`offset`](Self::offset); otherwise the kernel refuses it with `EINVAL`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct DirectIoAlignment {
+    /// The alignment of a buffer's address, in bytes.
+    pub memory: usize,
+    /// The alignment of file offsets and lengths, in bytes.
+    pub offset: usize,
+    /// Where the figures came from.
+    pub source: AlignmentSource,
+}
+
+/// Where [`DirectIoAlignment`]'s figures came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum AlignmentSource {
+    /// The kernel's `statx` with `STATX_DIOALIGN` (Linux 6.1 and later, on filesystems that
+    /// report it).
+    Statx,
+    /// The device's logical block size (`/sys/dev/block/<dev>/queue/logical_block_size`), for
+    /// both the address and the offsets: where `statx` does not report them.
+    LogicalBlockSize,
+}
+
+impl DirectIoAlignment {
+    /// The alignment for an [`AlignedPool`](crate::AlignedPool) whose buffers serve this file:
+    /// the larger of the two, so that a buffer's address and its capacity (a whole number of
+    /// blocks) both fit.
+    ///
+    /// ```no_run
+    /// let dio = tierpool::direct_io_alignment("/var/lib/db/data.0")?;
+    /// let pool = tierpool::AlignedPool::new(dio.pool_alignment())?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn pool_alignment(&self) -> usize {
+        self.memory.max(self.offset)
+    }
+}
+
+/// Why [`direct_io_alignment`] could not tell a file's alignment.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum DirectIoError {
+    /// The file's filesystem does not do direct I/O: opening it with `O_DIRECT` failed with
+    /// `EINVAL`, or `statx` reports it has none, or (where `statx` does not say) no block
+    /// device lies behind it. tmpfs is the last case on Linux 6.6 and later, which accept
+    /// `O_DIRECT` there (tmpfs is the page cache itself: there is nothing to bypass).
+    Unsupported {
+        /// The file asked about.
+        path: PathBuf,
+    },
+    /// Not a regular file or a block device (a directory, say): direct I/O applies to files;
+    /// create the file first and ask about it.
+    NotAFile {
+        /// The path asked about.
+        path: PathBuf,
+    },
+    /// The file could not be opened or examined.
+    Io {
+        /// The file asked about.
+        path: PathBuf,
+        /// What the system reported.
+        source: io::Error,
+    },
+}
+
+impl fmt::Display for DirectIoError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DirectIoError::Unsupported { path } => write!(
+                f,
+                "{}: its filesystem does not support direct I/O (O_DIRECT)",
+                path.display()
+            ),
+            DirectIoError::NotAFile { path } => write!(
+                f,
+                "{}: not a regular file or block device, so it has no direct I/O alignment",
+                path.display()
+            ),
+            DirectIoError::Io { path, source } => write!(f, "{}: {source}", path.display()),
+        }
+    }
+}
+
+impl std::error::Error for DirectIoError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            DirectIoError::Io { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}
+
+/// The alignment `O_DIRECT` reads and writes of the file at `path` need (Linux): from
+/// `statx(STATX_DIOALIGN)` where the kernel reports it (6.1 and later), else the device's
+/// logical block size.
+///
+/// The file is opened with `O_DIRECT` first, which is how older kernels tell a filesystem
+/// without direct I/O: they refuse the open. Newer ones accept it on tmpfs, which has no device
+/// behind it; that is reported as unsupported too.
+///
+/// # Errors
+/// [`DirectIoError::Unsupported`] where the filesystem has no direct I/O (tmpfs, overlays,
+/// network filesystems),
+/// [`DirectIoError::NotAFile`] for a directory or another special file, and
+/// [`DirectIoError::Io`] if the file cannot be opened (it does not exist, no permission) or
+/// no alignment can be found.
+///
+/// ```no_run
+/// match tierpool::direct_io_alignment("/dev/shm/file") {
+///     Err(tierpool::DirectIoError::Unsupported { .. }) => {} // tmpfs: buffered I/O only
+///     other => panic!("{other:?}"),
+/// }
+/// ```
+pub fn direct_io_alignment(path: impl AsRef<Path>) -> Result<DirectIoAlignment, DirectIoError> {
+    let path = path.as_ref();
+    let io_err = |source: io::Error| DirectIoError::Io {
+        path: path.to_owned(),
+        source,
+    };
+    let meta = std::fs::metadata(path).map_err(io_err)?;
+    let kind = meta.file_type();
+    use std::os::unix::fs::FileTypeExt;
+    if !kind.is_file() && !kind.is_block_device() {
+        return Err(DirectIoError::NotAFile {
+            path: path.to_owned(),
+        });
+    }
+    match std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECT)
+        .open(path)
+    {
+        Ok(_) => {}
+        Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
+            return Err(DirectIoError::Unsupported {
+                path: path.to_owned(),
+            })
+        }
+        Err(e) => return Err(io_err(e)),
+    }
+    let sx = statx_dio(path).map_err(io_err)?;
+    if sx.stx_mask & libc::STATX_DIOALIGN != 0 {
+        if sx.stx_dio_offset_align == 0 {
+            return Err(DirectIoError::Unsupported {
+                path: path.to_owned(),
+            });
+        }
+        return Ok(DirectIoAlignment {
+            memory: sx.stx_dio_mem_align as usize,
+            offset: sx.stx_dio_offset_align as usize,
+            source: AlignmentSource::Statx,
+        });
+    }
+    let (major, minor) = if kind.is_block_device() {
+        (sx.stx_rdev_major, sx.stx_rdev_minor)
+    } else {
+        (sx.stx_dev_major, sx.stx_dev_minor)
+    };
+    if major == 0 {
+        // An anonymous device: no disk behind the filesystem (tmpfs, which Linux 6.6 and
+        // later lets open with O_DIRECT, but which is the page cache itself; overlays; network
+        // filesystems), so nothing to align to.
+        return Err(DirectIoError::Unsupported {
+            path: path.to_owned(),
+        });
+    }
+    let block = logical_block_size(major, minor).map_err(io_err)?;
+    Ok(DirectIoAlignment {
+        memory: block,
+        offset: block,
+        source: AlignmentSource::LogicalBlockSize,
+    })
+}
+
+/// `statx` of `path` asking for the direct I/O alignment.
+fn statx_dio(path: &Path) -> io::Result<libc::statx> {
+    let c = CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "path contains a NUL byte"))?;
+    let mut sx = std::mem::MaybeUninit::<libc::statx>::zeroed();
+    // SAFETY: `c` is a NUL-terminated path, `sx` is writable memory of `statx`'s size; the
+    // kernel writes the struct or fails.
+    let r = unsafe {
+        libc::statx(
+            libc::AT_FDCWD,
+            c.as_ptr(),
+            0,
+            libc::STATX_BASIC_STATS | libc::STATX_DIOALIGN,
+            sx.as_mut_ptr(),
+        )
+    };
+    if r != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: zeroed, then filled by a successful `statx`: every field is initialized (a
+    // plain C struct of integers).
+    Ok(unsafe { sx.assume_init() })
+}
+
+/// The logical block size of device `major:minor`, from sysfs (a partition's is its disk's).
+fn logical_block_size(major: u32, minor: u32) -> io::Result<usize> {
+    let dev = format!("/sys/dev/block/{major}:{minor}");
+    let read = |p: String| -> io::Result<usize> {
+        let s = std::fs::read_to_string(p)?;
+        s.trim()
+            .parse()
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "unreadable block size"))
+    };
+    read(format!("{dev}/queue/logical_block_size"))
+        .or_else(|_| read(format!("{dev}/../queue/logical_block_size")))
+        .map_err(|e| {
+            io::Error::new(
+                e.kind(),
+                format!("no direct I/O alignment from statx, and {dev}: {e}"),
+            )
+        })
+}
+
+#[cfg(all(test, not(miri)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn directories_and_missing_files_are_clear_errors() {
+        let dir = std::env::temp_dir();
+        assert!(matches!(
+            direct_io_alignment(&dir),
+            Err(DirectIoError::NotAFile { .. })
+        ));
+        let missing = dir.join("tierpool-no-such-file");
+        let err = direct_io_alignment(&missing).unwrap_err();
+        assert!(matches!(&err, DirectIoError::Io { source, .. } if source.kind() == io::ErrorKind::NotFound));
+        assert!(err.to_string().contains("tierpool-no-such-file"));
+    }
+
+    #[test]
+    fn the_logical_block_size_of_a_real_device_is_a_power_of_two() {
+        // The device this test binary lives on, whatever the filesystem.
+        let me = std::env::current_exe().unwrap();
+        let sx = statx_dio(&me).unwrap();
+        match logical_block_size(sx.stx_dev_major, sx.stx_dev_minor) {
+            Ok(b) => assert!(b.is_power_of_two() && b >= 512, "{b}"),
+            // An overlay or a virtual filesystem has no block device behind it.
+            Err(e) => eprintln!("no block device behind the test binary: {e}"),
+        }
+    }
+}
