@@ -147,6 +147,12 @@ fn child(a: &Args) -> Result<(), String> {
             .get(a.shape.unwrap_or(0))
             .ok_or("no such block size")?;
         run_one(&ctx, s, block).ok_or("io_uring refused")?
+    } else if w == Workload::DirectRead {
+        use workloads::direct_read::{run_one, Strategy, SHAPES};
+        let id = a.contender.as_deref().ok_or("--contender needed")?;
+        let s = Strategy::from_id(id).ok_or(format!("unknown direct-read strategy {id}"))?;
+        let shape = *SHAPES.get(a.shape.unwrap_or(0)).ok_or("no such shape")?;
+        run_one(&ctx, s, shape).ok_or("io_uring or direct I/O refused")?
     } else if w == Workload::IdleThreads {
         use workloads::idle_threads::{run_one, thread_counts, Strategy};
         let id = a.contender.as_deref().ok_or("--contender needed")?;
@@ -260,6 +266,16 @@ fn contender_order() -> Vec<String> {
         1,
         workloads::idle_threads::Strategy::TierpoolBackground.label(Allocator::System),
     );
+    order.extend(
+        workloads::file_read::Strategy::ALL
+            .iter()
+            .map(|s| s.label().to_string()),
+    );
+    order.extend(
+        workloads::direct_read::Strategy::ALL
+            .iter()
+            .map(|s| s.label().to_string()),
+    );
     let mut seen = std::collections::HashSet::new();
     order.retain(|name| seen.insert(name.clone()));
     order
@@ -291,6 +307,9 @@ fn descriptions() -> BTreeMap<String, String> {
         );
     }
     for s in workloads::file_read::Strategy::ALL {
+        m.insert(s.label().to_string(), s.description().to_string());
+    }
+    for s in workloads::direct_read::Strategy::ALL {
         m.insert(s.label().to_string(), s.description().to_string());
     }
     for b in workloads::budget::RUNS {
@@ -370,6 +389,36 @@ fn run_workload(w: Workload, quick: bool) -> Result<Output, String> {
             for round in 1..=workloads::streaming::rounds(quick) {
                 progress::status(&format!("file-read round {round}"));
                 for (i, _) in BLOCKS.iter().enumerate() {
+                    for s in Strategy::ALL {
+                        let child = spawn_with(w, Allocator::System, s.id(), Some(i), quick)?;
+                        records.extend(collect(child, s.label())?.records);
+                    }
+                }
+            }
+            let _ = std::fs::remove_file(&path);
+            merge(Output {
+                records: workloads::streaming::merge_rounds(records),
+                timelines: vec![],
+            });
+        }
+        Workload::DirectRead => {
+            use workloads::direct_read::{self as dr, Strategy, SHAPES};
+            let path = dr::file_path(quick);
+            progress::status(&format!(
+                "direct-read: writing the {} MiB file",
+                dr::file_size(quick) >> 20
+            ));
+            dr::make_file(&path, dr::file_size(quick))?;
+            let mut records = Vec::new();
+            // One process per strategy and shape (peak RSS and CPU time are per process), in
+            // interleaved rounds.
+            let rounds = dr::rounds(quick);
+            for round in 1..=rounds {
+                for (i, &shape) in SHAPES.iter().enumerate() {
+                    progress::status(&format!(
+                        "direct-read round {round}/{rounds}: {}",
+                        dr::param(shape)
+                    ));
                     for s in Strategy::ALL {
                         let child = spawn_with(w, Allocator::System, s.id(), Some(i), quick)?;
                         records.extend(collect(child, s.label())?.records);
@@ -540,6 +589,21 @@ fn real_main(args: Args) -> Result<(), String> {
         eprintln!("io_uring refused by this kernel: the file-read workload is skipped");
         args.workloads.retain(|&w| w != Workload::FileRead);
     }
+    if args.workloads.contains(&Workload::DirectRead) {
+        let path = workloads::direct_read::file_path(args.quick);
+        let probe = std::fs::write(&path, b"")
+            .map_err(|e| e.to_string())
+            .and_then(|()| workloads::direct_read::alignment(&path));
+        let _ = std::fs::remove_file(&path);
+        if let Err(e) = probe.and_then(|_| {
+            workloads::file_read::io_uring_available()
+                .then_some(())
+                .ok_or_else(|| "io_uring refused by this kernel".to_string())
+        }) {
+            eprintln!("{e}: the direct-read workload is skipped");
+            args.workloads.retain(|&w| w != Workload::DirectRead);
+        }
+    }
     let started = Instant::now();
     let mut all = Output::default();
     progress::start(&args.workloads);
@@ -574,6 +638,7 @@ fn real_main(args: Args) -> Result<(), String> {
             Workload::Streaming => Strategy::NoPool.label(),
             Workload::Budget => unbounded.as_str(),
             Workload::FileRead => workloads::file_read::Strategy::FreshVec.label(),
+            Workload::DirectRead => workloads::direct_read::Strategy::Fresh.label(),
             _ => "Vec (glibc)",
         };
         md.push_str(&format!(
@@ -599,6 +664,23 @@ fn real_main(args: Args) -> Result<(), String> {
                     ("p99 ms", "p99 read_frame (ms)"),
                     ("MB/s", "throughput (MB/s)"),
                 ],
+            )
+        } else if wl == Workload::DirectRead {
+            // The disk bounds MB/s: the chart shows what each buffer costs in CPU time.
+            let cpu: Vec<report::Record> = rows
+                .iter()
+                .filter_map(|r| {
+                    let mut c = (*r).clone();
+                    c.median = *r.extra.get("CPU us/MiB")?;
+                    c.metric = "CPU us per MiB (user + system)".into();
+                    Some(c)
+                })
+                .collect();
+            chart::by_param(
+                &path,
+                "direct-read: CPU time per MiB of O_DIRECT reads and writes, by buffer",
+                &cpu.iter().collect::<Vec<_>>(),
+                &order,
             )
         } else {
             chart::by_param(&path, &title, &rows, &order)

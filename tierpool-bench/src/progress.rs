@@ -39,6 +39,7 @@ fn weight(w: Workload) -> u64 {
         Workload::Budget => 15,
         Workload::FileRead => 15,
         Workload::IdleThreads => 35,
+        Workload::DirectRead => 60,
     }
 }
 

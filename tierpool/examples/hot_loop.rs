@@ -12,7 +12,9 @@
 //! count the other two ways to get a buffer; `HOT_LOOP=budget` runs `counted_loop` on a pool
 //! with a 64 MiB budget on bytes in use (`Builder::max_in_use_bytes`); built with
 //! `--features holders`, `HOT_LOOP=holders128` (or any N) on a pool that tracks one get in N
-//! (`Builder::track_holders`), `holders0` on one built with the feature that tracks none. The report's
+//! (`Builder::track_holders`), `holders0` on one built with the feature that tracks none;
+//! `HOT_LOOP=aligned` (with `--toggle-collect='*counted_aligned*'`) gets 4 KiB-aligned buffers
+//! from an `AlignedPool` (the same loop, through an `AlignedBuf`). The report's
 //! `instructions` workload does the same for every contender
 //! (`cargo run --release -p tierpool-bench -- --workload instructions`).
 //!
@@ -63,6 +65,23 @@ fn counted_zeroed(pool: &tierpool::BufferPool, n: usize, iters: usize) {
     }
 }
 
+/// The same with an `AlignedPool`'s buffers (`--toggle-collect='*counted_aligned*'`).
+#[inline(never)]
+fn counted_aligned(pool: &tierpool::AlignedPool, n: usize, iters: usize) {
+    for _ in 0..iters {
+        let mut buf = pool.get(black_box(n));
+        assert!(buf.capacity() >= n, "buffer smaller than asked");
+        let p = buf.as_mut_ptr();
+        // SAFETY: the buffer has `capacity() >= n` bytes at `p`.
+        unsafe {
+            p.write(1);
+            p.add(n - 1).write(2);
+        }
+        black_box(p);
+        drop(buf);
+    }
+}
+
 /// The warm-up, not collected.
 #[inline(never)]
 fn warm_up(pool: &tierpool::BufferPool, n: usize, iters: usize) {
@@ -89,6 +108,18 @@ fn main() {
         }
         _ => builder,
     };
+    if mode == "aligned" {
+        let pool = builder.build_aligned(4096).expect("valid configuration");
+        counted_aligned(&pool, n, 1000); // warm-up
+        let start = Instant::now();
+        counted_aligned(&pool, n, iters);
+        println!(
+            "{:.2} ns per aligned get+drop of {n} bytes ({} hits)",
+            start.elapsed().as_nanos() as f64 / iters as f64,
+            pool.stats().hits
+        );
+        return;
+    }
     let pool = builder.build().expect("valid configuration");
     warm_up(&pool, n, 1000);
     let start = Instant::now();

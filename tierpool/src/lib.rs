@@ -207,6 +207,54 @@
 //! # }
 //! ```
 //!
+//! # Direct I/O: [`AlignedPool`]
+//!
+//! Reads and writes that bypass the page cache (`O_DIRECT`) need buffers whose address, and
+//! whose length and file offset, are multiples of the device's alignment (512 B or 4 KiB). A
+//! `Vec<u8>` cannot promise one, so an [`AlignedPool`] hands out [`AlignedBuf`]s: their start
+//! and capacity are multiples of the pool's alignment (a power of two up to
+//! [`MAX_ALIGNMENT`]), from the same machinery as a [`BufferPool`] (thread caches, depot, cap,
+//! decay, budget, stats, thread exit). [`direct_io_alignment`] (Linux) tells what a file needs,
+//! from `statx` (`STATX_DIOALIGN`) or the device's logical block size, and refuses a
+//! filesystem without direct I/O (tmpfs) with [`DirectIoError::Unsupported`].
+//!
+//! ```no_run
+//! # #[cfg(target_os = "linux")]
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! use std::os::unix::fs::{FileExt, OpenOptionsExt};
+//!
+//! let path = "/var/lib/app/blocks.dat";
+//! let align = tierpool::direct_io_alignment(path)?.pool_alignment();
+//! let pool = tierpool::AlignedPool::new(align.max(4096))?;
+//! let file = std::fs::OpenOptions::new()
+//!     .read(true)
+//!     .custom_flags(libc::O_DIRECT)
+//!     .open(path)?;
+//! let mut block = pool.get_zeroed(64 << 10); // 64 KiB, 4 KiB-aligned, len 64 KiB
+//! file.read_exact_at(&mut block, 0)?; // an offset that is a multiple of the alignment
+//! let shared = block.into_shared(); // views start at the aligned address
+//! # drop(shared); Ok(()) }
+//! # #[cfg(not(target_os = "linux"))] fn main() {}
+//! ```
+//!
+//! With compio, tokio-uring or monoio (the features), an `AlignedBuf` goes into `read_at` and
+//! `write_at` as a `PooledBuf` does; a read fills it from `len()` to its capacity, so an empty
+//! buffer reads whole blocks. The kernel's refusal of an offset or length that is not a
+//! multiple of the alignment (`EINVAL`) comes back as the operation's error, with the buffer
+//! and its contents intact.
+//!
+//! What it costs: an aligned buffer is a pooled `Vec<u8>` of its tier's size plus the
+//! alignment, and an `AlignedBuf` is a window into it that starts at the first aligned
+//! address. So every place that frees a buffer frees it with the layout it was allocated with,
+//! and the pool's fast path is the one a `BufferPool` takes, plus computing the window (see
+//! BENCHMARKS.md, *direct-read*); the price is `align` bytes of address space per buffer
+//! (counted in the pool's figures; slack pages never written cost no memory). An `AlignedBuf`
+//! cannot grow: appending past its capacity panics ([`std::io::Write`] writes what fits), as
+//! it would otherwise lose its alignment. [`AlignedBuf::into_shared`] gives [`PooledBytes`]
+//! views that start at the buffer's aligned start; a slice starting `k` bytes in is aligned as
+//! far as `k` is. Registered buffers (io_uring's `IORING_REGISTER_BUFFERS`) are not offered:
+//! see the note on issue 17 in BENCHMARKS.md.
+//!
 //! # How it works
 //!
 //! ```text

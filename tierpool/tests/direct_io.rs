@@ -277,3 +277,47 @@ fn monoio_reads_a_direct_file_into_aligned_buffers() {
     assert_eq!(s.gets, s.returned, "{s}");
     std::fs::remove_file(&path).unwrap();
 }
+
+/// Aligned pooled buffers as io_uring registered buffers (`IORING_REGISTER_BUFFERS`) through
+/// tokio-uring's `FixedBufRegistry`: `read_fixed_at` fills them with `O_DIRECT`, and once the
+/// registration is revoked and the registry dropped they return to the pool.
+#[cfg(feature = "tokio-uring")]
+#[test]
+fn aligned_buffers_serve_as_a_tokio_uring_registered_set() {
+    use tokio_uring::buf::fixed::FixedBufRegistry;
+    let path = dio_path("fixed");
+    let Some(a) = dio_file(&path) else { return };
+    let pool = AlignedPool::new(a.pool_alignment().max(4096)).unwrap();
+    let (block, count) = (64 << 10, 4);
+    write_pattern_direct(&path, &pool, 1 << 20, block);
+    let rt = match tokio_uring::Runtime::new(&tokio_uring::builder()) {
+        Ok(rt) => rt,
+        Err(e) => return io_uring_refused(e),
+    };
+    let before = pool.stats().returned;
+    rt.block_on(async {
+        let registry = FixedBufRegistry::new((0..count).map(|_| pool.get(block)));
+        registry.register().unwrap();
+        let file = tokio_uring::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_DIRECT)
+            .open(&path)
+            .await
+            .unwrap();
+        for k in 0..16usize {
+            let buf = registry.check_out(k % count).expect("checked in again");
+            let (n, buf) = file.read_fixed_at(buf, (k * block) as u64).await;
+            assert_eq!(n.unwrap(), block);
+            assert_eq!(buf.as_ptr() as usize % 4096, 0);
+            assert!(buf.iter().enumerate().all(|(i, &b)| b == pattern(k * block + i)));
+        }
+        file.close().await.unwrap();
+        registry.unregister().unwrap();
+        assert_eq!(pool.stats().returned, before, "registered: held by the registry");
+    });
+    drop(rt);
+    let s = pool.stats();
+    assert_eq!(s.returned, before + count as u64, "back once unregistered: {s}");
+    assert_eq!(s.gets, s.returned, "{s}");
+    std::fs::remove_file(&path).unwrap();
+}

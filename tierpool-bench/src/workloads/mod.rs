@@ -7,6 +7,7 @@
 pub mod budget;
 pub mod burst;
 pub mod cross_thread;
+pub mod direct_read;
 pub mod file_read;
 pub mod get_put;
 pub mod idle_threads;
@@ -51,11 +52,13 @@ pub enum Workload {
     FileRead,
     /// Threads that used the pool and went idle: does their memory come back?
     IdleThreads,
+    /// `O_DIRECT` block reads and writes of a 1 GiB file into aligned buffers.
+    DirectRead,
 }
 
 impl Workload {
     /// Every workload, in report order: the one list.
-    pub const ALL: [Workload; 11] = [
+    pub const ALL: [Workload; 12] = [
         Workload::Lookup,
         Workload::GetPut,
         Workload::Instructions,
@@ -67,6 +70,7 @@ impl Workload {
         Workload::Budget,
         Workload::FileRead,
         Workload::IdleThreads,
+        Workload::DirectRead,
     ];
 
     /// The name on the command line, in the JSON and in the report.
@@ -83,6 +87,7 @@ impl Workload {
             Workload::Budget => "budget",
             Workload::FileRead => "file-read",
             Workload::IdleThreads => "idle-threads",
+            Workload::DirectRead => "direct-read",
         }
     }
 
@@ -103,6 +108,7 @@ impl Workload {
             Workload::Streaming => "Seed 003 (gRPC-Go shared receive buffers): a loopback streaming server and client on 2 tokio workers, one connection; each stream sends a request and awaits a response of the same size; one receive-buffer strategy per process; per round trip, with QPS, latency and peak RSS.",
             Workload::Budget => "Memory under a flood (issue 10): 128 loopback TCP connections each send 8 frames of 1 MiB as fast as they can; a reader task per connection reads them with tierpool's FrameReader from one shared pool and queues them (unbounded) for one handler thread, which processes them more slowly than they arrive (8 checksum passes); once with no budget and once with max_in_use_bytes(64 MiB) (the reader then waits for room before reading a payload), each in its own process, 3 interleaved rounds; per frame, with throughput, p99 read_frame time (waiting included), peak RSS and, under the budget, its peak and waits.",
             Workload::FileRead => "Seed 002 (goleveldb block reads): a 256 MiB file in the page cache read start to end in 64 KiB or 1 MiB blocks with compio's read_at on io_uring, each block into a tierpool buffer, a fresh Vec, or one reused Vec (the floor); one process per strategy and block size, 5 timed passes after a warm-up; per read, with MB/s, allocations and minor page faults per read, peak RSS.",
+            Workload::DirectRead => "Issue 17 (direct I/O, seed 002's block reads): a 1 GiB file on the disk (ext4) read, then written, with O_DIRECT in 64 KiB or 1 MiB blocks through compio's read_at / write_at on io_uring, one block in flight, each block in a 4 KiB-aligned buffer: a tierpool AlignedPool buffer, a fresh std::alloc aligned allocation, or one reused aligned buffer (the floor); one process per strategy, operation and block size, 3 interleaved rounds, each timing the file in 64 MiB stretches after a warm-up stretch; per block, with MB/s, CPU time per MiB (user + system from getrusage, the median stretch: the disk bounds MB/s on this VM, CPU time shows what the buffer costs), allocations and minor page faults per block, peak RSS.",
             Workload::Threads => "All threads get/put 4 KiB at once on this 2-core machine (oversubscribed above 2); wall time per operation of all threads together.",
             Workload::IdleThreads => "Idle threads (issue 16): T threads each take, fill and return two buffers each of 4 KiB, 64 KiB, 256 KiB, 1 MiB and 8 MiB, then park for good; the main thread goes on with one 4 KiB get/put per ms. Process RSS (and, in the extra columns, how far above the baseline, and the pool's retained bytes against its 64 MiB cap) when all are idle, 2 and 10 decay intervals (100 ms each) later, and for tierpool right after trim(); one process per strategy, allocator and T. tierpool ticks when the main thread's cache looks at the clock (every 256 returns to a tier: here every 256 ms), or, with background_trim, every interval.",
         }
@@ -177,6 +183,17 @@ pub fn run(w: Workload, ctx: &Ctx, kinds: &[Kind]) -> Output {
             for block in file_read::BLOCKS {
                 for s in file_read::Strategy::ALL {
                     if let Some(o) = file_read::run_one(ctx, s, block) {
+                        out.records.extend(o.records);
+                    }
+                }
+            }
+            out
+        }
+        Workload::DirectRead => {
+            let mut out = Output::default();
+            for shape in direct_read::SHAPES {
+                for s in direct_read::Strategy::ALL {
+                    if let Some(o) = direct_read::run_one(ctx, s, shape) {
                         out.records.extend(o.records);
                     }
                 }

@@ -1,0 +1,402 @@
+//! `direct-read` (seed 002's block reads, issue 17): a 1 GiB file on a filesystem with direct
+//! I/O, read and written with `O_DIRECT` in 64 KiB or 1 MiB blocks through compio (io_uring),
+//! each block in a buffer from one of three strategies: a pooled aligned buffer
+//! ([`tierpool::AlignedPool`]), a fresh aligned allocation per block (`std::alloc` with the
+//! layout, what projects without a pool write), or one aligned buffer reused for every block
+//! (the floor). One process per strategy, operation and block size (peak RSS and CPU time are
+//! per process); per block, with MB/s, CPU time per MiB (user + system, `getrusage`: the disk
+//! may bound MB/s, CPU time shows what the buffer strategy costs), allocations and minor page
+//! faults per block.
+
+use std::alloc::Layout;
+use std::collections::BTreeMap;
+use std::mem::MaybeUninit;
+use std::path::{Path, PathBuf};
+use std::ptr::NonNull;
+use std::time::{Duration, Instant};
+
+use compio::buf::{BufResult, IoBuf, IoBufMut, SetLen};
+use compio::io::{AsyncReadAt, AsyncWriteAt};
+use tierpool::AlignedPool;
+
+use super::{size_label, Ctx};
+use crate::alloc::{self, minor_faults, peak_rss_bytes};
+use crate::report::{Output, Record};
+
+/// How each block gets its buffer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Strategy {
+    /// `pool.get(block)` from an `AlignedPool`, dropped after the block.
+    Pooled,
+    /// `std::alloc::alloc` with the aligned layout per block, freed after it.
+    Fresh,
+    /// One aligned allocation for every block.
+    Reused,
+}
+
+impl Strategy {
+    /// Every strategy, in report order.
+    pub const ALL: [Strategy; 3] = [Strategy::Pooled, Strategy::Fresh, Strategy::Reused];
+
+    /// `--contender` id.
+    pub fn id(self) -> &'static str {
+        match self {
+            Strategy::Pooled => "pooled",
+            Strategy::Fresh => "fresh",
+            Strategy::Reused => "reused",
+        }
+    }
+
+    /// Parses [`Strategy::id`].
+    pub fn from_id(id: &str) -> Option<Strategy> {
+        Strategy::ALL.into_iter().find(|s| s.id() == id)
+    }
+
+    /// The report label.
+    pub fn label(self) -> &'static str {
+        match self {
+            Strategy::Pooled => "tierpool AlignedPool (O_DIRECT)",
+            Strategy::Fresh => "aligned alloc per block (O_DIRECT)",
+            Strategy::Reused => "one reused aligned buffer (O_DIRECT)",
+        }
+    }
+
+    /// For the contender table.
+    pub fn description(self) -> &'static str {
+        match self {
+            Strategy::Pooled => "direct-read workload: AlignedPool::new(4096), pool.get(block) per block (its tier is exactly the block), read_at / write_at with O_DIRECT through compio's io_uring driver, dropped after the block",
+            Strategy::Fresh => "direct-read workload: std::alloc::alloc(Layout::from_size_align(block, 4096)) per block, read_at / write_at with O_DIRECT through compio's io_uring driver, freed after the block",
+            Strategy::Reused => "direct-read workload: one std::alloc aligned allocation moved into every read_at / write_at and back (compio returns it with the result): the floor",
+        }
+    }
+}
+
+/// Read or write.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Op {
+    /// `read_at` each block, first and last byte checked.
+    Read,
+    /// Fill each block (memset per 64 KiB of the pattern), `write_at` it.
+    Write,
+}
+
+/// The runs of one strategy: every operation and block size, in report order.
+pub const SHAPES: [(Op, usize); 4] = [
+    (Op::Read, 64 << 10),
+    (Op::Read, 1 << 20),
+    (Op::Write, 64 << 10),
+    (Op::Write, 1 << 20),
+];
+
+/// The report's parameter for a shape.
+pub fn param((op, block): (Op, usize)) -> String {
+    let op = match op {
+        Op::Read => "read",
+        Op::Write => "write",
+    };
+    format!("{op}, {} blocks", size_label(block))
+}
+
+/// Every buffer's alignment: 4 KiB, which every device's direct I/O accepts (the file's own,
+/// from `direct_io_alignment`, is used if larger).
+pub const ALIGN: usize = 4096;
+
+/// The file's size.
+pub fn file_size(quick: bool) -> usize {
+    if quick {
+        32 << 20
+    } else {
+        1 << 30
+    }
+}
+
+/// Where the file lives: in the workspace's `target` directory, on the disk (a temporary
+/// directory may be a tmpfs, which has no direct I/O).
+pub fn file_path(quick: bool) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!(
+        "../target/tierpool-direct-read-{}MiB.bin",
+        file_size(quick) >> 20
+    ))
+}
+
+/// Interleaved rounds: one process per strategy and shape in each.
+pub fn rounds(quick: bool) -> usize {
+    if quick {
+        1
+    } else {
+        3
+    }
+}
+
+/// The pattern's byte for file offset `pos`: one value per 64 KiB, so that a block of either
+/// size is checked by its first and last byte and filled with one `memset` per 64 KiB.
+fn byte_at(pos: usize) -> u8 {
+    ((pos >> 16) as u8).wrapping_mul(31).wrapping_add(7)
+}
+
+/// The alignment the workload uses for `path`, or why direct I/O is refused there.
+pub fn alignment(path: &Path) -> Result<usize, String> {
+    tierpool::direct_io_alignment(path)
+        .map(|a| a.pool_alignment().max(ALIGN))
+        .map_err(|e| e.to_string())
+}
+
+/// An aligned heap allocation: what a project without a pool allocates per block.
+struct AlignedAlloc {
+    ptr: NonNull<u8>,
+    len: usize,
+    layout: Layout,
+}
+
+impl AlignedAlloc {
+    fn new(size: usize, align: usize) -> Self {
+        let layout = Layout::from_size_align(size, align).expect("a valid layout");
+        // SAFETY: `size` is non-zero (a block).
+        let ptr = unsafe { std::alloc::alloc(layout) };
+        let ptr = NonNull::new(ptr).unwrap_or_else(|| std::alloc::handle_alloc_error(layout));
+        AlignedAlloc {
+            ptr,
+            len: 0,
+            layout,
+        }
+    }
+}
+
+impl Drop for AlignedAlloc {
+    fn drop(&mut self) {
+        // SAFETY: allocated in `new` with this layout, freed once.
+        unsafe { std::alloc::dealloc(self.ptr.as_ptr(), self.layout) }
+    }
+}
+
+impl IoBuf for AlignedAlloc {
+    fn as_init(&self) -> &[u8] {
+        // SAFETY: the first `len` bytes were written (by `fill` or a read, `set_len`).
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+impl SetLen for AlignedAlloc {
+    unsafe fn set_len(&mut self, len: usize) {
+        self.len = len;
+    }
+}
+
+impl IoBufMut for AlignedAlloc {
+    fn as_uninit(&mut self) -> &mut [MaybeUninit<u8>] {
+        // SAFETY: the whole allocation, as possibly uninitialized bytes.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr().cast(), self.layout.size()) }
+    }
+}
+
+/// Fills `block` bytes for file offset `pos` with the pattern through `spare` (the buffer's
+/// whole capacity, from its start).
+fn fill(spare: &mut [MaybeUninit<u8>], pos: usize, block: usize) {
+    for (k, seg) in spare[..block].chunks_mut(64 << 10).enumerate() {
+        seg.fill(MaybeUninit::new(byte_at(pos + (k << 16))));
+    }
+}
+
+/// Checks a block read at `pos`: its first and last byte.
+fn check(buf: &[u8], pos: usize, block: usize) {
+    assert_eq!(buf.len(), block, "a short read at {pos}");
+    assert_eq!(buf[0], byte_at(pos), "first byte at {pos}");
+    assert_eq!(buf[block - 1], byte_at(pos + block - 1), "last byte at {pos}");
+}
+
+/// Makes the file: `size` bytes of the pattern, written with `O_DIRECT` from a pooled block.
+pub fn make_file(path: &Path, size: usize) -> Result<(), String> {
+    use std::os::unix::fs::{FileExt, OpenOptionsExt};
+    let err = |e: std::io::Error| format!("{}: {e}", path.display());
+    std::fs::write(path, b"").map_err(err)?;
+    let align = alignment(path)?;
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .custom_flags(libc::O_DIRECT)
+        .open(path)
+        .map_err(err)?;
+    let pool = AlignedPool::new(align).map_err(|e| e.to_string())?;
+    let block = 1 << 20;
+    for pos in (0..size).step_by(block) {
+        let mut buf = pool.get(block);
+        for k in 0..block >> 16 {
+            buf.resize((k + 1) << 16, byte_at(pos + (k << 16)));
+        }
+        file.write_all_at(&buf, pos as u64).map_err(err)?;
+    }
+    file.sync_all().map_err(err)
+}
+
+/// CPU time of this process so far (user + system), from `getrusage`.
+fn cpu_time() -> Duration {
+    // SAFETY: `getrusage` writes the struct it is given; zeroed is a valid `rusage`.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: a valid pointer to a `rusage`.
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
+    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    tv(ru.ru_utime) + tv(ru.ru_stime)
+}
+
+/// One block at `pos` with `strategy`.
+async fn one_block(
+    file: &mut compio::fs::File,
+    (op, block): (Op, usize),
+    pos: usize,
+    strategy: Strategy,
+    pool: &AlignedPool,
+    reused: &mut Option<AlignedAlloc>,
+) {
+    let at = pos as u64;
+    match (strategy, op) {
+        (Strategy::Pooled, Op::Read) => {
+            let BufResult(r, buf) = file.read_at(pool.get(block), at).await;
+            r.expect("read");
+            check(&buf, pos, block);
+        }
+        (Strategy::Pooled, Op::Write) => {
+            let mut buf = pool.get(block);
+            fill(IoBufMut::as_uninit(&mut buf), pos, block);
+            // SAFETY: `fill` wrote the first `block` bytes.
+            unsafe { buf.set_len(block) };
+            let BufResult(r, _) = file.write_at(buf, at).await;
+            assert_eq!(r.expect("write"), block);
+        }
+        (Strategy::Fresh, Op::Read) => {
+            let BufResult(r, buf) = file.read_at(AlignedAlloc::new(block, pool.alignment()), at).await;
+            r.expect("read");
+            check(buf.as_init(), pos, block);
+        }
+        (Strategy::Fresh, Op::Write) => {
+            let mut buf = AlignedAlloc::new(block, pool.alignment());
+            fill(buf.as_uninit(), pos, block);
+            buf.len = block;
+            let BufResult(r, _) = file.write_at(buf, at).await;
+            assert_eq!(r.expect("write"), block);
+        }
+        (Strategy::Reused, op) => {
+            let mut buf = reused.take().expect("the reused buffer");
+            let buf = match op {
+                Op::Read => {
+                    buf.len = 0;
+                    let BufResult(r, buf) = file.read_at(buf, at).await;
+                    r.expect("read");
+                    check(buf.as_init(), pos, block);
+                    buf
+                }
+                Op::Write => {
+                    fill(buf.as_uninit(), pos, block);
+                    buf.len = block;
+                    let BufResult(r, buf) = file.write_at(buf, at).await;
+                    assert_eq!(r.expect("write"), block);
+                    buf
+                }
+            };
+            *reused = Some(buf);
+        }
+    }
+}
+
+/// Bytes per timed sample: the file is timed in 64 MiB stretches (one in `--quick`'s 32 MiB
+/// file: 8 MiB).
+fn stretch(quick: bool) -> usize {
+    if quick {
+        8 << 20
+    } else {
+        64 << 20
+    }
+}
+
+/// Runs one strategy and shape in this process. `None` if io_uring or direct I/O is refused.
+pub fn run_one(ctx: &Ctx, strategy: Strategy, shape: (Op, usize)) -> Option<Output> {
+    let (_, block) = shape;
+    let rt = match compio::runtime::Runtime::new() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("  direct-read: io_uring refused ({e}): skipped");
+            return None;
+        }
+    };
+    let size = file_size(ctx.quick);
+    let path = file_path(ctx.quick);
+    let align = match alignment(&path) {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("  direct-read: {e}: skipped");
+            return None;
+        }
+    };
+    let pool = AlignedPool::new(align).expect("a valid alignment");
+    let mut reused = Some(AlignedAlloc::new(block, align));
+    let stretch = stretch(ctx.quick);
+    let (times, blocks, faults, cpu, counted) = rt.block_on(async {
+        let mut o = compio::fs::OpenOptions::new();
+        o.read(true).write(true).custom_flags(libc::O_DIRECT);
+        let mut file = o.open(&path).await.expect("the workload's file");
+        // Warm-up: one stretch (the pool's buffers, the runtime's rings).
+        for pos in (0..stretch).step_by(block) {
+            one_block(&mut file, shape, pos, strategy, &pool, &mut reused).await;
+        }
+        let (mut times, mut cpu) = (Vec::new(), Vec::new());
+        let faults0 = minor_faults();
+        let before = alloc::counted();
+        alloc::set_counting(true);
+        for start in (0..size).step_by(stretch) {
+            let (t, c) = (Instant::now(), cpu_time());
+            for pos in (start..start + stretch).step_by(block) {
+                one_block(&mut file, shape, pos, strategy, &pool, &mut reused).await;
+            }
+            times.push(t.elapsed());
+            cpu.push(cpu_time() - c);
+        }
+        alloc::set_counting(false);
+        let after = alloc::counted();
+        (
+            times,
+            size / block,
+            minor_faults() - faults0,
+            cpu,
+            (after.allocs - before.allocs, after.bytes - before.bytes),
+        )
+    });
+    let per_stretch = (stretch / block) as f64;
+    let ns: Vec<f64> = times
+        .iter()
+        .map(|t| t.as_nanos() as f64 / per_stretch)
+        .collect();
+    let s = crate::measure::Summary::of(ns);
+    // CPU time per MiB: the median stretch (a VM's hiccup lands in one stretch, not all).
+    let mib = stretch as f64 / (1 << 20) as f64;
+    let cpu = crate::measure::Summary::of(
+        cpu.iter()
+            .map(|c| c.as_nanos() as f64 / 1e3 / mib)
+            .collect(),
+    );
+    let mut extra = BTreeMap::new();
+    extra.insert("MB/s".to_string(), block as f64 / s.median * 1e3);
+    extra.insert("CPU us/MiB".to_string(), cpu.median);
+    extra.insert(
+        "page faults/block".to_string(),
+        faults as f64 / blocks as f64,
+    );
+    extra.insert(
+        "peak RSS MiB".to_string(),
+        peak_rss_bytes() as f64 / (1 << 20) as f64,
+    );
+    Some(Output {
+        records: vec![Record {
+            workload: "direct-read".into(),
+            contender: strategy.label().into(),
+            allocator: ctx.alloc.name().into(),
+            param: param(shape),
+            metric: "ns/block".into(),
+            median: s.median,
+            min: s.min,
+            max: s.max,
+            samples: times.len(),
+            allocs_per_op: Some(counted.0 as f64 / blocks as f64),
+            bytes_per_op: Some(counted.1 as f64 / blocks as f64),
+            extra,
+        }],
+        timelines: vec![],
+    })
+}
