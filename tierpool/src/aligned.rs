@@ -37,7 +37,7 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use crate::error::{AllocError, ConfigError};
-use crate::{Acquire, Builder, BufferPool, PooledBuf, PooledBytes, Stats};
+use crate::{Acquire, BufferPool, Builder, PooledBuf, PooledBytes, Stats};
 
 /// The largest alignment an [`AlignedPool`] takes: 2 MiB (a huge page).
 pub const MAX_ALIGNMENT: usize = 2 << 20;
@@ -339,7 +339,10 @@ fn asked(e: AllocError, n: usize) -> AllocError {
 #[inline(never)]
 #[track_caller]
 fn capacity_overflow(n: usize) -> ! {
-    panic!("tierpool: {}", AllocError::CapacityOverflow { requested: n })
+    panic!(
+        "tierpool: {}",
+        AllocError::CapacityOverflow { requested: n }
+    )
 }
 
 /// The future returned by [`AlignedPool::acquire`].
@@ -592,7 +595,10 @@ impl AlignedBuf {
     #[must_use = "the buffer goes back to the pool if the view is dropped"]
     pub fn into_shared(self) -> PooledBytes {
         let AlignedBuf {
-            mut buf, start, len, ..
+            mut buf,
+            start,
+            len,
+            ..
         } = self;
         let base = buf.as_mut_ptr();
         // SAFETY: `start` was made as `base + off` with `off < align`, in the same allocation.
@@ -694,7 +700,7 @@ mod tests {
         };
         for &align in aligns {
             let pool = Builder::new()
-                .power_of_two_tiers(align.max(64), 16 << 10)
+                .power_of_two_tiers(align.max(64), align.max(16 << 10))
                 .max_retained_bytes(1 << 20)
                 .build_aligned(align)
                 .unwrap();
@@ -719,7 +725,11 @@ mod tests {
         b.extend_from_slice(&[1; 100]);
         drop(b);
         let b = pool.get(8000);
-        assert_eq!(b.as_ptr(), addr, "the same buffer, from this thread's cache");
+        assert_eq!(
+            b.as_ptr(),
+            addr,
+            "the same buffer, from this thread's cache"
+        );
         assert!(b.is_empty());
         assert_eq!(pool.stats().hits, 1);
     }

@@ -183,7 +183,10 @@ mod tests {
         assert_eq!(b.remaining_mut(), 0);
         assert_eq!(b.len(), 512);
         let over = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| b.put_u8(0)));
-        assert!(over.is_err(), "BufMut panics past remaining_mut, as its contract says");
+        assert!(
+            over.is_err(),
+            "BufMut panics past remaining_mut, as its contract says"
+        );
         let frozen = b.freeze();
         assert_eq!(frozen.as_ptr() as usize % 512, 0);
         assert_eq!(&frozen[..4], &[0, 0, 0, 7]);

@@ -242,7 +242,9 @@ mod tests {
         ));
         let missing = dir.join("tierpool-no-such-file");
         let err = direct_io_alignment(&missing).unwrap_err();
-        assert!(matches!(&err, DirectIoError::Io { source, .. } if source.kind() == io::ErrorKind::NotFound));
+        assert!(
+            matches!(&err, DirectIoError::Io { source, .. } if source.kind() == io::ErrorKind::NotFound)
+        );
         assert!(err.to_string().contains("tierpool-no-such-file"));
     }
 

@@ -34,14 +34,14 @@ fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
         3 => prop_oneof![0..5000usize, Just(0usize), Just(512usize), Just(4096usize), Just(4097usize)]
             .prop_map(Op::Get),
-        3 => (i.clone(), bytes()).prop_map(|(i, b)| Op::Extend(i, b)),
-        2 => (i.clone(), bytes()).prop_map(|(i, b)| Op::Write(i, b)),
-        1 => (i.clone(), 0..5000usize, any::<u8>()).prop_map(|(i, n, v)| Op::Resize(i, n, v)),
-        1 => (i.clone(), 0..5000usize).prop_map(|(i, n)| Op::Truncate(i, n)),
-        1 => i.clone().prop_map(Op::Clear),
-        1 => (i.clone(), 0..5000usize, any::<u8>()).prop_map(|(i, n, v)| Op::Fill(i, n, v)),
-        1 => (i.clone(), any::<usize>(), any::<u8>()).prop_map(|(i, k, v)| Op::Poke(i, k, v)),
-        1 => (i.clone(), any::<usize>()).prop_map(|(i, k)| Op::Share(i, k)),
+        3 => (i, bytes()).prop_map(|(i, b)| Op::Extend(i, b)),
+        2 => (i, bytes()).prop_map(|(i, b)| Op::Write(i, b)),
+        1 => (i, 0..5000usize, any::<u8>()).prop_map(|(i, n, v)| Op::Resize(i, n, v)),
+        1 => (i, 0..5000usize).prop_map(|(i, n)| Op::Truncate(i, n)),
+        1 => i.prop_map(Op::Clear),
+        1 => (i, 0..5000usize, any::<u8>()).prop_map(|(i, n, v)| Op::Fill(i, n, v)),
+        1 => (i, any::<usize>(), any::<u8>()).prop_map(|(i, k, v)| Op::Poke(i, k, v)),
+        1 => (i, any::<usize>()).prop_map(|(i, k)| Op::Share(i, k)),
         2 => i.prop_map(Op::Drop),
     ]
 }
@@ -83,7 +83,9 @@ fn run(align: usize, ops: Vec<Op>) {
                 });
             }
             Op::Extend(i, b) => {
-                let Some(i) = pick(i, live.len()) else { continue };
+                let Some(i) = pick(i, live.len()) else {
+                    continue;
+                };
                 let l = &mut live[i];
                 if b.len() <= l.cap - l.model.len() {
                     l.buf.extend_from_slice(&b);
@@ -96,31 +98,41 @@ fn run(align: usize, ops: Vec<Op>) {
                 }
             }
             Op::Write(i, b) => {
-                let Some(i) = pick(i, live.len()) else { continue };
+                let Some(i) = pick(i, live.len()) else {
+                    continue;
+                };
                 let l = &mut live[i];
                 let fits = b.len().min(l.cap - l.model.len());
                 assert_eq!(l.buf.write(&b).unwrap(), fits);
                 l.model.extend_from_slice(&b[..fits]);
             }
             Op::Resize(i, n, v) => {
-                let Some(i) = pick(i, live.len()) else { continue };
+                let Some(i) = pick(i, live.len()) else {
+                    continue;
+                };
                 let l = &mut live[i];
                 let n = n.min(l.cap);
                 l.buf.resize(n, v);
                 l.model.resize(n, v);
             }
             Op::Truncate(i, n) => {
-                let Some(i) = pick(i, live.len()) else { continue };
+                let Some(i) = pick(i, live.len()) else {
+                    continue;
+                };
                 live[i].buf.truncate(n);
                 live[i].model.truncate(n);
             }
             Op::Clear(i) => {
-                let Some(i) = pick(i, live.len()) else { continue };
+                let Some(i) = pick(i, live.len()) else {
+                    continue;
+                };
                 live[i].buf.clear();
                 live[i].model.clear();
             }
             Op::Fill(i, n, v) => {
-                let Some(i) = pick(i, live.len()) else { continue };
+                let Some(i) = pick(i, live.len()) else {
+                    continue;
+                };
                 let l = &mut live[i];
                 let spare = l.buf.spare_capacity_mut();
                 assert_eq!(spare.len(), l.cap - l.model.len());
@@ -134,20 +146,30 @@ fn run(align: usize, ops: Vec<Op>) {
                 l.model.resize(len, v);
             }
             Op::Poke(i, k, v) => {
-                let Some(i) = pick(i, live.len()) else { continue };
+                let Some(i) = pick(i, live.len()) else {
+                    continue;
+                };
                 let l = &mut live[i];
-                let Some(k) = pick(k, l.model.len()) else { continue };
+                let Some(k) = pick(k, l.model.len()) else {
+                    continue;
+                };
                 l.buf[k] = v;
                 l.model[k] = v;
             }
             Op::Share(i, k) => {
-                let Some(i) = pick(i, live.len()) else { continue };
+                let Some(i) = pick(i, live.len()) else {
+                    continue;
+                };
                 let l = live.swap_remove(i);
                 let start = l.buf.as_ptr();
                 let all = l.buf.into_shared();
                 assert_eq!(all.as_ptr(), start, "the view starts where the buffer did");
                 assert_eq!(&all[..], &l.model[..]);
-                let k = if l.model.is_empty() { 0 } else { k % (l.model.len() + 1) };
+                let k = if l.model.is_empty() {
+                    0
+                } else {
+                    k % (l.model.len() + 1)
+                };
                 let tail = all.slice(k..);
                 assert_eq!(&tail[..], &l.model[k..]);
                 drop(all);
@@ -155,7 +177,9 @@ fn run(align: usize, ops: Vec<Op>) {
                 shared_drops += 1;
             }
             Op::Drop(i) => {
-                let Some(i) = pick(i, live.len()) else { continue };
+                let Some(i) = pick(i, live.len()) else {
+                    continue;
+                };
                 drop(live.swap_remove(i));
             }
         }
@@ -168,12 +192,17 @@ fn run(align: usize, ops: Vec<Op>) {
     }
     drop(live);
     let s = pool.stats();
-    assert_eq!(s.gets, s.returned, "every buffer back once ({shared_drops} via views): {s}");
+    assert_eq!(
+        s.gets, s.returned,
+        "every buffer back once ({shared_drops} via views): {s}"
+    );
 }
 
 proptest! {
     #![proptest_config(ProptestConfig {
-        cases: if cfg!(miri) { 4 } else { 128 },
+        cases: if cfg!(miri) { 3 } else { 128 },
+        // No regression file: Miri's isolation has no file system (as in tests/model.rs).
+        failure_persistence: None,
         ..ProptestConfig::default()
     })]
 

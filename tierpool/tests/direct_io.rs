@@ -53,7 +53,10 @@ fn the_alignment_of_a_file_on_a_real_filesystem_is_a_power_of_two() {
     let path = dio_path("align");
     let Some(a) = dio_file(&path) else { return };
     eprintln!("{}: {a:?}", path.display());
-    assert!(a.memory.is_power_of_two() && a.offset.is_power_of_two(), "{a:?}");
+    assert!(
+        a.memory.is_power_of_two() && a.offset.is_power_of_two(),
+        "{a:?}"
+    );
     assert!(a.offset >= 512, "{a:?}");
     assert!(a.pool_alignment() >= a.memory.max(a.offset));
     std::fs::remove_file(&path).unwrap();
@@ -64,7 +67,10 @@ fn a_filesystem_without_direct_io_is_refused_clearly() {
     // tmpfs refuses O_DIRECT; /dev/shm is a tmpfs on Linux machines with a normal setup.
     let shm = std::path::Path::new("/dev/shm");
     let is_tmpfs = std::fs::read_to_string("/proc/mounts")
-        .map(|m| m.lines().any(|l| l.split(' ').nth(1) == Some("/dev/shm") && l.contains(" tmpfs ")))
+        .map(|m| {
+            m.lines()
+                .any(|l| l.split(' ').nth(1) == Some("/dev/shm") && l.contains(" tmpfs "))
+        })
         .unwrap_or(false);
     if !is_tmpfs {
         eprintln!("no tmpfs at /dev/shm: test skipped");
@@ -208,7 +214,10 @@ mod compio_io {
             buf.clear();
             let BufResult(r, buf) = file.read_at(buf, 64 << 10).await;
             assert_eq!(r.unwrap(), 64 << 10);
-            assert!(buf.iter().enumerate().all(|(i, &b)| b == pattern((64 << 10) + i)));
+            assert!(buf
+                .iter()
+                .enumerate()
+                .all(|(i, &b)| b == pattern((64 << 10) + i)));
         });
         let s = pool.stats();
         assert_eq!(s.gets, s.returned, "{s}");
@@ -309,15 +318,26 @@ fn aligned_buffers_serve_as_a_tokio_uring_registered_set() {
             let (n, buf) = file.read_fixed_at(buf, (k * block) as u64).await;
             assert_eq!(n.unwrap(), block);
             assert_eq!(buf.as_ptr() as usize % 4096, 0);
-            assert!(buf.iter().enumerate().all(|(i, &b)| b == pattern(k * block + i)));
+            assert!(buf
+                .iter()
+                .enumerate()
+                .all(|(i, &b)| b == pattern(k * block + i)));
         }
         file.close().await.unwrap();
         registry.unregister().unwrap();
-        assert_eq!(pool.stats().returned, before, "registered: held by the registry");
+        assert_eq!(
+            pool.stats().returned,
+            before,
+            "registered: held by the registry"
+        );
     });
     drop(rt);
     let s = pool.stats();
-    assert_eq!(s.returned, before + count as u64, "back once unregistered: {s}");
+    assert_eq!(
+        s.returned,
+        before + count as u64,
+        "back once unregistered: {s}"
+    );
     assert_eq!(s.gets, s.returned, "{s}");
     std::fs::remove_file(&path).unwrap();
 }

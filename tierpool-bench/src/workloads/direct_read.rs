@@ -201,7 +201,11 @@ fn fill(spare: &mut [MaybeUninit<u8>], pos: usize, block: usize) {
 fn check(buf: &[u8], pos: usize, block: usize) {
     assert_eq!(buf.len(), block, "a short read at {pos}");
     assert_eq!(buf[0], byte_at(pos), "first byte at {pos}");
-    assert_eq!(buf[block - 1], byte_at(pos + block - 1), "last byte at {pos}");
+    assert_eq!(
+        buf[block - 1],
+        byte_at(pos + block - 1),
+        "last byte at {pos}"
+    );
 }
 
 /// Makes the file: `size` bytes of the pattern, written with `O_DIRECT` from a pooled block.
@@ -262,7 +266,9 @@ async fn one_block(
             assert_eq!(r.expect("write"), block);
         }
         (Strategy::Fresh, Op::Read) => {
-            let BufResult(r, buf) = file.read_at(AlignedAlloc::new(block, pool.alignment()), at).await;
+            let BufResult(r, buf) = file
+                .read_at(AlignedAlloc::new(block, pool.alignment()), at)
+                .await;
             r.expect("read");
             check(buf.as_init(), pos, block);
         }
