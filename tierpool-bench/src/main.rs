@@ -147,6 +147,14 @@ fn child(a: &Args) -> Result<(), String> {
             .get(a.shape.unwrap_or(0))
             .ok_or("no such block size")?;
         run_one(&ctx, s, block).ok_or("io_uring refused")?
+    } else if w == Workload::Connections {
+        use workloads::connections::{run_client, run_one, Strategy, CLIENT};
+        let id = a.contender.as_deref().ok_or("--contender needed")?;
+        if id == CLIENT {
+            return run_client(a.quick);
+        }
+        let s = Strategy::from_id(id).ok_or(format!("unknown connections strategy {id}"))?;
+        run_one(&ctx, s)?
     } else if w == Workload::DirectRead {
         use workloads::direct_read::{run_one, Strategy, SHAPES};
         let id = a.contender.as_deref().ok_or("--contender needed")?;
@@ -276,6 +284,11 @@ fn contender_order() -> Vec<String> {
             .iter()
             .map(|s| s.label().to_string()),
     );
+    order.extend(
+        workloads::connections::Strategy::ALL
+            .iter()
+            .map(|s| s.label().to_string()),
+    );
     let mut seen = std::collections::HashSet::new();
     order.retain(|name| seen.insert(name.clone()));
     order
@@ -310,6 +323,9 @@ fn descriptions() -> BTreeMap<String, String> {
         m.insert(s.label().to_string(), s.description().to_string());
     }
     for s in workloads::direct_read::Strategy::ALL {
+        m.insert(s.label().to_string(), s.description().to_string());
+    }
+    for s in workloads::connections::Strategy::ALL {
         m.insert(s.label().to_string(), s.description().to_string());
     }
     for b in workloads::budget::RUNS {
@@ -396,6 +412,26 @@ fn run_workload(w: Workload, quick: bool) -> Result<Output, String> {
                 }
             }
             let _ = std::fs::remove_file(&path);
+            merge(Output {
+                records: workloads::streaming::merge_rounds(records),
+                timelines: vec![],
+            });
+        }
+        Workload::Connections => {
+            use workloads::connections::{self as cn, Strategy};
+            // RSS is per process: one per strategy, one at a time, in interleaved rounds.
+            let mut records = Vec::new();
+            let rounds = cn::rounds(quick);
+            for round in 1..=rounds {
+                for s in Strategy::ALL {
+                    progress::status(&format!(
+                        "connections round {round}/{rounds}: {}",
+                        s.label()
+                    ));
+                    let child = spawn_with(w, Allocator::System, s.id(), None, quick)?;
+                    records.extend(collect(child, s.label())?.records);
+                }
+            }
             merge(Output {
                 records: workloads::streaming::merge_rounds(records),
                 timelines: vec![],
@@ -639,6 +675,7 @@ fn real_main(args: Args) -> Result<(), String> {
             Workload::Budget => unbounded.as_str(),
             Workload::FileRead => workloads::file_read::Strategy::FreshVec.label(),
             Workload::DirectRead => workloads::direct_read::Strategy::Fresh.label(),
+            Workload::Connections => workloads::connections::Strategy::Held.label(),
             _ => "Vec (glibc)",
         };
         md.push_str(&format!(
@@ -663,6 +700,18 @@ fn real_main(args: Args) -> Result<(), String> {
                     ("peak RSS MiB", "peak RSS (MiB)"),
                     ("p99 ms", "p99 read_frame (ms)"),
                     ("MB/s", "throughput (MB/s)"),
+                ],
+            )
+        } else if wl == Workload::Connections {
+            chart::panels_of_extras(
+                &path,
+                "connections: 10,000 connections, 1% active, 16 KiB messages",
+                &rows,
+                &[
+                    ("held MiB (peak)", "held in buffers (MiB, peak)"),
+                    ("RSS above idle MiB", "RSS above idle (MiB)"),
+                    ("msgs/s", "messages/s"),
+                    ("p99 ms", "p99 latency (ms)"),
                 ],
             )
         } else if wl == Workload::DirectRead {

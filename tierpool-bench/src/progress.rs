@@ -40,6 +40,7 @@ fn weight(w: Workload) -> u64 {
         Workload::FileRead => 15,
         Workload::IdleThreads => 35,
         Workload::DirectRead => 60,
+        Workload::Connections => 30,
     }
 }
 

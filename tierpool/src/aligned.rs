@@ -387,8 +387,11 @@ impl Future for AcquireAligned<'_> {
 /// [`spare_capacity_mut`](Self::spare_capacity_mut) within its capacity, and
 /// [`std::io::Write`] (which, like `&mut [u8]`'s, writes what fits). With the features of the
 /// same names it is a [`bytes::BufMut`], freezes into [`bytes::Bytes`] without a copy, and
-/// goes into compio, tokio-uring and monoio operations (a read fills it from `len()` to its
-/// capacity, a whole number of blocks when `len()` is 0).
+/// goes into compio, tokio-uring and monoio operations. Those runtimes read into a buffer from
+/// its start, whatever its length, up to its capacity (a whole number of blocks), and set the
+/// length to what was read; to read into part of it, pass a slice of it (compio's and
+/// tokio-uring's `slice`, monoio's `slice_mut`), whose start and length must then be
+/// multiples of the alignment for `O_DIRECT`.
 ///
 /// [`into_shared`](Self::into_shared) makes shareable [`PooledBytes`] views of it: the view
 /// starts where the buffer does, so at an aligned address; a slice of it starting at `k` is
@@ -407,8 +410,8 @@ impl Future for AcquireAligned<'_> {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct AlignedBuf {
-    /// The buffer behind, of capacity `tier + align`; its own length is not used (0, or
-    /// whatever `get_zeroed` left), and its contents are never moved.
+    /// The buffer behind, of capacity `tier + align` (or more); its own length is 0 until
+    /// `into_shared`, and its contents are never moved.
     buf: PooledBuf,
     /// The window's start: the first multiple of the alignment in `buf`'s allocation.
     start: NonNull<u8>,
@@ -435,9 +438,17 @@ impl AlignedBuf {
         // The distance to the next multiple of `align` (0 if `base` is one).
         let off = (base as usize).wrapping_neg() & (align - 1);
         debug_assert!(off < align && off < buf.capacity());
-        // Whole blocks that fit after the start: the tier asked for, at least.
-        let cap = (buf.capacity() - off) & !(align - 1);
-        debug_assert!(len <= cap);
+        // The capacity less the slack, in whole blocks: exactly the tier for a buffer of
+        // tier + align, at least what was asked for any other (oversize, or a larger buffer
+        // filed under the tier), and within the buffer wherever the start falls
+        // (`off + cap <= off + capacity - align < capacity`). Not `capacity - off`: that
+        // is a block more whenever the allocation happens to be aligned already.
+        let cap = (buf.capacity() - align) & !(align - 1);
+        debug_assert!(len <= cap && off + cap <= buf.capacity());
+        // The `Vec`'s own length is not the window's (`get_zeroed` leaves it at the whole
+        // buffer): 0, so that writes of uninitialized bytes through the window's spare
+        // capacity can never fall in what the `Vec` counts as initialized.
+        buf.clear();
         // SAFETY: `off < align <= buf.capacity()` (the buffer behind has at least `align`
         // bytes more than the window), so `base + off` is within its allocation, and not null
         // as `base` is not.
@@ -708,12 +719,43 @@ mod tests {
             for n in sizes {
                 let mut b = pool.get(n);
                 assert!(aligned(b.as_ptr(), align), "align {align} n {n}");
-                assert!(b.capacity() >= n && b.capacity() % align == 0);
-                assert!(b.capacity() > 0);
+                // Exactly the smallest tier that fits (whichever way the allocation fell).
+                // (or above the largest tier, `n` rounded up).
+                let tier = pool
+                    .tier_sizes()
+                    .iter()
+                    .copied()
+                    .find(|&t| t >= n)
+                    .unwrap_or_else(|| n.next_multiple_of(align));
+                assert_eq!(b.capacity(), tier, "align {align} n {n}");
                 b.resize(b.capacity(), 0xa5); // every byte of the window is writable
                 let (first, last) = (b[0], b[b.len() - 1]);
                 assert_eq!((first, last), (0xa5, 0xa5));
             }
+        }
+    }
+
+    #[test]
+    fn the_capacity_is_the_tier_also_where_the_allocation_is_aligned_already() {
+        // malloc returns 16-aligned addresses, so at alignment 16 (and 1) every window starts
+        // at the allocation: the case where a capacity counted from the start would be a
+        // block too many.
+        for align in [1, 16, 4096] {
+            let pool = Builder::new()
+                .tiers([align.max(64), 4096.max(align)])
+                .build_aligned(align)
+                .unwrap();
+            let bufs: Vec<_> = (0..64).map(|_| pool.get(1)).collect();
+            assert!(
+                bufs.iter().all(|b| b.capacity() == align.max(64)),
+                "align {align}"
+            );
+            let big: Vec<_> = (0..64).map(|_| pool.get(5000)).collect();
+            let want = 5000usize.next_multiple_of(align);
+            assert!(
+                big.iter().all(|b| b.capacity() == want),
+                "oversize, align {align}"
+            );
         }
     }
 

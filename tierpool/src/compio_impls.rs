@@ -74,7 +74,8 @@ impl SetLen for PooledBuf {
 
 #[cfg_attr(docsrs, doc(cfg(feature = "compio")))]
 impl IoBufMut for PooledBuf {
-    /// The whole capacity (a read fills from `len()` to the end), as the `Vec`'s.
+    /// The whole capacity, as the `Vec`'s: a read fills it from the start (not from `len()`)
+    /// and sets the length to what it read.
     #[inline]
     fn as_uninit(&mut self) -> &mut [MaybeUninit<u8>] {
         IoBufMut::as_uninit(&mut **self)
@@ -124,14 +125,17 @@ impl SetLen for AlignedBuf {
 
 #[cfg_attr(docsrs, doc(cfg(feature = "compio")))]
 impl IoBufMut for AlignedBuf {
-    /// The whole capacity from the aligned start (a read fills from `len()` to the end). It
-    /// cannot grow: `reserve` beyond the capacity is `NotSupported` (the default).
+    /// The whole capacity from the aligned start: a read fills it from the start (not from
+    /// `len()`) and sets the length to what it read. It cannot grow: `reserve` beyond the
+    /// capacity is `NotSupported` (the default).
     #[inline]
     fn as_uninit(&mut self) -> &mut [MaybeUninit<u8>] {
         let cap = self.capacity();
         // SAFETY: `capacity()` bytes from the start lie in the buffer (`AlignedBuf`'s field
-        // invariants), and `MaybeUninit` makes no claim on their contents; safe code can only
-        // write initialized bytes through it, so the first `len()` stay initialized.
+        // invariants) and are exclusively borrowed. As with compio-buf's own `Vec` and `[u8]`
+        // implementations, safe code could write `MaybeUninit::uninit()` over the first
+        // `len()` bytes through this slice; compio's operations only write bytes read and then
+        // set the length, and the trait's design leaves that hole open for every type.
         unsafe { std::slice::from_raw_parts_mut(self.as_mut_ptr().cast(), cap) }
     }
 }

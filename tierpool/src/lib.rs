@@ -164,7 +164,10 @@
 //!   of missing bytes, and writes frames with one vectored write. Works on the multi-threaded
 //!   runtime, where a task's buffer is often taken on one worker and dropped on another. Also
 //!   `FrameWriter::write_chain`, `FrameReader::read_frame_chain` and
-//!   [`PooledChain::read_all`].
+//!   [`PooledChain::read_all`]. And readiness-first reads: `read_ready(&socket, &pool, n)`
+//!   waits until a tokio socket is readable and only then takes a pooled buffer and reads
+//!   without blocking (`read_ready_exact` for a message of known size), so a connection that
+//!   waits for data holds no buffer; the frame reader holds none between frames either.
 //! - **`compio`**: compio-buf's `IoBuf`/`IoBufMut`/`SetLen` for [`PooledBuf`] and `IoBuf` for
 //!   [`PooledBytes`], so pooled buffers go straight into compio's completion-based operations
 //!   (io_uring, IOCP); a cancelled operation gives its buffer back once, after the completion.
@@ -238,8 +241,8 @@
 //! ```
 //!
 //! With compio, tokio-uring or monoio (the features), an `AlignedBuf` goes into `read_at` and
-//! `write_at` as a `PooledBuf` does; a read fills it from `len()` to its capacity, so an empty
-//! buffer reads whole blocks. The kernel's refusal of an offset or length that is not a
+//! `write_at` as a `PooledBuf` does; a read fills it from its start up to its capacity (whole
+//! blocks) and sets its length to what was read. The kernel's refusal of an offset or length that is not a
 //! multiple of the alignment (`EINVAL`) comes back as the operation's error, with the buffer
 //! and its contents intact.
 //!
@@ -252,8 +255,11 @@
 //! cannot grow: appending past its capacity panics ([`std::io::Write`] writes what fits), as
 //! it would otherwise lose its alignment. [`AlignedBuf::into_shared`] gives [`PooledBytes`]
 //! views that start at the buffer's aligned start; a slice starting `k` bytes in is aligned as
-//! far as `k` is. Registered buffers (io_uring's `IORING_REGISTER_BUFFERS`) are not offered:
-//! see the note on issue 17 in BENCHMARKS.md.
+//! far as `k` is. As io_uring registered buffers (`IORING_REGISTER_BUFFERS`), aligned pooled
+//! buffers work in tokio-uring's `FixedBufRegistry` (they implement its `IoBufMut`; tested),
+//! and return to the pool once unregistered; the pool does not manage a registered set of
+//! its own (pinned buffers could not be released at decay or the cap: BENCHMARKS.md, issue
+//! 17).
 //!
 //! # How it works
 //!
@@ -468,6 +474,8 @@ mod http_body_impls;
 #[cfg(feature = "tokio")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
 pub mod frame;
+#[cfg(feature = "tokio")]
+mod ready;
 
 #[cfg(all(test, loom))]
 mod loom_tests;
@@ -493,6 +501,9 @@ pub use os::TrimAllocator;
 pub use pool::Acquire;
 pub use pool::BufferPool;
 pub use pooled_bytes::PooledBytes;
+#[cfg(feature = "tokio")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
+pub use ready::{read_ready, read_ready_exact, ReadReady};
 pub use stats::{BudgetStats, Stats, TierStats};
 
 // Compile-time promises the docs make: the handles and the pool are `Send + Sync`.

@@ -25,8 +25,8 @@ unsafe impl IoBuf for PooledBuf {
 }
 
 // SAFETY: as above: a stable pointer to `capacity()` allocated bytes (`bytes_total`);
-// `set_init` only raises the length, under the caller's guarantee that the bytes up to `pos`
-// (at most the capacity) are initialized, which is `Vec::set_len`'s requirement.
+// `set_init` sets the length, under the caller's guarantee that the bytes up to `pos` (at most
+// the capacity) are initialized, which is `Vec::set_len`'s requirement.
 #[cfg_attr(docsrs, doc(cfg(feature = "monoio")))]
 unsafe impl IoBufMut for PooledBuf {
     fn write_ptr(&mut self) -> *mut u8 {
@@ -38,11 +38,10 @@ unsafe impl IoBufMut for PooledBuf {
     }
 
     unsafe fn set_init(&mut self, pos: usize) {
-        if self.len() < pos {
-            // SAFETY: the caller guarantees the bytes up to `pos` (<= capacity) are
-            // initialized.
-            unsafe { self.set_len(pos) };
-        }
+        // `pos` becomes the length, as monoio's contract says and its `Vec` does (a short
+        // read into a longer buffer leaves no stale bytes counted).
+        // SAFETY: the caller guarantees the bytes up to `pos` (<= capacity) are initialized.
+        unsafe { self.set_len(pos) };
     }
 }
 
@@ -74,9 +73,9 @@ unsafe impl IoBuf for AlignedBuf {
     }
 }
 
-// SAFETY: as above: a stable pointer to `capacity()` bytes (`bytes_total`); `set_init` only
-// raises the length, under the caller's guarantee that the bytes up to `pos` (at most the
-// capacity) are initialized.
+// SAFETY: as above: a stable pointer to `capacity()` bytes (`bytes_total`); `set_init` sets
+// the length, under the caller's guarantee that the bytes up to `pos` (at most the capacity)
+// are initialized.
 #[cfg_attr(docsrs, doc(cfg(feature = "monoio")))]
 unsafe impl IoBufMut for AlignedBuf {
     fn write_ptr(&mut self) -> *mut u8 {
@@ -88,9 +87,8 @@ unsafe impl IoBufMut for AlignedBuf {
     }
 
     unsafe fn set_init(&mut self, pos: usize) {
-        if self.len() < pos {
-            // SAFETY: the caller guarantees the bytes up to `pos` are initialized.
-            unsafe { self.set_len(pos) };
-        }
+        // `pos` becomes the length, as monoio's contract says.
+        // SAFETY: the caller guarantees the bytes up to `pos` (<= capacity) are initialized.
+        unsafe { self.set_len(pos) };
     }
 }

@@ -11,6 +11,8 @@ use tierpool::{AlignedBuf, AlignedPool, Builder};
 #[derive(Debug, Clone)]
 enum Op {
     Get(usize),
+    GetZeroed(usize),
+    TryGet(usize),
     Extend(usize, Vec<u8>),
     Write(usize, Vec<u8>),
     Resize(usize, usize, u8),
@@ -29,11 +31,22 @@ fn bytes() -> impl Strategy<Value = Vec<u8>> {
     prop::collection::vec(any::<u8>(), 0..700)
 }
 
+fn size() -> impl Strategy<Value = usize> {
+    prop_oneof![
+        0..5000usize,
+        Just(0usize),
+        Just(512usize),
+        Just(4096usize),
+        Just(4097usize)
+    ]
+}
+
 fn op() -> impl Strategy<Value = Op> {
     let i = any::<usize>();
     prop_oneof![
-        3 => prop_oneof![0..5000usize, Just(0usize), Just(512usize), Just(4096usize), Just(4097usize)]
-            .prop_map(Op::Get),
+        3 => size().prop_map(Op::Get),
+        1 => size().prop_map(Op::GetZeroed),
+        1 => size().prop_map(Op::TryGet),
         3 => (i, bytes()).prop_map(|(i, b)| Op::Extend(i, b)),
         2 => (i, bytes()).prop_map(|(i, b)| Op::Write(i, b)),
         1 => (i, 0..5000usize, any::<u8>()).prop_map(|(i, n, v)| Op::Resize(i, n, v)),
@@ -56,7 +69,11 @@ struct Live {
 fn check(l: &Live, align: usize) {
     assert_eq!(&l.buf[..], &l.model[..]);
     assert_eq!(l.buf.len(), l.model.len());
-    assert_eq!(l.buf.capacity(), l.cap, "the capacity never changes");
+    assert_eq!(
+        l.buf.capacity(),
+        l.cap,
+        "the capacity it came with, exactly"
+    );
     assert_eq!(l.buf.as_ptr() as usize % align, 0);
 }
 
@@ -71,16 +88,22 @@ fn run(align: usize, ops: Vec<Op>) {
     for op in ops {
         let pick = |i: usize, n: usize| if n == 0 { None } else { Some(i % n) };
         match op {
-            Op::Get(n) => {
-                let buf = pool.get(n);
+            Op::Get(n) | Op::GetZeroed(n) | Op::TryGet(n) => {
+                let (buf, model) = match op {
+                    Op::Get(_) => (pool.get(n), Vec::new()),
+                    Op::GetZeroed(_) => (pool.get_zeroed(n), vec![0; n]),
+                    _ => (pool.try_get(n).expect("no budget"), Vec::new()),
+                };
                 gets += 1;
-                assert!(buf.capacity() >= n && buf.capacity() % align == 0 && buf.is_empty());
-                let cap = buf.capacity();
-                live.push(Live {
-                    buf,
-                    model: Vec::new(),
-                    cap,
-                });
+                // The smallest tier that fits, or above the largest `n` rounded up.
+                let cap = pool
+                    .tier_sizes()
+                    .iter()
+                    .copied()
+                    .find(|&t| t >= n)
+                    .unwrap_or_else(|| n.next_multiple_of(align));
+                assert_eq!(buf.capacity(), cap, "get of {n} at alignment {align}");
+                live.push(Live { buf, model, cap });
             }
             Op::Extend(i, b) => {
                 let Some(i) = pick(i, live.len()) else {

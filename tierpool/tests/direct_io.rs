@@ -203,7 +203,7 @@ mod compio_io {
             let BufResult(r, buf) = file.read_at(buf, 1).await;
             assert_eq!(r.unwrap_err().raw_os_error(), Some(libc::EINVAL));
             assert_eq!(&buf[..], b"kept", "nothing lost");
-            // A length that is not a whole block (read into 100 bytes of the spare room).
+            // A length that is not a whole block (a read into the buffer's first 100 bytes).
             let mut fresh = pool.get(64 << 10);
             fresh.clear();
             let BufResult(r, slice) = file.read_at(fresh.slice(..100), 0).await;

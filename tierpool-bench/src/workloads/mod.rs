@@ -6,6 +6,7 @@
 
 pub mod budget;
 pub mod burst;
+pub mod connections;
 pub mod cross_thread;
 pub mod direct_read;
 pub mod file_read;
@@ -54,11 +55,13 @@ pub enum Workload {
     IdleThreads,
     /// `O_DIRECT` block reads and writes of a 1 GiB file into aligned buffers.
     DirectRead,
+    /// 10,000 mostly idle connections: a buffer held per connection, or readiness-first.
+    Connections,
 }
 
 impl Workload {
     /// Every workload, in report order: the one list.
-    pub const ALL: [Workload; 12] = [
+    pub const ALL: [Workload; 13] = [
         Workload::Lookup,
         Workload::GetPut,
         Workload::Instructions,
@@ -71,6 +74,7 @@ impl Workload {
         Workload::FileRead,
         Workload::IdleThreads,
         Workload::DirectRead,
+        Workload::Connections,
     ];
 
     /// The name on the command line, in the JSON and in the report.
@@ -88,6 +92,7 @@ impl Workload {
             Workload::FileRead => "file-read",
             Workload::IdleThreads => "idle-threads",
             Workload::DirectRead => "direct-read",
+            Workload::Connections => "connections",
         }
     }
 
@@ -109,6 +114,7 @@ impl Workload {
             Workload::Budget => "Memory under a flood (issue 10): 128 loopback TCP connections each send 8 frames of 1 MiB as fast as they can; a reader task per connection reads them with tierpool's FrameReader from one shared pool and queues them (unbounded) for one handler thread, which processes them more slowly than they arrive (8 checksum passes); once with no budget and once with max_in_use_bytes(64 MiB) (the reader then waits for room before reading a payload), each in its own process, 3 interleaved rounds; per frame, with throughput, p99 read_frame time (waiting included), peak RSS and, under the budget, its peak and waits.",
             Workload::FileRead => "Seed 002 (goleveldb block reads): a 256 MiB file in the page cache read start to end in 64 KiB or 1 MiB blocks with compio's read_at on io_uring, each block into a tierpool buffer, a fresh Vec, or one reused Vec (the floor); one process per strategy and block size, 5 timed passes after a warm-up; per read, with MB/s, allocations and minor page faults per read, peak RSS.",
             Workload::DirectRead => "Issue 17 (direct I/O, seed 002's block reads): a 1 GiB file on the disk (ext4) read, then written, with O_DIRECT in 64 KiB or 1 MiB blocks through compio's read_at / write_at on io_uring, one block in flight, each block in a 4 KiB-aligned buffer: a tierpool AlignedPool buffer, a fresh std::alloc aligned allocation, or one reused aligned buffer (the floor); one process per strategy, operation and block size, 3 interleaved rounds, each timing the file in 64 MiB stretches after a warm-up stretch; per block, with MB/s, CPU time per MiB (user + system from getrusage, the median stretch: the disk bounds MB/s on this VM, CPU time shows what the buffer costs), allocations and minor page faults per block, peak RSS.",
+            Workload::Connections => "Issue 18 (seed 003: memory that follows traffic, not connections): 10,000 loopback TCP connections on 2 tokio workers, about 1% active at once (100 client tasks, each owning 100 connections, send a 16 KiB message on a random one of theirs and wait for a 1-byte answer; 60,000 messages); the server reads each message (a) into a pooled buffer taken when the connection is accepted and held while it waits, or (b) with tierpool::read_ready_exact, which waits for readability holding nothing and only then takes a pooled buffer; one server process per strategy with the client in a process of its own, 2 interleaved rounds; per message, with messages/s, p99 latency (client side), bytes held in pooled buffers (the exact peak, from a 1 GiB budget that never binds; the mean of 5 ms samples; and while all are idle), the server's RSS above its idle-connections baseline (peak of the same samples) and at that baseline, the server's allocations per message. (c), a provided-buffer ring on io_uring, is not built yet.",
             Workload::Threads => "All threads get/put 4 KiB at once on this 2-core machine (oversubscribed above 2); wall time per operation of all threads together.",
             Workload::IdleThreads => "Idle threads (issue 16): T threads each take, fill and return two buffers each of 4 KiB, 64 KiB, 256 KiB, 1 MiB and 8 MiB, then park for good; the main thread goes on with one 4 KiB get/put per ms. Process RSS (and, in the extra columns, how far above the baseline, and the pool's retained bytes against its 64 MiB cap) when all are idle, 2 and 10 decay intervals (100 ms each) later, and for tierpool right after trim(); one process per strategy, allocator and T. tierpool ticks when the main thread's cache looks at the clock (every 256 returns to a tier: here every 256 ms), or, with background_trim, every interval.",
         }
@@ -185,6 +191,16 @@ pub fn run(w: Workload, ctx: &Ctx, kinds: &[Kind]) -> Output {
                     if let Some(o) = file_read::run_one(ctx, s, block) {
                         out.records.extend(o.records);
                     }
+                }
+            }
+            out
+        }
+        Workload::Connections => {
+            let mut out = Output::default();
+            for s in connections::Strategy::ALL {
+                match connections::run_one(ctx, s) {
+                    Ok(o) => out.records.extend(o.records),
+                    Err(e) => eprintln!("  connections: {e}: skipped"),
                 }
             }
             out

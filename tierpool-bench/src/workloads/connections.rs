@@ -1,0 +1,409 @@
+//! `connections` (seed 003's memory that follows traffic, issue 18): 10,000 loopback TCP
+//! connections, of which about 1% are active at once: 100 client tasks each own 100
+//! connections and send a 16 KiB message on a random one of them, wait for the server's
+//! one-byte answer, and go on. The server reads each message with one of two strategies:
+//! (a) **held**, the usual receive loop: a pooled buffer taken when the connection is accepted
+//! and kept while it waits for data; (b) **ready**, readiness-first: `tierpool::read_ready_exact`
+//! waits until the socket is readable and only then takes a pooled buffer, given back once the
+//! message is handled. (c), a provided-buffer ring on io_uring, is not built yet (see
+//! BENCHMARKS.md, issue 18). One server process per strategy (RSS is per process), with the
+//! client in a process of its own (each side's 10,000 descriptors fit the usual limit of
+//! 20,000), in interleaved rounds; per message, with messages/s, p99 latency (send to
+//! answer, measured by the client), the bytes held in pooled buffers (the exact peak, from a
+//! budget of 1 GiB that never binds, and the mean of 5 ms samples), RSS above the
+//! idle-connections baseline (peak of the same samples), the server's allocations per message.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tierpool::BufferPool;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+use super::Ctx;
+use crate::alloc::rss_bytes;
+use crate::report::{Output, Record};
+
+/// The message size.
+pub const MSG: usize = 16 << 10;
+
+/// How the server reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Strategy {
+    /// A pooled buffer per connection, held while it waits.
+    Held,
+    /// `read_ready_exact`: a buffer only once data has arrived.
+    Ready,
+}
+
+impl Strategy {
+    /// Every strategy, in report order.
+    pub const ALL: [Strategy; 2] = [Strategy::Held, Strategy::Ready];
+
+    /// `--contender` id.
+    pub fn id(self) -> &'static str {
+        match self {
+            Strategy::Held => "held",
+            Strategy::Ready => "ready",
+        }
+    }
+
+    /// Parses [`Strategy::id`].
+    pub fn from_id(id: &str) -> Option<Strategy> {
+        Strategy::ALL.into_iter().find(|s| s.id() == id)
+    }
+
+    /// The report label.
+    pub fn label(self) -> &'static str {
+        match self {
+            Strategy::Held => "(a) buffer held per connection (tokio)",
+            Strategy::Ready => "(b) tierpool read_ready_exact (tokio)",
+        }
+    }
+
+    /// For the contender table.
+    pub fn description(self) -> &'static str {
+        match self {
+            Strategy::Held => "connections workload: pool.get(16 KiB) when a connection is accepted, kept for its life; each message read into it with read_buf, checked, then cleared",
+            Strategy::Ready => "connections workload: tierpool::read_ready_exact(&mut stream, &pool, 16 KiB) per message: waits for readability holding nothing, then takes a pooled buffer and reads the message into it; the buffer goes back once the message is checked",
+        }
+    }
+}
+
+/// Connections, client tasks (the active ones at a time) and messages in all.
+pub fn shape(quick: bool) -> (usize, usize, usize) {
+    if quick {
+        (400, 4, 2_000)
+    } else {
+        (10_000, 100, 60_000)
+    }
+}
+
+/// Interleaved rounds: one process per strategy in each.
+pub fn rounds(quick: bool) -> usize {
+    if quick {
+        1
+    } else {
+        2
+    }
+}
+
+/// Raises this process's open-file limit to at least `need` (as root, the hard limit too).
+fn raise_nofile(need: u64) -> Result<(), String> {
+    // SAFETY: `getrlimit`/`setrlimit` read and write the struct they are given.
+    unsafe {
+        let mut lim: libc::rlimit = std::mem::zeroed();
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) != 0 {
+            return Err(std::io::Error::last_os_error().to_string());
+        }
+        if lim.rlim_cur >= need {
+            return Ok(());
+        }
+        let want = libc::rlimit {
+            rlim_cur: need,
+            rlim_max: lim.rlim_max.max(need),
+        };
+        if libc::setrlimit(libc::RLIMIT_NOFILE, &want) != 0 {
+            return Err(format!(
+                "the connections workload needs {need} open files; the hard limit is {} and may not be raised here ({})",
+                lim.rlim_max,
+                std::io::Error::last_os_error()
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The message: not periodic with the read sizes, so a misplaced byte shows.
+fn message() -> Vec<u8> {
+    (0..MSG).map(|i| (i * 131 + i / 251) as u8).collect()
+}
+
+fn sum(p: &[u8]) -> u64 {
+    p.iter().map(|&b| u64::from(b)).sum()
+}
+
+/// The server side of one connection.
+async fn serve(mut s: TcpStream, strategy: Strategy, pool: BufferPool, expected: u64) {
+    match strategy {
+        Strategy::Held => {
+            let mut buf = pool.get(MSG);
+            loop {
+                buf.clear();
+                while buf.len() < MSG {
+                    let room = MSG - buf.len();
+                    let n = s
+                        .read_buf(&mut bytes::BufMut::limit(&mut *buf, room))
+                        .await
+                        .expect("read");
+                    if n == 0 {
+                        assert!(buf.is_empty(), "a message cut short");
+                        return;
+                    }
+                }
+                assert_eq!(sum(&buf), expected, "a message's bytes");
+                s.write_all(&[1]).await.expect("answer");
+            }
+        }
+        Strategy::Ready => {
+            while let Some(buf) = tierpool::read_ready_exact(&mut s, &pool, MSG)
+                .await
+                .expect("read")
+            {
+                assert_eq!(sum(&buf), expected, "a message's bytes");
+                drop(buf);
+                s.write_all(&[1]).await.expect("answer");
+            }
+        }
+    }
+}
+
+/// Where the client process finds the server (set by [`run_one`] for the client).
+const ADDR_ENV: &str = "TIERPOOL_CONNECTIONS_ADDR";
+
+/// `--contender` id of the client process.
+pub const CLIENT: &str = "client";
+
+/// The client, in a process of its own (so that each side's descriptors fit the usual limit
+/// of 20,000, and the server's RSS is the server's): connects every connection to the
+/// address in [`ADDR_ENV`], says `ready` on stdout, waits for a line on stdin, runs the
+/// traffic and prints `done <elapsed ns> <p50 us> <p99 us> <messages>`; then exits, which
+/// closes its connections.
+pub fn run_client(quick: bool) -> Result<(), String> {
+    use std::io::{BufRead, Write};
+    let (conns, active, messages) = shape(quick);
+    raise_nofile(conns as u64 + 256)?;
+    let addr: std::net::SocketAddr = std::env::var(ADDR_ENV)
+        .map_err(|_| format!("{ADDR_ENV} not set"))?
+        .parse()
+        .map_err(|e| format!("{ADDR_ENV}: {e}"))?;
+    let msg: Arc<Vec<u8>> = Arc::new(message());
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    rt.block_on(async {
+        let mut owned: Vec<Vec<TcpStream>> = (0..active).map(|_| Vec::new()).collect();
+        for i in 0..conns {
+            let c = TcpStream::connect(addr).await.expect("connect");
+            c.set_nodelay(true).expect("nodelay");
+            owned[i % active].push(c);
+        }
+        println!("ready");
+        std::io::stdout().flush().expect("stdout");
+        let mut go = String::new();
+        std::io::stdin().lock().read_line(&mut go).expect("stdin");
+        let started = Instant::now();
+        let per_client = messages / active;
+        let clients: Vec<_> = owned
+            .into_iter()
+            .enumerate()
+            .map(|(k, mut conns)| {
+                let msg = msg.clone();
+                tokio::spawn(async move {
+                    let mut h = hdrhistogram::Histogram::<u64>::new(3).expect("histogram");
+                    let mut rng = 0x9E37_79B9_7F4A_7C15u64 ^ (k as u64 + 1);
+                    let mut ack = [0u8; 1];
+                    for _ in 0..per_client {
+                        rng ^= rng << 13;
+                        rng ^= rng >> 7;
+                        rng ^= rng << 17;
+                        let i = (rng % conns.len() as u64) as usize;
+                        let c = &mut conns[i];
+                        let t = Instant::now();
+                        c.write_all(&msg).await.expect("send");
+                        c.read_exact(&mut ack).await.expect("answer");
+                        let _ = h.record(t.elapsed().as_micros() as u64);
+                    }
+                    (h, conns)
+                })
+            })
+            .collect();
+        let mut hist = hdrhistogram::Histogram::<u64>::new(3).expect("histogram");
+        let mut all = Vec::new();
+        for c in clients {
+            let (h, conns) = c.await.expect("client");
+            hist.add(h).expect("same bounds");
+            all.push(conns);
+        }
+        let elapsed = started.elapsed();
+        println!(
+            "done {} {} {} {}",
+            elapsed.as_nanos(),
+            hist.value_at_quantile(0.5),
+            hist.value_at_quantile(0.99),
+            hist.len()
+        );
+        std::io::stdout().flush().expect("stdout");
+        drop(all);
+    });
+    Ok(())
+}
+
+/// Runs the server of one strategy in this process (2 tokio workers), with the client in a
+/// child process, and reports it.
+pub fn run_one(ctx: &Ctx, strategy: Strategy) -> Result<Output, String> {
+    use std::io::{BufRead, Write};
+    let (conns, active, _) = shape(ctx.quick);
+    raise_nofile(conns as u64 + 256)?;
+    // A budget that never binds (1 GiB against at most 160 MiB in use), for its exact peak of
+    // bytes in use; the get and return paths are the unbudgeted ones' (BENCHMARKS.md, issue
+    // 16).
+    let pool = BufferPool::builder()
+        .max_in_use_bytes(1 << 30)
+        .build()
+        .expect("valid configuration");
+    let expected = sum(&message());
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    let r = rt.block_on(async {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let addr = listener.local_addr().expect("address");
+        let mut cmd =
+            std::process::Command::new(std::env::current_exe().map_err(|e| e.to_string())?);
+        cmd.args([
+            "--child",
+            "--workload",
+            "connections",
+            "--contender",
+            CLIENT,
+        ])
+        .env(ADDR_ENV, addr.to_string())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped());
+        if ctx.quick {
+            cmd.arg("--quick");
+        }
+        let mut client = cmd
+            .spawn()
+            .map_err(|e| format!("the client process: {e}"))?;
+        let mut to_client = client.stdin.take().expect("piped");
+        let mut from_client = std::io::BufReader::new(client.stdout.take().expect("piped"));
+        let mut servers = Vec::with_capacity(conns);
+        for _ in 0..conns {
+            let (s, _) = listener.accept().await.expect("accept");
+            s.set_nodelay(true).expect("nodelay");
+            servers.push(tokio::spawn(serve(s, strategy, pool.clone(), expected)));
+        }
+        let (line, mut from_client) = tokio::task::spawn_blocking(move || {
+            let mut line = String::new();
+            from_client
+                .read_line(&mut line)
+                .map(|_| (line, from_client))
+        })
+        .await
+        .expect("reader")
+        .map_err(|e| e.to_string())?;
+        if line.trim() != "ready" {
+            return Err(format!("the client said {line:?}"));
+        }
+        // Every connection open and idle: the baseline.
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let baseline = rss_bytes();
+        let held_idle = {
+            let s = pool.stats();
+            (s.gets - s.returned) as usize * MSG
+        };
+        let done = Arc::new(AtomicBool::new(false));
+        let sampler = {
+            let (pool, done) = (pool.clone(), done.clone());
+            tokio::spawn(async move {
+                let (mut rss_peak, mut held_peak, mut held_sum, mut n) = (0u64, 0usize, 0f64, 0);
+                while !done.load(Ordering::Relaxed) {
+                    let s = pool.stats();
+                    let held = (s.gets - s.returned) as usize * MSG;
+                    held_peak = held_peak.max(held);
+                    held_sum += held as f64;
+                    n += 1;
+                    rss_peak = rss_peak.max(rss_bytes());
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                }
+                (rss_peak, held_peak, held_sum / n.max(1) as f64)
+            })
+        };
+        let before = crate::alloc::counted();
+        crate::alloc::set_counting(true);
+        to_client.write_all(b"go\n").map_err(|e| e.to_string())?;
+        to_client.flush().map_err(|e| e.to_string())?;
+        let line = tokio::task::spawn_blocking(move || {
+            let mut line = String::new();
+            from_client.read_line(&mut line).map(|_| line)
+        })
+        .await
+        .expect("reader")
+        .map_err(|e| e.to_string())?;
+        crate::alloc::set_counting(false);
+        let counted = crate::alloc::counted();
+        done.store(true, Ordering::Relaxed);
+        let (rss_peak, held_peak, held_mean) = sampler.await.expect("sampler");
+        let f: Vec<u64> = line
+            .split_whitespace()
+            .skip(1)
+            .map(|x| x.parse().unwrap_or(0))
+            .collect();
+        let [elapsed_ns, p50, p99, sent] = f[..] else {
+            return Err(format!("the client said {line:?}"));
+        };
+        let status = client.wait().map_err(|e| e.to_string())?;
+        if !status.success() {
+            return Err(format!("the client process failed: {status}"));
+        }
+        for s in servers {
+            s.await.expect("server"); // each saw the end of its stream
+        }
+        Ok((
+            Duration::from_nanos(elapsed_ns),
+            (p50, p99, sent),
+            baseline,
+            held_idle,
+            rss_peak,
+            held_peak,
+            held_mean,
+            (counted.allocs - before.allocs, counted.bytes - before.bytes),
+        ))
+    });
+    drop(rt);
+    let (elapsed, (_p50, p99, sent), baseline, held_idle, rss_peak, held_peak, held_mean, counted) =
+        r?;
+    let total = sent as f64;
+    let ns = elapsed.as_nanos() as f64 / total;
+    let mib = |b: f64| b / (1 << 20) as f64;
+    let s = pool.stats();
+    assert_eq!(s.gets, s.returned, "every buffer back: {s}");
+    let mut extra = BTreeMap::new();
+    extra.insert("msgs/s".to_string(), total / elapsed.as_secs_f64());
+    extra.insert("p99 ms".to_string(), p99 as f64 / 1e3);
+    // The exact peak (the budget's account); the 5 ms samples miss short holds.
+    let peak = s.budget.as_ref().map_or(held_peak, |b| b.peak_in_use_bytes);
+    extra.insert("held MiB (peak)".to_string(), mib(peak as f64));
+    extra.insert("held MiB (mean)".to_string(), mib(held_mean));
+    extra.insert("held MiB (idle)".to_string(), mib(held_idle as f64));
+    extra.insert(
+        "RSS above idle MiB".to_string(),
+        mib(rss_peak.saturating_sub(baseline) as f64),
+    );
+    extra.insert("idle RSS MiB".to_string(), mib(baseline as f64));
+    Ok(Output {
+        records: vec![Record {
+            workload: "connections".into(),
+            contender: strategy.label().into(),
+            allocator: ctx.alloc.name().into(),
+            param: format!("{conns} conns, {active} active, 16 KiB messages"),
+            metric: "ns/msg (1/throughput)".into(),
+            median: ns,
+            min: ns,
+            max: ns,
+            samples: 1,
+            allocs_per_op: Some(counted.0 as f64 / total),
+            bytes_per_op: Some(counted.1 as f64 / total),
+            extra,
+        }],
+        timelines: vec![],
+    })
+}
