@@ -147,6 +147,8 @@ fn child(a: &Args) -> Result<(), String> {
             .get(a.shape.unwrap_or(0))
             .ok_or("no such block size")?;
         run_one(&ctx, s, block).ok_or("io_uring refused")?
+    } else if w == Workload::Http {
+        workloads::http::run(&ctx)?
     } else if w == Workload::Connections {
         use workloads::connections::{run_client, run_one, Strategy, CLIENT};
         let id = a.contender.as_deref().ok_or("--contender needed")?;
@@ -289,6 +291,11 @@ fn contender_order() -> Vec<String> {
             .iter()
             .map(|s| s.label().to_string()),
     );
+    order.extend(
+        workloads::http::Strategy::ALL
+            .iter()
+            .map(|s| s.label().to_string()),
+    );
     let mut seen = std::collections::HashSet::new();
     order.retain(|name| seen.insert(name.clone()));
     order
@@ -326,6 +333,9 @@ fn descriptions() -> BTreeMap<String, String> {
         m.insert(s.label().to_string(), s.description().to_string());
     }
     for s in workloads::connections::Strategy::ALL {
+        m.insert(s.label().to_string(), s.description().to_string());
+    }
+    for s in workloads::http::Strategy::ALL {
         m.insert(s.label().to_string(), s.description().to_string());
     }
     for b in workloads::budget::RUNS {
@@ -416,6 +426,13 @@ fn run_workload(w: Workload, quick: bool) -> Result<Output, String> {
                 records: workloads::streaming::merge_rounds(records),
                 timelines: vec![],
             });
+        }
+        Workload::Http => {
+            // The server and its clients in one child (wrk and curl its own children).
+            merge(collect(
+                spawn_with(w, Allocator::System, "all", None, quick)?,
+                "the http server",
+            )?);
         }
         Workload::Connections => {
             use workloads::connections::{self as cn, Strategy};
@@ -625,6 +642,12 @@ fn real_main(args: Args) -> Result<(), String> {
         eprintln!("io_uring refused by this kernel: the file-read workload is skipped");
         args.workloads.retain(|&w| w != Workload::FileRead);
     }
+    if args.workloads.contains(&Workload::Http) {
+        if let Err(e) = workloads::http::clients_available() {
+            eprintln!("{e}: the http workload is skipped");
+            args.workloads.retain(|&w| w != Workload::Http);
+        }
+    }
     if args.workloads.contains(&Workload::DirectRead) {
         let path = workloads::direct_read::file_path(args.quick);
         let probe = std::fs::write(&path, b"")
@@ -676,6 +699,7 @@ fn real_main(args: Args) -> Result<(), String> {
             Workload::FileRead => workloads::file_read::Strategy::FreshVec.label(),
             Workload::DirectRead => workloads::direct_read::Strategy::Fresh.label(),
             Workload::Connections => workloads::connections::Strategy::Held.label(),
+            Workload::Http => workloads::http::Strategy::Full.label(),
             _ => "Vec (glibc)",
         };
         md.push_str(&format!(

@@ -179,9 +179,9 @@
 //! - **`monoio`** (Linux): monoio's unsafe `IoBuf`/`IoBufMut` for [`PooledBuf`] and `IoBuf`
 //!   for [`PooledBytes`], with their safety arguments.
 //! - **`http-body`** (implies `bytes`): `http_body::Body` for [`PooledBytes`] (one data frame)
-//!   and [`PooledChain`] (one frame per view), so hyper, axum and tonic send pooled data as a
-//!   body without copying it; the buffers return to their pools as the transport drops the
-//!   frames.
+//!   and [`PooledChain`] (the whole chain as one frame, whose `Buf` hands every view to one
+//!   vectored write), so hyper, axum and tonic send pooled data as a body without copying it;
+//!   the buffers return to their pools as the transport drops the frames.
 //! - **`metrics`**: the pool's figures (retained in depot and caches, in use and its peak,
 //!   hits and misses, bytes released by decay, trim and cap, budget waits and refusals, per
 //!   tier) through the `metrics` facade to whatever exporter the program installs, labelled

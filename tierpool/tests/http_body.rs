@@ -1,6 +1,6 @@
-//! `http_body::Body` for `PooledBytes` and `PooledChain` (feature `http-body`): the frames are
-//! the views, in order, with an exact size hint; the buffers go back when the frames are
-//! dropped.
+//! `http_body::Body` for `PooledBytes` and `PooledChain` (feature `http-body`): one data frame
+//! each (the view, or the whole chain), with an exact size hint; the buffers go back when the
+//! frames are dropped.
 
 #![cfg(feature = "http-body")]
 
@@ -17,7 +17,7 @@ impl Wake for Noop {
 }
 
 /// Polls `body` to its end; returns the data frames.
-fn frames<B: Body<Data = PooledBytes> + Unpin>(mut body: B) -> Vec<PooledBytes>
+fn frames<B: Body + Unpin>(mut body: B) -> Vec<B::Data>
 where
     B::Error: std::fmt::Debug,
 {
@@ -26,7 +26,10 @@ where
     let mut out = Vec::new();
     loop {
         match Pin::new(&mut body).poll_frame(&mut cx) {
-            Poll::Ready(Some(f)) => out.push(f.unwrap().into_data().expect("data frames only")),
+            Poll::Ready(Some(f)) => match f.unwrap().into_data() {
+                Ok(d) => out.push(d),
+                Err(_) => panic!("data frames only"),
+            },
             Poll::Ready(None) => break,
             Poll::Pending => panic!("a pooled body is always ready"),
         }
@@ -58,17 +61,23 @@ fn a_pooled_bytes_body_is_one_frame() {
 }
 
 #[test]
-fn a_chain_body_is_one_frame_per_view() {
+fn a_chain_body_is_the_whole_chain_in_one_frame() {
+    use bytes::Buf;
     let pool = BufferPool::new();
     let chain: PooledChain = [&b"GET "[..], b"/pooled", b" HTTP/1.1"]
         .into_iter()
         .map(|p| bytes(&pool, p))
         .collect();
     assert_eq!(chain.size_hint().exact(), Some(20));
-    let got = frames(chain);
-    let joined: Vec<u8> = got.iter().flat_map(|f| f.iter().copied()).collect();
-    assert_eq!((got.len(), &joined[..]), (3, &b"GET /pooled HTTP/1.1"[..]));
+    let mut got = frames(chain);
+    assert_eq!(got.len(), 1);
+    // Its views reach a vectored write at once.
+    let mut slices = [std::io::IoSlice::new(&[]); 8];
+    assert_eq!(got[0].chunks_vectored(&mut slices), 3);
+    let joined = got[0].copy_to_bytes(20);
+    assert_eq!(&joined[..], b"GET /pooled HTTP/1.1");
     drop(got);
     let s = pool.stats();
     assert_eq!((s.gets, s.returned), (3, 3));
+    assert!(frames(PooledChain::new()).is_empty());
 }

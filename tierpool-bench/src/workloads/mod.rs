@@ -11,6 +11,7 @@ pub mod cross_thread;
 pub mod direct_read;
 pub mod file_read;
 pub mod get_put;
+pub mod http;
 pub mod idle_threads;
 pub mod instructions;
 pub mod lookup;
@@ -57,11 +58,13 @@ pub enum Workload {
     DirectRead,
     /// 10,000 mostly idle connections: a buffer held per connection, or readiness-first.
     Connections,
+    /// A hyper server sending pooled bodies and chains, driven by wrk.
+    Http,
 }
 
 impl Workload {
     /// Every workload, in report order: the one list.
-    pub const ALL: [Workload; 13] = [
+    pub const ALL: [Workload; 14] = [
         Workload::Lookup,
         Workload::GetPut,
         Workload::Instructions,
@@ -75,6 +78,7 @@ impl Workload {
         Workload::IdleThreads,
         Workload::DirectRead,
         Workload::Connections,
+        Workload::Http,
     ];
 
     /// The name on the command line, in the JSON and in the report.
@@ -93,6 +97,7 @@ impl Workload {
             Workload::IdleThreads => "idle-threads",
             Workload::DirectRead => "direct-read",
             Workload::Connections => "connections",
+            Workload::Http => "http",
         }
     }
 
@@ -115,6 +120,7 @@ impl Workload {
             Workload::FileRead => "Seed 002 (goleveldb block reads): a 256 MiB file in the page cache read start to end in 64 KiB or 1 MiB blocks with compio's read_at on io_uring, each block into a tierpool buffer, a fresh Vec, or one reused Vec (the floor); one process per strategy and block size, 5 timed passes after a warm-up; per read, with MB/s, allocations and minor page faults per read, peak RSS.",
             Workload::DirectRead => "Issue 17 (direct I/O, seed 002's block reads): a 1 GiB file on the disk (ext4) read, then written, with O_DIRECT in 64 KiB or 1 MiB blocks through compio's read_at / write_at on io_uring, one block in flight, each block in a 4 KiB-aligned buffer: a tierpool AlignedPool buffer, a fresh std::alloc aligned allocation, or one reused aligned buffer (the floor); one process per strategy, operation and block size, 3 interleaved rounds, each timing the file in 64 MiB stretches after a warm-up stretch; per block, with MB/s, CPU time per MiB (user + system from getrusage, the median stretch: the disk bounds MB/s on this VM, CPU time shows what the buffer costs), allocations and minor page faults per block, peak RSS.",
             Workload::Connections => "Issue 18 (seed 003: memory that follows traffic, not connections): 10,000 loopback TCP connections on 2 tokio workers, about 1% active at once (100 client tasks, each owning 100 connections, send a 16 KiB message on a random one of theirs and wait for a 1-byte answer; 60,000 messages); the server reads each message (a) into a pooled buffer taken when the connection is accepted and held while it waits, or (b) with tierpool::read_ready_exact, which waits for readability holding nothing and only then takes a pooled buffer; one server process per strategy with the client in a process of its own, 2 interleaved rounds; per message, with messages/s, p99 latency (client side), bytes held in pooled buffers (the exact peak, from a 1 GiB budget that never binds; the mean of 5 ms samples; and while all are idle), the server's RSS above its idle-connections baseline (peak of the same samples) and at that baseline, the server's allocations per message. (c), a provided-buffer ring on io_uring, is not built yet.",
+            Workload::Http => "Issue 18 (pooled bodies through hyper): a hyper 1 server on loopback (HTTP/1.1 and h2c, one tokio worker) answers GET /<body>/<size> with a 64 KiB or 1 MiB body made per request: Full<Bytes> from a fresh Vec, one PooledBytes, a PooledChain of 16 KiB views (tierpool's chain body: the whole chain as one frame), or the same chain one frame per view (the chain body before); each body first fetched with curl over HTTP/1.1 and HTTP/2 and checked byte for byte; then wrk -t1 -c8 (keep-alive), 2 s per run, 3 interleaved rounds; per request (1/throughput), with requests/s, p99 latency (wrk's), the server's allocations per request. Every pooled buffer back at the end.",
             Workload::Threads => "All threads get/put 4 KiB at once on this 2-core machine (oversubscribed above 2); wall time per operation of all threads together.",
             Workload::IdleThreads => "Idle threads (issue 16): T threads each take, fill and return two buffers each of 4 KiB, 64 KiB, 256 KiB, 1 MiB and 8 MiB, then park for good; the main thread goes on with one 4 KiB get/put per ms. Process RSS (and, in the extra columns, how far above the baseline, and the pool's retained bytes against its 64 MiB cap) when all are idle, 2 and 10 decay intervals (100 ms each) later, and for tierpool right after trim(); one process per strategy, allocator and T. tierpool ticks when the main thread's cache looks at the clock (every 256 returns to a tier: here every 256 ms), or, with background_trim, every interval.",
         }
@@ -195,6 +201,13 @@ pub fn run(w: Workload, ctx: &Ctx, kinds: &[Kind]) -> Output {
             }
             out
         }
+        Workload::Http => match http::run(ctx) {
+            Ok(o) => o,
+            Err(e) => {
+                eprintln!("  http: {e}: skipped");
+                Output::default()
+            }
+        },
         Workload::Connections => {
             let mut out = Output::default();
             for s in connections::Strategy::ALL {

@@ -1,0 +1,449 @@
+//! `http` (issue 18: sending pooled chains through hyper as fast as `Full<Bytes>`): a hyper 1
+//! server on loopback (HTTP/1.1 and h2c, one tokio worker) answers `GET /<body>/<size>` with
+//! a body of 64 KiB or 1 MiB made per request in one of four ways: `Full<Bytes>` from a fresh
+//! `Vec`, one `PooledBytes`, a `PooledChain` of 16 KiB views (tierpool's body: the whole chain
+//! as one frame), and the same chain sent one frame per view (how tierpool's chain body
+//! worked before). Each body is first fetched with curl over HTTP/1.1 and HTTP/2 and checked
+//! byte for byte; then wrk (one thread, 8 connections, keep-alive) measures requests/s, in
+//! interleaved rounds. Every pooled buffer must be back at the end. Skipped, saying so, where
+//! wrk or curl is not installed (`.ci/run` installs them).
+
+use std::collections::BTreeMap;
+use std::convert::Infallible;
+use std::pin::Pin;
+use std::process::Command;
+use std::task::{Context, Poll};
+
+use bytes::Bytes;
+use http_body::Frame;
+use http_body_util::Full;
+use hyper::body::Incoming;
+use hyper::{Request, Response};
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use tierpool::{BufferPool, PooledBytes, PooledChain};
+
+use super::{size_label, Ctx};
+use crate::report::{Output, Record};
+
+/// How a response body is made.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Strategy {
+    /// `Full<Bytes>` from a fresh `Vec` per request.
+    Full,
+    /// One `PooledBytes`.
+    Pooled,
+    /// A `PooledChain` of 16 KiB views: one frame, the whole chain.
+    Chain,
+    /// The same chain, one frame per view.
+    ChainPerView,
+}
+
+impl Strategy {
+    /// Every strategy, in report order.
+    pub const ALL: [Strategy; 4] = [
+        Strategy::Full,
+        Strategy::Pooled,
+        Strategy::Chain,
+        Strategy::ChainPerView,
+    ];
+
+    /// The URL path segment.
+    pub fn id(self) -> &'static str {
+        match self {
+            Strategy::Full => "full",
+            Strategy::Pooled => "pooled",
+            Strategy::Chain => "chain",
+            Strategy::ChainPerView => "chain-per-view",
+        }
+    }
+
+    /// The report label.
+    pub fn label(self) -> &'static str {
+        match self {
+            Strategy::Full => "Full<Bytes> from a fresh Vec (hyper)",
+            Strategy::Pooled => "tierpool PooledBytes body (hyper)",
+            Strategy::Chain => "tierpool PooledChain body, 16 KiB views (hyper)",
+            Strategy::ChainPerView => "PooledChain, one frame per view (hyper)",
+        }
+    }
+
+    /// For the contender table.
+    pub fn description(self) -> &'static str {
+        match self {
+            Strategy::Full => "http workload: Vec::with_capacity(size) filled from the pattern, Full::new(Bytes::from(vec)) as the response body",
+            Strategy::Pooled => "http workload: pool.get(size) filled from the pattern, into_shared(): the PooledBytes is the body (one frame)",
+            Strategy::Chain => "http workload: size / 16 KiB pooled buffers of 16 KiB filled from the pattern, collected into a PooledChain: the chain is the body, its one frame the whole chain (Data = PooledChain, chunks_vectored for writev)",
+            Strategy::ChainPerView => "http workload: the same PooledChain, sent by a body that yields one frame per view (tierpool's chain body before this workload)",
+        }
+    }
+}
+
+/// Body sizes.
+pub const SIZES: [usize; 2] = [64 << 10, 1 << 20];
+
+/// A chain's view size.
+pub const VIEW: usize = 16 << 10;
+
+/// The body's byte at `i`.
+fn byte_at(i: usize) -> u8 {
+    (i.wrapping_mul(2_654_435_761) >> 11) as u8
+}
+
+/// The old chain body: one frame per view.
+struct PerView(PooledChain);
+
+impl http_body::Body for PerView {
+    type Data = PooledBytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        _cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<PooledBytes>, Infallible>>> {
+        Poll::Ready(self.get_mut().0.pop_front().map(|p| Ok(Frame::data(p))))
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        http_body::SizeHint::with_exact(self.0.len() as u64)
+    }
+}
+
+/// The pooled buffers of a chain of `data` in views of [`VIEW`] bytes.
+fn chain_of(data: &[u8], pool: &BufferPool) -> PooledChain {
+    data.chunks(VIEW)
+        .map(|c| {
+            let mut b = pool.get(c.len());
+            b.extend_from_slice(c);
+            b.into_shared()
+        })
+        .collect()
+}
+
+/// Answers one request: the body named by the path, each with its own type (so that hyper
+/// writes each as what it is: a `PooledChain` frame reaches hyper's encoder as a chain).
+async fn serve(
+    req: Request<Incoming>,
+    pool: BufferPool,
+    pattern: &'static [u8],
+) -> Result<Response<Either>, Infallible> {
+    let mut parts = req.uri().path().trim_start_matches('/').split('/');
+    let strategy = parts
+        .next()
+        .and_then(|s| Strategy::ALL.into_iter().find(|x| x.id() == s));
+    let size: Option<usize> = parts.next().and_then(|s| s.parse().ok());
+    let (Some(strategy), Some(size)) = (strategy, size.filter(|&s| s <= pattern.len())) else {
+        let mut r = Response::new(Either::Full(Full::new(Bytes::new())));
+        *r.status_mut() = hyper::StatusCode::NOT_FOUND;
+        return Ok(r);
+    };
+    let data = &pattern[..size];
+    Ok(Response::new(match strategy {
+        Strategy::Full => Either::Full(Full::new(Bytes::from(data.to_vec()))),
+        Strategy::Pooled => Either::Pooled({
+            let mut b = pool.get(size);
+            b.extend_from_slice(data);
+            b.into_shared()
+        }),
+        Strategy::Chain => Either::Chain(chain_of(data, &pool)),
+        Strategy::ChainPerView => Either::PerView(PerView(chain_of(data, &pool))),
+    }))
+}
+
+/// A response body of one of the measured types, unboxed (hyper sees `Bytes`, `PooledBytes`
+/// or `PooledChain` frames as they are).
+enum Either {
+    Full(Full<Bytes>),
+    Pooled(PooledBytes),
+    Chain(PooledChain),
+    PerView(PerView),
+}
+
+/// The data of an [`Either`] body.
+enum EitherBuf {
+    Pooled(PooledBytes),
+    Chain(PooledChain),
+    Bytes(Bytes),
+}
+
+impl bytes::Buf for EitherBuf {
+    fn remaining(&self) -> usize {
+        match self {
+            EitherBuf::Pooled(b) => b.remaining(),
+            EitherBuf::Chain(c) => c.remaining(),
+            EitherBuf::Bytes(b) => b.remaining(),
+        }
+    }
+
+    fn chunk(&self) -> &[u8] {
+        match self {
+            EitherBuf::Pooled(b) => b.chunk(),
+            EitherBuf::Chain(c) => c.chunk(),
+            EitherBuf::Bytes(b) => b.chunk(),
+        }
+    }
+
+    fn chunks_vectored<'a>(&'a self, dst: &mut [std::io::IoSlice<'a>]) -> usize {
+        match self {
+            EitherBuf::Pooled(b) => b.chunks_vectored(dst),
+            EitherBuf::Chain(c) => c.chunks_vectored(dst),
+            EitherBuf::Bytes(b) => b.chunks_vectored(dst),
+        }
+    }
+
+    fn advance(&mut self, n: usize) {
+        match self {
+            EitherBuf::Pooled(b) => b.advance(n),
+            EitherBuf::Chain(c) => c.advance(n),
+            EitherBuf::Bytes(b) => b.advance(n),
+        }
+    }
+
+    fn copy_to_bytes(&mut self, n: usize) -> Bytes {
+        match self {
+            EitherBuf::Pooled(b) => b.copy_to_bytes(n),
+            EitherBuf::Chain(c) => c.copy_to_bytes(n),
+            EitherBuf::Bytes(b) => b.copy_to_bytes(n),
+        }
+    }
+}
+
+/// A polled frame with its data wrapped by `f`.
+fn map_frame<D>(
+    p: Poll<Option<Result<Frame<D>, Infallible>>>,
+    f: fn(D) -> EitherBuf,
+) -> Poll<Option<Result<Frame<EitherBuf>, Infallible>>> {
+    p.map(|o| o.map(|r| r.map(|fr| fr.map_data(f))))
+}
+
+impl http_body::Body for Either {
+    type Data = EitherBuf;
+    type Error = Infallible;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<EitherBuf>, Infallible>>> {
+        match self.get_mut() {
+            Either::Full(b) => map_frame(Pin::new(b).poll_frame(cx), EitherBuf::Bytes),
+            Either::Pooled(b) => map_frame(Pin::new(b).poll_frame(cx), EitherBuf::Pooled),
+            Either::Chain(c) => map_frame(Pin::new(c).poll_frame(cx), EitherBuf::Chain),
+            Either::PerView(v) => map_frame(Pin::new(v).poll_frame(cx), EitherBuf::Pooled),
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        match self {
+            Either::Full(b) => b.is_end_stream(),
+            Either::Pooled(b) => b.is_end_stream(),
+            Either::Chain(c) => c.is_end_stream(),
+            Either::PerView(v) => v.is_end_stream(),
+        }
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        match self {
+            Either::Full(b) => b.size_hint(),
+            Either::Pooled(b) => b.size_hint(),
+            Either::Chain(c) => c.size_hint(),
+            Either::PerView(v) => v.size_hint(),
+        }
+    }
+}
+
+/// True if wrk and curl are installed.
+pub fn clients_available() -> Result<(), String> {
+    for (tool, arg) in [("wrk", "-v"), ("curl", "--version")] {
+        let ok = Command::new(tool)
+            .arg(arg)
+            .output()
+            .map(|o| o.status.success() || !o.stdout.is_empty() || !o.stderr.is_empty())
+            .unwrap_or(false);
+        if !ok {
+            return Err(format!(
+                "{tool} is not installed (apt-get install wrk curl)"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Fetches `url` with curl (`--http2-prior-knowledge` for HTTP/2) and checks the body.
+fn curl_check(url: &str, http2: bool, size: usize) -> Result<(), String> {
+    let mut cmd = Command::new("curl");
+    cmd.args(["-sS", "--fail", "-o", "-"]);
+    cmd.arg(if http2 {
+        "--http2-prior-knowledge"
+    } else {
+        "--http1.1"
+    });
+    let out = cmd.arg(url).output().map_err(|e| format!("curl: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "curl {url}: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    let body = out.stdout;
+    if body.len() != size || body.iter().enumerate().any(|(i, &b)| b != byte_at(i)) {
+        return Err(format!(
+            "curl {url} (HTTP/{}): {} bytes, not the {size} sent, or different bytes",
+            if http2 { "2" } else { "1.1" },
+            body.len()
+        ));
+    }
+    Ok(())
+}
+
+/// One wrk run: (requests/s, requests, p99 latency in ms).
+fn wrk(url: &str, seconds: u32) -> Result<(f64, f64, f64), String> {
+    let out = Command::new("wrk")
+        .args(["-t1", "-c8", &format!("-d{seconds}s"), "--latency", url])
+        .output()
+        .map_err(|e| format!("wrk: {e}"))?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let field = |prefix: &str| {
+        text.lines()
+            .find_map(|l| l.trim().strip_prefix(prefix).map(|r| r.trim().to_string()))
+    };
+    let rps: f64 = field("Requests/sec:")
+        .and_then(|v| v.parse().ok())
+        .ok_or_else(|| format!("wrk {url}: no Requests/sec in {text}"))?;
+    let requests: f64 = text
+        .lines()
+        .find(|l| l.contains("requests in"))
+        .and_then(|l| l.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .ok_or_else(|| format!("wrk {url}: no request count in {text}"))?;
+    if text.contains("Non-2xx") || text.contains("Socket errors") {
+        return Err(format!("wrk {url}: errors: {text}"));
+    }
+    let p99 = field("99%")
+        .map(|v| {
+            let (num, unit) = v.split_at(v.find(|c: char| c.is_alphabetic()).unwrap_or(v.len()));
+            let x: f64 = num.parse().unwrap_or(0.0);
+            match unit {
+                "us" => x / 1e3,
+                "s" => x * 1e3,
+                _ => x, // ms
+            }
+        })
+        .unwrap_or(0.0);
+    Ok((rps, requests, p99))
+}
+
+/// Rounds and seconds per wrk run.
+pub fn shape(quick: bool) -> (usize, u32) {
+    if quick {
+        (1, 1)
+    } else {
+        (3, 2)
+    }
+}
+
+/// Runs the workload in this process: the server on a thread of its own, wrk and curl as
+/// child processes.
+pub fn run(ctx: &Ctx) -> Result<Output, String> {
+    clients_available()?;
+    let pool = BufferPool::new();
+    let pattern: &'static [u8] = Box::leak((0..SIZES[1]).map(byte_at).collect::<Vec<u8>>().into());
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    let listener = rt
+        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+        .map_err(|e| e.to_string())?;
+    let addr = listener.local_addr().map_err(|e| e.to_string())?;
+    {
+        let pool = pool.clone();
+        rt.spawn(async move {
+            loop {
+                let Ok((s, _)) = listener.accept().await else {
+                    return;
+                };
+                let _ = s.set_nodelay(true);
+                let pool = pool.clone();
+                tokio::spawn(async move {
+                    let svc =
+                        hyper::service::service_fn(move |req| serve(req, pool.clone(), pattern));
+                    let _ = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new())
+                        .serve_connection(TokioIo::new(s), svc)
+                        .await;
+                });
+            }
+        });
+    }
+    // The bytes, through real clients, over both protocols.
+    for size in SIZES {
+        for s in Strategy::ALL {
+            let url = format!("http://{addr}/{}/{size}", s.id());
+            curl_check(&url, false, size)?;
+            curl_check(&url, true, size)?;
+        }
+    }
+    let (rounds, seconds) = shape(ctx.quick);
+    let mut samples: BTreeMap<(usize, usize), Vec<(f64, f64, f64, u64, u64)>> = BTreeMap::new();
+    for _ in 0..rounds {
+        for size in SIZES {
+            for (k, s) in Strategy::ALL.into_iter().enumerate() {
+                let url = format!("http://{addr}/{}/{size}", s.id());
+                let before = crate::alloc::counted();
+                crate::alloc::set_counting(true);
+                let (rps, requests, p99) = wrk(&url, seconds)?;
+                crate::alloc::set_counting(false);
+                let after = crate::alloc::counted();
+                samples.entry((size, k)).or_default().push((
+                    rps,
+                    requests,
+                    p99,
+                    after.allocs - before.allocs,
+                    after.bytes - before.bytes,
+                ));
+            }
+        }
+    }
+    drop(rt); // closes the server and every connection
+    let st = pool.stats();
+    if st.gets != st.returned {
+        return Err(format!(
+            "pooled buffers still out after the server closed: {st}"
+        ));
+    }
+    let mut records = Vec::new();
+    for ((size, k), runs) in samples {
+        let s = Strategy::ALL[k];
+        let us: Vec<f64> = runs.iter().map(|r| 1e9 / r.0).collect();
+        let m = crate::measure::Summary::of(us);
+        let median = |mut v: Vec<f64>| crate::measure::Summary::of(std::mem::take(&mut v)).median;
+        let requests: f64 = runs.iter().map(|r| r.1).sum();
+        let mut extra = BTreeMap::new();
+        extra.insert("requests/s".to_string(), 1e9 / m.median);
+        extra.insert(
+            "p99 ms".to_string(),
+            median(runs.iter().map(|r| r.2).collect()),
+        );
+        records.push(Record {
+            workload: "http".into(),
+            contender: s.label().into(),
+            allocator: ctx.alloc.name().into(),
+            param: format!("{} bodies", size_label(size)),
+            metric: "ns/request (1/throughput)".into(),
+            median: m.median,
+            min: m.min,
+            max: m.max,
+            samples: runs.len(),
+            allocs_per_op: Some(runs.iter().map(|r| r.3 as f64).sum::<f64>() / requests),
+            bytes_per_op: Some(runs.iter().map(|r| r.4 as f64).sum::<f64>() / requests),
+            extra,
+        });
+    }
+    Ok(Output {
+        records,
+        timelines: vec![],
+    })
+}
