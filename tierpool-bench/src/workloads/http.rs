@@ -335,6 +335,17 @@ fn wrk(url: &str, seconds: u32) -> Result<(f64, f64, f64), String> {
     Ok((rps, requests, p99))
 }
 
+/// One wrk run of one body and size.
+struct Run {
+    rps: f64,
+    requests: f64,
+    /// wrk's p99 latency, ms.
+    p99: f64,
+    /// The server's allocations during the run, and their bytes.
+    allocs: u64,
+    bytes: u64,
+}
+
 /// Rounds and seconds per wrk run.
 pub fn shape(quick: bool) -> (usize, u32) {
     if quick {
@@ -387,7 +398,7 @@ pub fn run(ctx: &Ctx) -> Result<Output, String> {
         }
     }
     let (rounds, seconds) = shape(ctx.quick);
-    let mut samples: BTreeMap<(usize, usize), Vec<(f64, f64, f64, u64, u64)>> = BTreeMap::new();
+    let mut samples: BTreeMap<(usize, usize), Vec<Run>> = BTreeMap::new();
     for _ in 0..rounds {
         for size in SIZES {
             for (k, s) in Strategy::ALL.into_iter().enumerate() {
@@ -397,13 +408,13 @@ pub fn run(ctx: &Ctx) -> Result<Output, String> {
                 let (rps, requests, p99) = wrk(&url, seconds)?;
                 crate::alloc::set_counting(false);
                 let after = crate::alloc::counted();
-                samples.entry((size, k)).or_default().push((
+                samples.entry((size, k)).or_default().push(Run {
                     rps,
                     requests,
                     p99,
-                    after.allocs - before.allocs,
-                    after.bytes - before.bytes,
-                ));
+                    allocs: after.allocs - before.allocs,
+                    bytes: after.bytes - before.bytes,
+                });
             }
         }
     }
@@ -417,15 +428,15 @@ pub fn run(ctx: &Ctx) -> Result<Output, String> {
     let mut records = Vec::new();
     for ((size, k), runs) in samples {
         let s = Strategy::ALL[k];
-        let us: Vec<f64> = runs.iter().map(|r| 1e9 / r.0).collect();
+        let us: Vec<f64> = runs.iter().map(|r| 1e9 / r.rps).collect();
         let m = crate::measure::Summary::of(us);
         let median = |mut v: Vec<f64>| crate::measure::Summary::of(std::mem::take(&mut v)).median;
-        let requests: f64 = runs.iter().map(|r| r.1).sum();
+        let requests: f64 = runs.iter().map(|r| r.requests).sum();
         let mut extra = BTreeMap::new();
         extra.insert("requests/s".to_string(), 1e9 / m.median);
         extra.insert(
             "p99 ms".to_string(),
-            median(runs.iter().map(|r| r.2).collect()),
+            median(runs.iter().map(|r| r.p99).collect()),
         );
         records.push(Record {
             workload: "http".into(),
@@ -437,8 +448,8 @@ pub fn run(ctx: &Ctx) -> Result<Output, String> {
             min: m.min,
             max: m.max,
             samples: runs.len(),
-            allocs_per_op: Some(runs.iter().map(|r| r.3 as f64).sum::<f64>() / requests),
-            bytes_per_op: Some(runs.iter().map(|r| r.4 as f64).sum::<f64>() / requests),
+            allocs_per_op: Some(runs.iter().map(|r| r.allocs as f64).sum::<f64>() / requests),
+            bytes_per_op: Some(runs.iter().map(|r| r.bytes as f64).sum::<f64>() / requests),
             extra,
         });
     }
