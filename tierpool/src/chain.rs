@@ -147,6 +147,109 @@ impl PooledChain {
         }
     }
 
+    /// Drops up to `n` bytes from the front and returns how many it dropped (fewer only if
+    /// the chain is shorter): [`advance`](Self::advance) that never panics (gRPC-Go's
+    /// `Reader.Discard`).
+    pub fn discard(&mut self, n: usize) -> usize {
+        let n = n.min(self.len);
+        self.advance(n);
+        n
+    }
+
+    /// Removes and returns the first byte, or `None` if the chain is empty (gRPC-Go's
+    /// `Reader.ReadByte`).
+    pub fn pop_byte(&mut self) -> Option<u8> {
+        let front = self.parts.front_mut()?;
+        let b = front[0];
+        if front.len() == 1 {
+            self.parts.pop_front();
+        } else {
+            front.advance(1);
+        }
+        self.len -= 1;
+        Some(b)
+    }
+
+    /// Copies the first bytes into `dst` without consuming them; returns how many (the
+    /// smaller of `dst.len()` and `len()`). A look ahead across views, for a header that may
+    /// straddle two of them (gRPC-Go's `Reader.Peek`, as a copy into the caller's bytes).
+    ///
+    /// ```
+    /// # fn view(pool: &tierpool::BufferPool, b: &[u8]) -> tierpool::PooledBytes {
+    /// #     let mut v = pool.get(b.len()); v.extend_from_slice(b); v.into_shared() }
+    /// let pool = tierpool::BufferPool::new();
+    /// let chain: tierpool::PooledChain = [view(&pool, b"\x00\x00"), view(&pool, b"\x00\x05hello")]
+    ///     .into_iter()
+    ///     .collect();
+    /// let mut header = [0u8; 4];
+    /// assert_eq!(chain.peek(&mut header), 4);
+    /// assert_eq!(u32::from_be_bytes(header), 5);
+    /// assert_eq!(chain.len(), 9); // nothing consumed
+    /// ```
+    pub fn peek(&self, dst: &mut [u8]) -> usize {
+        let mut n = 0;
+        for part in &self.parts {
+            if n == dst.len() {
+                break;
+            }
+            let k = part.len().min(dst.len() - n);
+            dst[n..n + k].copy_from_slice(&part[..k]);
+            n += k;
+        }
+        n
+    }
+
+    /// The first `n` bytes (all of them if the chain is shorter) as a chain of views, without
+    /// consuming them and without copying: one count increment per view, at most one view
+    /// sliced (gRPC-Go's `Reader.Peek`, as views).
+    pub fn prefix(&self, n: usize) -> PooledChain {
+        let n = n.min(self.len);
+        let mut out = PooledChain::new();
+        for part in &self.parts {
+            if out.len == n {
+                break;
+            }
+            let want = n - out.len;
+            if part.len() <= want {
+                out.push(part.clone());
+            } else {
+                out.push(part.slice(..want));
+            }
+        }
+        out
+    }
+
+    /// The chain's bytes as one contiguous view: the view itself (a clone of its count, no
+    /// copy) when the chain has one, else a copy into one buffer from `pool` (gRPC-Go's
+    /// `LazyMaterialize`). An empty chain gives an empty view.
+    ///
+    /// # Panics
+    /// As [`BufferPool::get`], when it copies.
+    #[cfg_attr(feature = "holders", track_caller)]
+    pub fn contiguous(&self, pool: &BufferPool) -> PooledBytes {
+        match self.parts.len() {
+            0 => PooledBytes::default(),
+            1 => self.parts[0].clone(),
+            _ => self.materialize(pool).into_shared(),
+        }
+    }
+
+    /// A writer that appends what is written to the chain: each `write` copies its bytes into
+    /// a buffer from `pool` and pushes it as a view (gRPC-Go's `mem.NewWriter`).
+    ///
+    /// ```
+    /// use std::io::Write;
+    ///
+    /// let pool = tierpool::BufferPool::new();
+    /// let mut chain = tierpool::PooledChain::new();
+    /// write!(chain.writer(&pool), "{}-{}", "abcd", 42)?;
+    /// assert_eq!(chain.to_vec(), b"abcd-42");
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn writer<'a>(&'a mut self, pool: &'a BufferPool) -> ChainWriter<'a> {
+        ChainWriter { chain: self, pool }
+    }
+
     /// Fills `dst` with one `IoSlice` per view, from the start; returns how many it filled
     /// (all views if `dst` is long enough). For `write_vectored`.
     pub fn io_slices<'a>(&'a self, dst: &mut [IoSlice<'a>]) -> usize {
@@ -220,9 +323,10 @@ impl PooledChain {
     /// each other.
     ///
     /// # Errors
-    /// What `io` returns; `InvalidData` if the stream is longer than `limit` bytes (what was
-    /// read is dropped, its buffers returned); `OutOfMemory` (wrapping the [`AllocError`]) if
-    /// a chunk cannot be had.
+    /// What `io` returns; `InvalidData` if the stream is longer than `limit` bytes;
+    /// `OutOfMemory` (wrapping the [`AllocError`]) if a chunk cannot be had. What was read
+    /// is dropped with the chain (its buffers returned); use
+    /// [`read_all_into`](Self::read_all_into) to keep it.
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")]
@@ -245,9 +349,45 @@ impl PooledChain {
     where
         R: tokio::io::AsyncRead + Unpin + ?Sized,
     {
+        let mut chain = PooledChain::new();
+        chain.read_all_into(io, pool, chunk, limit).await?;
+        Ok(chain)
+    }
+
+    /// [`read_all`](Self::read_all), appending to this chain and returning how many bytes it
+    /// read: on an error the chain keeps every byte read before it (as `Read::read_to_end`
+    /// keeps them in its `Vec`, and gRPC-Go's `ReadAll` returns them with the error), also
+    /// past `limit` when that is the error.
+    ///
+    /// # Errors
+    /// As [`read_all`](Self::read_all).
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// let pool = tierpool::BufferPool::new();
+    /// let data = vec![1u8; 5000];
+    /// let mut chain = tierpool::PooledChain::new();
+    /// let err = chain.read_all_into(&mut &data[..], &pool, 1024, 3000).await.unwrap_err();
+    /// assert_eq!(err.kind(), std::io::ErrorKind::InvalidData);
+    /// assert!(chain.len() > 3000, "the bytes read are kept");
+    /// # }
+    /// ```
+    #[cfg(feature = "tokio")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
+    pub async fn read_all_into<R>(
+        &mut self,
+        io: &mut R,
+        pool: &BufferPool,
+        chunk: usize,
+        limit: usize,
+    ) -> io::Result<usize>
+    where
+        R: tokio::io::AsyncRead + Unpin + ?Sized,
+    {
         use tokio::io::AsyncReadExt;
         let chunk = chunk.max(1);
-        let mut chain = PooledChain::new();
+        let start = self.len;
         loop {
             let mut buf = pool
                 .acquire(chunk)
@@ -255,22 +395,61 @@ impl PooledChain {
                 .map_err(|e| io::Error::new(io::ErrorKind::OutOfMemory, e))?;
             while buf.len() < chunk {
                 let room = chunk - buf.len();
-                let n = io
+                let n = match io
                     .read_buf(&mut bytes::BufMut::limit(&mut *buf, room))
-                    .await?;
+                    .await
+                {
+                    Ok(n) => n,
+                    Err(e) => {
+                        self.push(buf.into_shared());
+                        return Err(e);
+                    }
+                };
                 if n == 0 {
-                    chain.push(buf.into_shared());
-                    return Ok(chain);
+                    self.push(buf.into_shared());
+                    return Ok(self.len - start);
                 }
-                if chain.len + buf.len() > limit {
+                if self.len - start + buf.len() > limit {
+                    self.push(buf.into_shared());
                     return Err(io::Error::new(
                         io::ErrorKind::InvalidData,
                         format!("stream longer than the limit of {limit} bytes"),
                     ));
                 }
             }
-            chain.push(buf.into_shared());
+            self.push(buf.into_shared());
         }
+    }
+}
+
+/// The writer of [`PooledChain::writer`]: each `write` appends a pooled copy of its bytes.
+#[derive(Debug)]
+pub struct ChainWriter<'a> {
+    chain: &'a mut PooledChain,
+    pool: &'a BufferPool,
+}
+
+impl io::Write for ChainWriter<'_> {
+    /// Copies all of `data` into one buffer from the pool and appends it.
+    ///
+    /// # Errors
+    /// `OutOfMemory` (wrapping the [`AllocError`]) if the pool cannot serve the size now
+    /// ([`BufferPool::try_get`]: with a budget, no room is an error rather than a wait).
+    fn write(&mut self, data: &[u8]) -> io::Result<usize> {
+        if data.is_empty() {
+            return Ok(0);
+        }
+        let mut buf = self
+            .pool
+            .try_get(data.len())
+            .map_err(|e| io::Error::new(io::ErrorKind::OutOfMemory, e))?;
+        buf.extend_from_slice(data);
+        self.chain.push(buf.into_shared());
+        Ok(data.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
     }
 }
 

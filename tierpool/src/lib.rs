@@ -483,7 +483,7 @@ mod loom_tests;
 pub use aligned::{AcquireAligned, AlignedBuf, AlignedPool, MAX_ALIGNMENT};
 pub use budget::MAX_BUDGET;
 pub use buf::PooledBuf;
-pub use chain::PooledChain;
+pub use chain::{ChainWriter, PooledChain};
 pub use class::MAX_TIERS;
 pub use config::{
     Builder, DEFAULT_DECAY_INTERVAL, DEFAULT_MAX_RETAINED_BYTES, DEFAULT_MAX_TIER,
