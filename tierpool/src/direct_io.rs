@@ -167,11 +167,16 @@ pub fn direct_io_alignment(path: impl AsRef<Path>) -> Result<DirectIoAlignment, 
             source: AlignmentSource::Statx,
         });
     }
-    let (major, minor) = if kind.is_block_device() {
-        (sx.stx_rdev_major, sx.stx_rdev_minor)
-    } else {
-        (sx.stx_dev_major, sx.stx_dev_minor)
-    };
+    if kind.is_block_device() {
+        // The device itself (its node lives on devtmpfs, whose `statfs` says nothing of it).
+        let block = logical_block_size(sx.stx_rdev_major, sx.stx_rdev_minor).map_err(io_err)?;
+        return Ok(DirectIoAlignment {
+            memory: block,
+            offset: block,
+            source: AlignmentSource::LogicalBlockSize,
+        });
+    }
+    let (major, minor) = (sx.stx_dev_major, sx.stx_dev_minor);
     let fs = statfs(path).map_err(io_err)?;
     // The field's and the constant's types differ between targets (both hold a small
     // positive magic number).

@@ -180,8 +180,10 @@
 //!   for [`PooledBytes`], with their safety arguments.
 //! - **`http-body`** (implies `bytes`): `http_body::Body` for [`PooledBytes`] (one data frame)
 //!   and [`PooledChain`] (the whole chain as one frame, whose `Buf` hands every view to one
-//!   vectored write), so hyper, axum and tonic send pooled data as a body without copying it;
-//!   the buffers return to their pools as the transport drops the frames.
+//!   vectored write), so hyper sends pooled data as a body without copying it; for axum and
+//!   tonic, whose bodies need `Data = Bytes`, `PooledChain::into_view_frames` gives one frame
+//!   per view, each a `Bytes` without a copy. The buffers return to their pools as the
+//!   transport drops the frames.
 //! - **`metrics`**: the pool's figures (retained in depot and caches, in use and its peak,
 //!   hits and misses, bytes released by decay, trim and cap, budget waits and refusals, per
 //!   tier) through the `metrics` facade to whatever exporter the program installs, labelled
@@ -471,6 +473,8 @@ mod tokio_uring_impls;
 mod monoio_impls;
 #[cfg(feature = "http-body")]
 mod http_body_impls;
+#[cfg(feature = "http-body")]
+pub use http_body_impls::ViewFrames;
 #[cfg(feature = "tokio")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
 pub mod frame;

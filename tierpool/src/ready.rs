@@ -10,6 +10,9 @@
 //! a hint: the read may still find nothing) gives the buffer straight back to this thread's
 //! cache and waits again.
 //!
+//! With the `holders` feature, buffers taken here are tracked at this module's line, not the
+//! caller's (an `async fn` cannot be `#[track_caller]`), as for the frame reader.
+//!
 //! [`FrameReader`](crate::frame::FrameReader) already works this way between frames: it reads
 //! each header into a 16-byte array on its own stack and takes a pooled buffer only once a
 //! header has said how long the payload is, so a connection idle between frames holds no
@@ -120,10 +123,16 @@ pub async fn read_ready<R: ReadReady>(
 /// message's first byte. Until that byte arrives it holds no buffer; from then on the buffer
 /// is the message's, kept until the message is complete.
 ///
+/// A message of 0 bytes is complete without reading: `Some` of an empty buffer at once.
+///
+/// Under a budget, a peer that sends a message's first byte and then stalls holds `n` bytes of
+/// it until the message completes or the connection is closed: bound how long a message may
+/// take (a timeout around this call) where peers are not trusted.
+///
 /// # Errors
-/// As [`read_ready`], and [`io::ErrorKind::UnexpectedEof`] if the stream ends within the
-/// message. Not cancel safe once the message has begun (its bytes read so far are lost with
-/// the future).
+/// As [`read_ready`] (but not for `n == 0`), and [`io::ErrorKind::UnexpectedEof`] if the
+/// stream ends within the message. Not cancel safe once the message has begun (its bytes read
+/// so far are lost with the future).
 pub async fn read_ready_exact<R>(
     io: &mut R,
     pool: &BufferPool,

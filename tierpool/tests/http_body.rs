@@ -81,3 +81,25 @@ fn a_chain_body_is_the_whole_chain_in_one_frame() {
     assert_eq!((s.gets, s.returned), (3, 3));
     assert!(frames(PooledChain::new()).is_empty());
 }
+
+#[test]
+fn view_frames_are_one_frame_per_view_for_bytes_typed_stacks() {
+    let pool = BufferPool::new();
+    let chain: PooledChain = [&b"GET "[..], b"/pooled", b" HTTP/1.1"]
+        .into_iter()
+        .map(|p| bytes(&pool, p))
+        .collect();
+    let body = chain.into_view_frames();
+    assert_eq!(body.size_hint().exact(), Some(20));
+    let got = frames(body);
+    assert_eq!(got.len(), 3);
+    // Each view converts to `Bytes` without a copy: the same address.
+    let first = got[0].as_ptr();
+    let as_bytes: Vec<bytes::Bytes> = got.into_iter().map(bytes::Bytes::from).collect();
+    assert_eq!(as_bytes[0].as_ptr(), first);
+    let joined: Vec<u8> = as_bytes.iter().flat_map(|b| b.iter().copied()).collect();
+    assert_eq!(&joined[..], b"GET /pooled HTTP/1.1");
+    drop(as_bytes);
+    let s = pool.stats();
+    assert_eq!((s.gets, s.returned), (3, 3));
+}

@@ -141,8 +141,21 @@ async fn exact_messages_never_take_the_next_ones_bytes() {
     assert_eq!(out(&pool), 0);
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "current_thread")]
 async fn under_a_budget_the_task_waits_for_room_not_the_thread() {
+    // One thread runs every task: a read that blocked it waiting for the budget would hang
+    // the test, so a watchdog turns a hang into a failure.
+    let finished = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    {
+        let finished = finished.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_secs(60));
+            if !finished.load(std::sync::atomic::Ordering::SeqCst) {
+                eprintln!("read_ready blocked the runtime's only thread waiting for the budget");
+                std::process::abort();
+            }
+        });
+    }
     let pool = BufferPool::builder()
         .max_in_use_bytes(64 << 10)
         .build()
@@ -160,6 +173,7 @@ async fn under_a_budget_the_task_waits_for_room_not_the_thread() {
     drop(held);
     let buf = reader.await.unwrap().unwrap().expect("data");
     assert_eq!(&buf[..], b"hello");
+    finished.store(true, std::sync::atomic::Ordering::SeqCst);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -2,8 +2,8 @@
 //! server on loopback (HTTP/1.1 and h2c, one tokio worker) answers `GET /<body>/<size>` with
 //! a body of 64 KiB or 1 MiB made per request in one of four ways: `Full<Bytes>` from a fresh
 //! `Vec`, one `PooledBytes`, a `PooledChain` of 16 KiB views (tierpool's body: the whole chain
-//! as one frame), and the same chain sent one frame per view (how tierpool's chain body
-//! worked before). Each body is first fetched with curl over HTTP/1.1 and HTTP/2 and checked
+//! as one frame), and the same chain sent one frame per view (`into_view_frames`, how the
+//! chain body worked before). Each body is first fetched with curl over HTTP/1.1 and HTTP/2 and checked
 //! byte for byte; then wrk (one thread, 8 connections, keep-alive) measures requests/s, in
 //! interleaved rounds. Every pooled buffer must be back at the end. Skipped, saying so, where
 //! wrk or curl is not installed (`.ci/run` installs them).
@@ -20,7 +20,7 @@ use http_body_util::Full;
 use hyper::body::Incoming;
 use hyper::{Request, Response};
 use hyper_util::rt::{TokioExecutor, TokioIo};
-use tierpool::{BufferPool, PooledBytes, PooledChain};
+use tierpool::{BufferPool, PooledBytes, PooledChain, ViewFrames};
 
 use super::{size_label, Ctx};
 use crate::report::{Output, Record};
@@ -63,7 +63,7 @@ impl Strategy {
             Strategy::Full => "Full<Bytes> from a fresh Vec (hyper)",
             Strategy::Pooled => "tierpool PooledBytes body (hyper)",
             Strategy::Chain => "tierpool PooledChain body, 16 KiB views (hyper)",
-            Strategy::ChainPerView => "PooledChain, one frame per view (hyper)",
+            Strategy::ChainPerView => "PooledChain::into_view_frames, a frame per view (hyper)",
         }
     }
 
@@ -73,7 +73,7 @@ impl Strategy {
             Strategy::Full => "http workload: Vec::with_capacity(size) filled from the pattern, Full::new(Bytes::from(vec)) as the response body",
             Strategy::Pooled => "http workload: pool.get(size) filled from the pattern, into_shared(): the PooledBytes is the body (one frame)",
             Strategy::Chain => "http workload: size / 16 KiB pooled buffers of 16 KiB filled from the pattern, collected into a PooledChain: the chain is the body, its one frame the whole chain (Data = PooledChain, chunks_vectored for writev)",
-            Strategy::ChainPerView => "http workload: the same PooledChain, sent by a body that yields one frame per view (tierpool's chain body before this workload)",
+            Strategy::ChainPerView => "http workload: the same PooledChain as into_view_frames(): one frame per view (tierpool's chain body before this workload; what axum and tonic, whose bodies need Data = Bytes, are given)",
         }
     }
 }
@@ -87,29 +87,6 @@ pub const VIEW: usize = 16 << 10;
 /// The body's byte at `i`.
 fn byte_at(i: usize) -> u8 {
     (i.wrapping_mul(2_654_435_761) >> 11) as u8
-}
-
-/// The old chain body: one frame per view.
-struct PerView(PooledChain);
-
-impl http_body::Body for PerView {
-    type Data = PooledBytes;
-    type Error = Infallible;
-
-    fn poll_frame(
-        self: Pin<&mut Self>,
-        _cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<PooledBytes>, Infallible>>> {
-        Poll::Ready(self.get_mut().0.pop_front().map(|p| Ok(Frame::data(p))))
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.0.is_empty()
-    }
-
-    fn size_hint(&self) -> http_body::SizeHint {
-        http_body::SizeHint::with_exact(self.0.len() as u64)
-    }
 }
 
 /// The pooled buffers of a chain of `data` in views of [`VIEW`] bytes.
@@ -149,7 +126,7 @@ async fn serve(
             b.into_shared()
         }),
         Strategy::Chain => Either::Chain(chain_of(data, &pool)),
-        Strategy::ChainPerView => Either::PerView(PerView(chain_of(data, &pool))),
+        Strategy::ChainPerView => Either::PerView(chain_of(data, &pool).into_view_frames()),
     }))
 }
 
@@ -159,7 +136,7 @@ enum Either {
     Full(Full<Bytes>),
     Pooled(PooledBytes),
     Chain(PooledChain),
-    PerView(PerView),
+    PerView(ViewFrames),
 }
 
 /// The data of an [`Either`] body.
