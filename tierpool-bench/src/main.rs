@@ -251,6 +251,32 @@ fn collect(child: std::process::Child, what: &str) -> Result<Output, String> {
     serde_json::from_slice(&out.stdout).map_err(|e| format!("child output for {what}: {e}"))
 }
 
+/// One child process of a workload run in rounds: its `--contender` id, shape index, and the
+/// label its records and its progress line carry.
+struct ChildRun {
+    id: &'static str,
+    shape: Option<usize>,
+    label: String,
+}
+
+/// Runs each of `runs` in a child process of its own (RSS, CPU time and page faults are per
+/// process), one at a time (each may use both cores), in `rounds` interleaved rounds so that a
+/// slow spell of this VM hits all alike; the records are the medians over the rounds.
+fn in_rounds(w: Workload, rounds: usize, runs: &[ChildRun], quick: bool) -> Result<Output, String> {
+    let mut records = Vec::new();
+    for round in 1..=rounds {
+        for r in runs {
+            progress::status(&format!("{w} round {round}/{rounds}: {}", r.label));
+            let child = spawn_with(w, Allocator::System, r.id, r.shape, quick)?;
+            records.extend(collect(child, &r.label)?.records);
+        }
+    }
+    Ok(Output {
+        records: workloads::streaming::merge_rounds(records),
+        timelines: vec![],
+    })
+}
+
 fn contender_order() -> Vec<String> {
     let mut order = Vec::new();
     // tierpool with the allocator's purge right after tierpool.
@@ -410,22 +436,18 @@ fn run_workload(w: Workload, quick: bool) -> Result<Output, String> {
             let path = fr::file_path(quick);
             fr::make_file(&path, fr::file_size(quick))
                 .map_err(|e| format!("{}: {e}", path.display()))?;
-            let mut records = Vec::new();
-            // One process per strategy and block size (peak RSS is per process), in rounds.
-            for round in 1..=workloads::streaming::rounds(quick) {
-                progress::status(&format!("file-read round {round}"));
-                for (i, _) in BLOCKS.iter().enumerate() {
-                    for s in Strategy::ALL {
-                        let child = spawn_with(w, Allocator::System, s.id(), Some(i), quick)?;
-                        records.extend(collect(child, s.label())?.records);
-                    }
-                }
-            }
+            let runs: Vec<ChildRun> = (0..BLOCKS.len())
+                .flat_map(|i| {
+                    Strategy::ALL.into_iter().map(move |s| ChildRun {
+                        id: s.id(),
+                        shape: Some(i),
+                        label: s.label().to_string(),
+                    })
+                })
+                .collect();
+            let out = in_rounds(w, workloads::streaming::rounds(quick), &runs, quick);
             let _ = std::fs::remove_file(&path);
-            merge(Output {
-                records: workloads::streaming::merge_rounds(records),
-                timelines: vec![],
-            });
+            merge(out?);
         }
         Workload::Http => {
             // The server and its clients in one child (wrk and curl its own children).
@@ -436,23 +458,15 @@ fn run_workload(w: Workload, quick: bool) -> Result<Output, String> {
         }
         Workload::Connections => {
             use workloads::connections::{self as cn, Strategy};
-            // RSS is per process: one per strategy, one at a time, in interleaved rounds.
-            let mut records = Vec::new();
-            let rounds = cn::rounds(quick);
-            for round in 1..=rounds {
-                for s in Strategy::ALL {
-                    progress::status(&format!(
-                        "connections round {round}/{rounds}: {}",
-                        s.label()
-                    ));
-                    let child = spawn_with(w, Allocator::System, s.id(), None, quick)?;
-                    records.extend(collect(child, s.label())?.records);
-                }
-            }
-            merge(Output {
-                records: workloads::streaming::merge_rounds(records),
-                timelines: vec![],
-            });
+            let runs: Vec<ChildRun> = Strategy::ALL
+                .into_iter()
+                .map(|s| ChildRun {
+                    id: s.id(),
+                    shape: None,
+                    label: s.label().to_string(),
+                })
+                .collect();
+            merge(in_rounds(w, cn::rounds(quick), &runs, quick)?);
         }
         Workload::DirectRead => {
             use workloads::direct_read::{self as dr, Strategy, SHAPES};
@@ -462,44 +476,32 @@ fn run_workload(w: Workload, quick: bool) -> Result<Output, String> {
                 dr::file_size(quick) >> 20
             ));
             dr::make_file(&path, dr::file_size(quick))?;
-            let mut records = Vec::new();
-            // One process per strategy and shape (peak RSS and CPU time are per process), in
-            // interleaved rounds.
-            let rounds = dr::rounds(quick);
-            for round in 1..=rounds {
-                for (i, &shape) in SHAPES.iter().enumerate() {
-                    progress::status(&format!(
-                        "direct-read round {round}/{rounds}: {}",
-                        dr::param(shape)
-                    ));
-                    for s in Strategy::ALL {
-                        let child = spawn_with(w, Allocator::System, s.id(), Some(i), quick)?;
-                        records.extend(collect(child, s.label())?.records);
-                    }
-                }
-            }
+            let runs: Vec<ChildRun> = SHAPES
+                .iter()
+                .enumerate()
+                .flat_map(|(i, &shape)| {
+                    Strategy::ALL.into_iter().map(move |s| ChildRun {
+                        id: s.id(),
+                        shape: Some(i),
+                        label: format!("{} ({})", s.label(), dr::param(shape)),
+                    })
+                })
+                .collect();
+            let out = in_rounds(w, dr::rounds(quick), &runs, quick);
             let _ = std::fs::remove_file(&path);
-            merge(Output {
-                records: workloads::streaming::merge_rounds(records),
-                timelines: vec![],
-            });
+            merge(out?);
         }
         Workload::Budget => {
-            // Peak RSS is per process: each run in its own, one at a time (each uses both
-            // cores), in interleaved rounds.
-            let mut records = Vec::new();
-            for round in 1..=workloads::budget::rounds(quick) {
-                progress::status(&format!("budget round {round}"));
-                for b in workloads::budget::RUNS {
-                    let child =
-                        spawn_with(w, Allocator::System, workloads::budget::id(b), None, quick)?;
-                    records.extend(collect(child, &workloads::budget::label(b))?.records);
-                }
-            }
-            merge(Output {
-                records: workloads::streaming::merge_rounds(records),
-                timelines: vec![],
-            });
+            use workloads::budget as bu;
+            let runs: Vec<ChildRun> = bu::RUNS
+                .into_iter()
+                .map(|b| ChildRun {
+                    id: bu::id(b),
+                    shape: None,
+                    label: bu::label(b),
+                })
+                .collect();
+            merge(in_rounds(w, bu::rounds(quick), &runs, quick)?);
         }
         Workload::IdleThreads => {
             use workloads::idle_threads::{thread_counts, Strategy};

@@ -23,10 +23,38 @@
 use std::hint::black_box;
 use std::time::Instant;
 
-/// One iteration: get `n` bytes with `get`, write the first and the last, give the buffer
+/// What an iteration needs of a buffer: `PooledBuf` and `AlignedBuf` alike.
+trait Block {
+    fn capacity(&self) -> usize;
+    fn as_mut_ptr(&mut self) -> *mut u8;
+}
+
+impl Block for tierpool::PooledBuf {
+    #[inline(always)]
+    fn capacity(&self) -> usize {
+        Vec::capacity(self)
+    }
+    #[inline(always)]
+    fn as_mut_ptr(&mut self) -> *mut u8 {
+        Vec::as_mut_ptr(self)
+    }
+}
+
+impl Block for tierpool::AlignedBuf {
+    #[inline(always)]
+    fn capacity(&self) -> usize {
+        tierpool::AlignedBuf::capacity(self)
+    }
+    #[inline(always)]
+    fn as_mut_ptr(&mut self) -> *mut u8 {
+        tierpool::AlignedBuf::as_mut_ptr(self)
+    }
+}
+
+/// One iteration: a buffer of `n` bytes just taken, its first and last byte written, given
 /// back. The pointer goes through `black_box` so that no write can be proved dead.
 #[inline(always)]
-fn iteration(buf: tierpool::PooledBuf, n: usize) {
+fn iteration<B: Block>(buf: B, n: usize) {
     let mut buf = buf;
     assert!(n > 0 && buf.capacity() >= n, "buffer smaller than asked");
     let p = buf.as_mut_ptr();
@@ -69,16 +97,7 @@ fn counted_zeroed(pool: &tierpool::BufferPool, n: usize, iters: usize) {
 #[inline(never)]
 fn counted_aligned(pool: &tierpool::AlignedPool, n: usize, iters: usize) {
     for _ in 0..iters {
-        let mut buf = pool.get(black_box(n));
-        assert!(buf.capacity() >= n, "buffer smaller than asked");
-        let p = buf.as_mut_ptr();
-        // SAFETY: the buffer has `capacity() >= n` bytes at `p`.
-        unsafe {
-            p.write(1);
-            p.add(n - 1).write(2);
-        }
-        black_box(p);
-        drop(buf);
+        iteration(pool.get(black_box(n)), n);
     }
 }
 

@@ -121,11 +121,16 @@ impl AlignedPool {
 
     /// The size asked of the pool behind for `n` aligned bytes: `n` rounded up to the
     /// alignment, plus the alignment (an add and a mask: no division on the fast path).
-    /// `None` on overflow.
+    ///
+    /// # Errors
+    /// [`AllocError::CapacityOverflow`] if that is above `isize::MAX`.
     #[inline(always)]
-    fn inner_size(&self, n: usize) -> Option<usize> {
+    fn inner_size(&self, n: usize) -> Result<usize, AllocError> {
         let mask = self.align - 1;
-        Some(n.checked_add(mask + self.align)? & !mask)
+        match n.checked_add(mask + self.align) {
+            Some(m) if m & !mask <= isize::MAX as usize => Ok(m & !mask),
+            _ => Err(AllocError::CapacityOverflow { requested: n }),
+        }
     }
 
     /// A buffer whose start is a multiple of the alignment and whose capacity is a multiple
@@ -141,8 +146,8 @@ impl AlignedPool {
     #[cfg_attr(feature = "holders", track_caller)]
     pub fn get(&self, n: usize) -> AlignedBuf {
         match self.inner_size(n) {
-            Some(m) if m <= isize::MAX as usize => self.window(self.inner.get(m), 0),
-            _ => capacity_overflow(n),
+            Ok(m) => self.window(self.inner.get(m), 0),
+            Err(_) => capacity_overflow(n),
         }
     }
 
@@ -157,8 +162,8 @@ impl AlignedPool {
         match self.inner_size(n) {
             // The whole buffer behind is zeroed (`m >= n + align`), the window's first `n`
             // bytes with it.
-            Some(m) if m <= isize::MAX as usize => self.window(self.inner.get_zeroed(m), n),
-            _ => capacity_overflow(n),
+            Ok(m) => self.window(self.inner.get_zeroed(m), n),
+            Err(_) => capacity_overflow(n),
         }
     }
 
@@ -176,7 +181,7 @@ impl AlignedPool {
     #[must_use = "the buffer goes straight back to the pool if unused"]
     #[cfg_attr(feature = "holders", track_caller)]
     pub fn try_get(&self, n: usize) -> Result<AlignedBuf, AllocError> {
-        let m = self.checked_inner_size(n)?;
+        let m = self.inner_size(n)?;
         match self.inner.try_get(m) {
             Ok(b) => Ok(self.window(b, 0)),
             Err(e) => Err(asked(e, n)),
@@ -190,7 +195,7 @@ impl AlignedPool {
     #[must_use = "the buffer goes straight back to the pool if unused"]
     #[cfg_attr(feature = "holders", track_caller)]
     pub fn get_timeout(&self, n: usize, timeout: Duration) -> Result<AlignedBuf, AllocError> {
-        let m = self.checked_inner_size(n)?;
+        let m = self.inner_size(n)?;
         match self.inner.get_timeout(m, timeout) {
             Ok(b) => Ok(self.window(b, 0)),
             Err(e) => Err(asked(e, n)),
@@ -205,19 +210,12 @@ impl AlignedPool {
     #[cfg_attr(feature = "holders", track_caller)]
     pub fn acquire(&self, n: usize) -> AcquireAligned<'_> {
         AcquireAligned {
-            state: match self.checked_inner_size(n) {
+            state: match self.inner_size(n) {
                 Ok(m) => AcquireAlignedState::Waiting(self.inner.acquire(m)),
                 Err(e) => AcquireAlignedState::Failed(Some(e)),
             },
             pool: self,
             n,
-        }
-    }
-
-    fn checked_inner_size(&self, n: usize) -> Result<usize, AllocError> {
-        match self.inner_size(n) {
-            Some(m) if m <= isize::MAX as usize => Ok(m),
-            _ => Err(AllocError::CapacityOverflow { requested: n }),
         }
     }
 

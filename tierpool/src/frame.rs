@@ -399,16 +399,12 @@ impl<R: AsyncRead + Unpin, F: FrameFormat> FrameReader<R, F> {
         while chain.len() < len {
             let want = chunk.min(len - chain.len());
             let mut buf = self.pool.acquire(want).await?;
-            while buf.len() < want {
-                let room = want - buf.len();
-                let n = self.io.read_buf(&mut (&mut buf).limit(room)).await?;
-                if n == 0 {
-                    return Err(FrameError::UnexpectedEof {
-                        part: FramePart::Payload,
-                        expected: len as u64,
-                        received: (chain.len() + buf.len()) as u64,
-                    });
-                }
+            if !crate::ready::fill(&mut self.io, &mut buf, want).await? {
+                return Err(FrameError::UnexpectedEof {
+                    part: FramePart::Payload,
+                    expected: len as u64,
+                    received: (chain.len() + buf.len()) as u64,
+                });
             }
             chain.push(buf.into_shared());
         }

@@ -2,10 +2,10 @@
 //! and for [`PooledChain`], so hyper can send pooled data as a request or response body
 //! without copying it into a `Bytes` first. Each body is one data frame: the view itself
 //! (`Data = PooledBytes`), or the whole chain (`Data = PooledChain`, whose `bytes::Buf` gives
-//! every view to a vectored write at once: hyper then writes a 1 MiB chain of 16 KiB views
-//! with a few `writev` calls, where a frame per view cost it a poll, an encode and a queue
-//! entry each). Each buffer goes back to its pool when the transport has written and dropped
-//! its last view.
+//! every view to a vectored write at once: hyper's `writev` takes up to 64 slices, so a 1 MiB
+//! chain of 16 KiB views needs one poll and one encode, where a frame per view costs a poll,
+//! an encode and a queue entry each; requests/s in BENCHMARKS.md, `http`). Each buffer goes
+//! back to its pool when the transport has written and dropped its last view.
 //!
 //! Stacks whose body type fixes `Data = Bytes` (axum's and tonic's `Body::new`) would copy a
 //! chain of several views into one `Bytes` to take it as one frame; give them

@@ -10,40 +10,50 @@ use monoio::buf::{IoBuf, IoBufMut};
 
 use crate::{AlignedBuf, PooledBuf, PooledBytes};
 
-// SAFETY: the pointer is the `Vec`'s heap buffer, which moving the `PooledBuf` does not move
-// and which nothing else frees or reallocates while monoio owns the value (the pool gets the
-// buffer back only when the handle is dropped); `bytes_init` is `len()`, initialized bytes.
-#[cfg_attr(docsrs, doc(cfg(feature = "monoio")))]
-unsafe impl IoBuf for PooledBuf {
-    fn read_ptr(&self) -> *const u8 {
-        self.as_ptr()
-    }
+/// `IoBuf` and `IoBufMut` for a buffer that owns its bytes: `PooledBuf` (a `Vec`) and
+/// `AlignedBuf` (a window into one), both with `as_ptr`, `as_mut_ptr`, `len`, `capacity` and
+/// `set_len` meaning what they mean for a `Vec`.
+macro_rules! owned_io_buf {
+    ($($t:ty),*) => {$(
+        // SAFETY: the pointer is the start of the heap buffer the value owns, which moving
+        // the value does not move and which nothing else frees, reallocates or writes while
+        // monoio owns the value (it holds the only handle; the pool gets the buffer back only
+        // when the handle is dropped); `bytes_init` is `len()`, initialized bytes.
+        #[cfg_attr(docsrs, doc(cfg(feature = "monoio")))]
+        unsafe impl IoBuf for $t {
+            fn read_ptr(&self) -> *const u8 {
+                self.as_ptr()
+            }
 
-    fn bytes_init(&self) -> usize {
-        self.len()
-    }
+            fn bytes_init(&self) -> usize {
+                self.len()
+            }
+        }
+
+        // SAFETY: as above: a stable pointer to `capacity()` allocated bytes (`bytes_total`);
+        // `set_init` sets the length to `pos`, as monoio's contract says and its `Vec` does
+        // (a short read into a longer buffer leaves no stale bytes counted), under the
+        // caller's guarantee that the bytes up to `pos` (at most the capacity) are
+        // initialized: `set_len`'s requirement.
+        #[cfg_attr(docsrs, doc(cfg(feature = "monoio")))]
+        unsafe impl IoBufMut for $t {
+            fn write_ptr(&mut self) -> *mut u8 {
+                self.as_mut_ptr()
+            }
+
+            fn bytes_total(&mut self) -> usize {
+                self.capacity()
+            }
+
+            unsafe fn set_init(&mut self, pos: usize) {
+                // SAFETY: the caller's guarantee, above.
+                unsafe { self.set_len(pos) };
+            }
+        }
+    )*};
 }
 
-// SAFETY: as above: a stable pointer to `capacity()` allocated bytes (`bytes_total`);
-// `set_init` sets the length, under the caller's guarantee that the bytes up to `pos` (at most
-// the capacity) are initialized, which is `Vec::set_len`'s requirement.
-#[cfg_attr(docsrs, doc(cfg(feature = "monoio")))]
-unsafe impl IoBufMut for PooledBuf {
-    fn write_ptr(&mut self) -> *mut u8 {
-        self.as_mut_ptr()
-    }
-
-    fn bytes_total(&mut self) -> usize {
-        self.capacity()
-    }
-
-    unsafe fn set_init(&mut self, pos: usize) {
-        // `pos` becomes the length, as monoio's contract says and its `Vec` does (a short
-        // read into a longer buffer leaves no stale bytes counted).
-        // SAFETY: the caller guarantees the bytes up to `pos` (<= capacity) are initialized.
-        unsafe { self.set_len(pos) };
-    }
-}
+owned_io_buf!(PooledBuf, AlignedBuf);
 
 // SAFETY: the pointer is into the shared heap buffer behind the view, which no view mutates and
 // which is freed or returned only when the last view is dropped; moving the view does not move
@@ -56,39 +66,5 @@ unsafe impl IoBuf for PooledBytes {
 
     fn bytes_init(&self) -> usize {
         self.len()
-    }
-}
-
-// SAFETY: the pointer is the aligned start of the heap buffer the `AlignedBuf` owns, which
-// moving it does not move and which nothing else frees or writes while monoio owns the value;
-// `bytes_init` = `len()` bytes from it are initialized.
-#[cfg_attr(docsrs, doc(cfg(feature = "monoio")))]
-unsafe impl IoBuf for AlignedBuf {
-    fn read_ptr(&self) -> *const u8 {
-        self.as_ptr()
-    }
-
-    fn bytes_init(&self) -> usize {
-        self.len()
-    }
-}
-
-// SAFETY: as above: a stable pointer to `capacity()` bytes (`bytes_total`); `set_init` sets
-// the length, under the caller's guarantee that the bytes up to `pos` (at most the capacity)
-// are initialized.
-#[cfg_attr(docsrs, doc(cfg(feature = "monoio")))]
-unsafe impl IoBufMut for AlignedBuf {
-    fn write_ptr(&mut self) -> *mut u8 {
-        self.as_mut_ptr()
-    }
-
-    fn bytes_total(&mut self) -> usize {
-        self.capacity()
-    }
-
-    unsafe fn set_init(&mut self, pos: usize) {
-        // `pos` becomes the length, as monoio's contract says.
-        // SAFETY: the caller guarantees the bytes up to `pos` (<= capacity) are initialized.
-        unsafe { self.set_len(pos) };
     }
 }

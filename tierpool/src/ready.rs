@@ -147,16 +147,29 @@ where
     let Some(mut buf) = read_ready(&*io, pool, n).await? else {
         return Ok(None);
     };
-    while buf.len() < n {
-        let room = n - buf.len();
-        if io.read_buf(&mut (&mut buf).limit(room)).await? == 0 {
-            return Err(io::Error::new(
-                io::ErrorKind::UnexpectedEof,
-                format!("the stream ended {room} bytes before the end of a {n}-byte message"),
-            ));
-        }
+    if !fill(io, &mut buf, n).await? {
+        let missing = n - buf.len();
+        return Err(io::Error::new(
+            io::ErrorKind::UnexpectedEof,
+            format!("the stream ended {missing} bytes before the end of a {n}-byte message"),
+        ));
     }
     Ok(Some(buf))
+}
+
+/// Reads from `io` into `buf` until it holds `want` bytes (never more): `true` once it does,
+/// `false` if the stream ended first (`buf` then holds what arrived).
+pub(crate) async fn fill<R>(io: &mut R, buf: &mut PooledBuf, want: usize) -> io::Result<bool>
+where
+    R: tokio::io::AsyncRead + Unpin + ?Sized,
+{
+    while buf.len() < want {
+        let room = want - buf.len();
+        if io.read_buf(&mut (&mut *buf).limit(room)).await? == 0 {
+            return Ok(false);
+        }
+    }
+    Ok(true)
 }
 
 /// A buffer for `n` bytes, waiting for room under a budget.

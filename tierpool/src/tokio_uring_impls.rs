@@ -17,44 +17,51 @@ use tokio_uring::buf::{IoBuf, IoBufMut};
 
 use crate::{AlignedBuf, PooledBuf, PooledBytes};
 
-// SAFETY: the pointer is the `Vec`'s heap buffer, which moving the `PooledBuf` does not move
-// and which nothing else frees or reallocates while tokio-uring owns the value (it holds the
-// only handle; the pool gets the buffer back only when the handle is dropped). The lengths are
-// the `Vec`'s own: `bytes_init` = `len()` bytes are initialized, `bytes_total` = `capacity()`
-// bytes are allocated.
-#[cfg_attr(docsrs, doc(cfg(feature = "tokio-uring")))]
-unsafe impl IoBuf for PooledBuf {
-    fn stable_ptr(&self) -> *const u8 {
-        self.as_ptr()
-    }
+/// `IoBuf` and `IoBufMut` for a buffer that owns its bytes: `PooledBuf` (a `Vec`) and
+/// `AlignedBuf` (a window into one), both with `as_ptr`, `as_mut_ptr`, `len`, `capacity` and
+/// `set_len` meaning what they mean for a `Vec`.
+macro_rules! owned_io_buf {
+    ($($t:ty),*) => {$(
+        // SAFETY: the pointer is the start of the heap buffer the value owns, which moving
+        // the value does not move and which nothing else frees, reallocates or writes while
+        // tokio-uring owns the value (it holds the only handle; the pool gets the buffer back
+        // only when the handle is dropped). `bytes_init` = `len()` bytes from it are
+        // initialized, `bytes_total` = `capacity()` bytes are allocated.
+        #[cfg_attr(docsrs, doc(cfg(feature = "tokio-uring")))]
+        unsafe impl IoBuf for $t {
+            fn stable_ptr(&self) -> *const u8 {
+                self.as_ptr()
+            }
 
-    fn bytes_init(&self) -> usize {
-        self.len()
-    }
+            fn bytes_init(&self) -> usize {
+                self.len()
+            }
 
-    fn bytes_total(&self) -> usize {
-        self.capacity()
-    }
-}
-
-// SAFETY: as for `IoBuf` above: a stable pointer to `capacity()` bytes owned by the `Vec`;
-// `set_init` only raises the length, under the caller's guarantee that the bytes up to
-// `init_len` are initialized (which is `Vec::set_len`'s requirement, with `init_len` at most
-// `bytes_total`, the capacity).
-#[cfg_attr(docsrs, doc(cfg(feature = "tokio-uring")))]
-unsafe impl IoBufMut for PooledBuf {
-    fn stable_mut_ptr(&mut self) -> *mut u8 {
-        self.as_mut_ptr()
-    }
-
-    unsafe fn set_init(&mut self, init_len: usize) {
-        if self.len() < init_len {
-            // SAFETY: the caller guarantees the bytes up to `init_len` (<= capacity) are
-            // initialized.
-            unsafe { self.set_len(init_len) };
+            fn bytes_total(&self) -> usize {
+                self.capacity()
+            }
         }
-    }
+
+        // SAFETY: as for `IoBuf` above; `set_init` only raises the length (tokio-uring's own
+        // `Vec` does the same), under the caller's guarantee that the bytes up to `init_len`
+        // (at most `bytes_total`, the capacity) are initialized: `set_len`'s requirement.
+        #[cfg_attr(docsrs, doc(cfg(feature = "tokio-uring")))]
+        unsafe impl IoBufMut for $t {
+            fn stable_mut_ptr(&mut self) -> *mut u8 {
+                self.as_mut_ptr()
+            }
+
+            unsafe fn set_init(&mut self, init_len: usize) {
+                if self.len() < init_len {
+                    // SAFETY: the caller's guarantee, above.
+                    unsafe { self.set_len(init_len) };
+                }
+            }
+        }
+    )*};
 }
+
+owned_io_buf!(PooledBuf, AlignedBuf);
 
 // SAFETY: the pointer is into the shared heap buffer behind the view, which no view can mutate
 // and which is freed or returned only when the last view (the one tokio-uring owns among them)
@@ -72,41 +79,5 @@ unsafe impl IoBuf for PooledBytes {
 
     fn bytes_total(&self) -> usize {
         self.len()
-    }
-}
-
-// SAFETY: the pointer is the aligned start of the heap buffer the `AlignedBuf` owns, which
-// moving it does not move and which nothing else frees or writes while tokio-uring owns the
-// value; `bytes_init` = `len()` bytes from it are initialized, `bytes_total` = `capacity()`
-// bytes are allocated.
-#[cfg_attr(docsrs, doc(cfg(feature = "tokio-uring")))]
-unsafe impl IoBuf for AlignedBuf {
-    fn stable_ptr(&self) -> *const u8 {
-        self.as_ptr()
-    }
-
-    fn bytes_init(&self) -> usize {
-        self.len()
-    }
-
-    fn bytes_total(&self) -> usize {
-        self.capacity()
-    }
-}
-
-// SAFETY: as above; `set_init` only raises the length, within the capacity, under the
-// caller's guarantee that the bytes up to `init_len` are initialized.
-#[cfg_attr(docsrs, doc(cfg(feature = "tokio-uring")))]
-unsafe impl IoBufMut for AlignedBuf {
-    fn stable_mut_ptr(&mut self) -> *mut u8 {
-        self.as_mut_ptr()
-    }
-
-    unsafe fn set_init(&mut self, init_len: usize) {
-        if self.len() < init_len {
-            // SAFETY: the caller guarantees the bytes up to `init_len` (at most
-            // `bytes_total`, the capacity) are initialized.
-            unsafe { self.set_len(init_len) };
-        }
     }
 }

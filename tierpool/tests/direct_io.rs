@@ -58,7 +58,6 @@ fn the_alignment_of_a_file_on_a_real_filesystem_is_a_power_of_two() {
         "{a:?}"
     );
     assert!(a.offset >= 512, "{a:?}");
-    assert!(a.pool_alignment() >= a.memory.max(a.offset));
     std::fs::remove_file(&path).unwrap();
 }
 
@@ -106,30 +105,60 @@ fn write_pattern_direct(path: &PathBuf, pool: &AlignedPool, size: usize, block: 
     }
 }
 
+/// A file on a filesystem with direct I/O, `size` bytes of the pattern written with
+/// `O_DIRECT`, and a pool aligned for it.
+struct Fixture {
+    path: PathBuf,
+    pool: AlignedPool,
+    align: usize,
+}
+
+impl Fixture {
+    /// The fixture for test `name`, or `None` (with a message) where direct I/O is refused.
+    fn new(name: &str, size: usize) -> Option<Fixture> {
+        let path = dio_path(name);
+        let align = dio_file(&path)?.pool_alignment();
+        let pool = AlignedPool::new(align).unwrap();
+        write_pattern_direct(&path, &pool, size, 256 << 10);
+        Some(Fixture { path, pool, align })
+    }
+
+    /// Checks that every buffer came back, removes the file, and returns the pool's figures.
+    fn finish(self) -> tierpool::Stats {
+        let s = self.pool.stats();
+        assert_eq!(s.gets, s.returned, "every buffer back: {s}");
+        std::fs::remove_file(&self.path).unwrap();
+        s
+    }
+}
+
+/// Checks that `buf` holds the pattern of the file from offset `pos`.
+#[track_caller]
+fn check_block(buf: &[u8], pos: usize) {
+    for (i, &b) in buf.iter().enumerate() {
+        assert_eq!(b, pattern(pos + i), "byte {}", pos + i);
+    }
+}
+
 #[test]
 fn std_direct_io_writes_and_reads_back_every_byte() {
     use std::os::unix::fs::FileExt;
-    let path = dio_path("std");
-    let Some(a) = dio_file(&path) else { return };
-    let pool = AlignedPool::new(a.pool_alignment()).unwrap();
     let (size, block) = (4 << 20, 64 << 10);
-    write_pattern_direct(&path, &pool, size, block);
+    let Some(f) = Fixture::new("std", size) else {
+        return;
+    };
     let file = OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_DIRECT)
-        .open(&path)
+        .open(&f.path)
         .unwrap();
     for pos in (0..size).step_by(block) {
-        let mut buf = pool.get_zeroed(block);
+        let mut buf = f.pool.get_zeroed(block);
         file.read_exact_at(&mut buf, pos as u64).unwrap();
-        for (i, &b) in buf.iter().enumerate() {
-            assert_eq!(b, pattern(pos + i), "byte {}", pos + i);
-        }
+        check_block(&buf, pos);
     }
-    let s = pool.stats();
-    assert_eq!(s.gets, s.returned);
+    let s = f.finish();
     assert!(s.hits >= s.gets - 2, "the same block reused: {s}");
-    std::fs::remove_file(&path).unwrap();
 }
 
 #[cfg(feature = "compio")]
@@ -157,18 +186,19 @@ mod compio_io {
     #[test]
     fn compio_writes_and_reads_a_file_in_aligned_blocks_every_byte_checked() {
         let Some(rt) = runtime() else { return };
-        let path = dio_path("compio");
-        let Some(a) = dio_file(&path) else { return };
-        let pool = AlignedPool::new(a.pool_alignment()).unwrap();
+        let Some(f) = Fixture::new("compio", 0) else {
+            return;
+        };
+        let (pool, path) = (&f.pool, &f.path);
         let content = random_bytes(7, 8 << 20);
         rt.block_on(async {
-            let mut file = open_direct(&path, true).await;
+            let mut file = open_direct(path, true).await;
             for (k, chunk) in content.chunks(1 << 20).enumerate() {
                 let mut buf = pool.get(1 << 20);
                 buf.extend_from_slice(chunk);
                 let BufResult(n, buf) = file.write_at(buf, (k << 20) as u64).await;
                 assert_eq!(n.unwrap(), 1 << 20);
-                assert_eq!(buf.as_ptr() as usize % a.pool_alignment(), 0);
+                assert_eq!(buf.as_ptr() as usize % f.align, 0);
             }
             for block in [64 << 10, 1 << 20] {
                 let mut pos = 0;
@@ -182,21 +212,19 @@ mod compio_io {
                 }
             }
         });
-        let s = pool.stats();
-        assert_eq!(s.gets, s.returned, "every buffer back: {s}");
+        let s = f.finish();
         assert!(s.misses <= 3, "one buffer per size, reused: {s}");
-        std::fs::remove_file(&path).unwrap();
     }
 
     #[test]
     fn an_unaligned_offset_is_the_kernels_einval_and_the_buffer_comes_back_intact() {
         let Some(rt) = runtime() else { return };
-        let path = dio_path("einval");
-        let Some(a) = dio_file(&path) else { return };
-        let pool = AlignedPool::new(a.pool_alignment()).unwrap();
-        write_pattern_direct(&path, &pool, 1 << 20, 64 << 10);
+        let Some(f) = Fixture::new("einval", 1 << 20) else {
+            return;
+        };
+        let pool = &f.pool;
         rt.block_on(async {
-            let file = open_direct(&path, false).await;
+            let file = open_direct(&f.path, false).await;
             let mut buf = pool.get(64 << 10);
             buf.extend_from_slice(b"kept");
             // An offset that is not a multiple of the alignment: the kernel refuses.
@@ -204,9 +232,7 @@ mod compio_io {
             assert_eq!(r.unwrap_err().raw_os_error(), Some(libc::EINVAL));
             assert_eq!(&buf[..], b"kept", "nothing lost");
             // A length that is not a whole block (a read into the buffer's first 100 bytes).
-            let mut fresh = pool.get(64 << 10);
-            fresh.clear();
-            let BufResult(r, slice) = file.read_at(fresh.slice(..100), 0).await;
+            let BufResult(r, slice) = file.read_at(pool.get(64 << 10).slice(..100), 0).await;
             assert_eq!(r.unwrap_err().raw_os_error(), Some(libc::EINVAL));
             drop(slice.into_inner());
             // The same buffer, emptied, reads at an aligned offset.
@@ -214,25 +240,19 @@ mod compio_io {
             buf.clear();
             let BufResult(r, buf) = file.read_at(buf, 64 << 10).await;
             assert_eq!(r.unwrap(), 64 << 10);
-            assert!(buf
-                .iter()
-                .enumerate()
-                .all(|(i, &b)| b == pattern((64 << 10) + i)));
+            check_block(&buf, 64 << 10);
         });
-        let s = pool.stats();
-        assert_eq!(s.gets, s.returned, "{s}");
-        std::fs::remove_file(&path).unwrap();
+        f.finish();
     }
 }
 
 #[cfg(feature = "tokio-uring")]
 #[test]
 fn tokio_uring_reads_a_direct_file_into_aligned_buffers() {
-    let path = dio_path("tokio-uring");
-    let Some(a) = dio_file(&path) else { return };
-    let pool = AlignedPool::new(a.pool_alignment()).unwrap();
     let size = 2 << 20;
-    write_pattern_direct(&path, &pool, size, 256 << 10);
+    let Some(f) = Fixture::new("tokio-uring", size) else {
+        return;
+    };
     let rt = match tokio_uring::Runtime::new(&tokio_uring::builder()) {
         Ok(rt) => rt,
         Err(e) => return io_uring_refused(e),
@@ -241,29 +261,26 @@ fn tokio_uring_reads_a_direct_file_into_aligned_buffers() {
         let file = tokio_uring::fs::OpenOptions::new()
             .read(true)
             .custom_flags(libc::O_DIRECT)
-            .open(&path)
+            .open(&f.path)
             .await
             .unwrap();
         for pos in (0..size).step_by(256 << 10) {
-            let (n, buf) = file.read_at(pool.get(256 << 10), pos as u64).await;
+            let (n, buf) = file.read_at(f.pool.get(256 << 10), pos as u64).await;
             assert_eq!(n.unwrap(), 256 << 10);
-            assert!(buf.iter().enumerate().all(|(i, &b)| b == pattern(pos + i)));
+            check_block(&buf, pos);
         }
         file.close().await.unwrap();
     });
-    let s = pool.stats();
-    assert_eq!(s.gets, s.returned, "{s}");
-    std::fs::remove_file(&path).unwrap();
+    f.finish();
 }
 
 #[cfg(feature = "monoio")]
 #[test]
 fn monoio_reads_a_direct_file_into_aligned_buffers() {
-    let path = dio_path("monoio");
-    let Some(a) = dio_file(&path) else { return };
-    let pool = AlignedPool::new(a.pool_alignment()).unwrap();
     let size = 2 << 20;
-    write_pattern_direct(&path, &pool, size, 256 << 10);
+    let Some(f) = Fixture::new("monoio", size) else {
+        return;
+    };
     let mut rt = match monoio::RuntimeBuilder::<monoio::IoUringDriver>::new().build() {
         Ok(rt) => rt,
         Err(e) => return io_uring_refused(e),
@@ -272,19 +289,17 @@ fn monoio_reads_a_direct_file_into_aligned_buffers() {
         let file = monoio::fs::OpenOptions::new()
             .read(true)
             .custom_flags(libc::O_DIRECT)
-            .open(&path)
+            .open(&f.path)
             .await
             .unwrap();
         for pos in (0..size).step_by(256 << 10) {
-            let (n, buf) = file.read_at(pool.get(256 << 10), pos as u64).await;
+            let (n, buf) = file.read_at(f.pool.get(256 << 10), pos as u64).await;
             assert_eq!(n.unwrap(), 256 << 10);
-            assert!(buf.iter().enumerate().all(|(i, &b)| b == pattern(pos + i)));
+            check_block(&buf, pos);
         }
         file.close().await.unwrap();
     });
-    let s = pool.stats();
-    assert_eq!(s.gets, s.returned, "{s}");
-    std::fs::remove_file(&path).unwrap();
+    f.finish();
 }
 
 /// Aligned pooled buffers as io_uring registered buffers (`IORING_REGISTER_BUFFERS`) through
@@ -294,15 +309,15 @@ fn monoio_reads_a_direct_file_into_aligned_buffers() {
 #[test]
 fn aligned_buffers_serve_as_a_tokio_uring_registered_set() {
     use tokio_uring::buf::fixed::FixedBufRegistry;
-    let path = dio_path("fixed");
-    let Some(a) = dio_file(&path) else { return };
-    let pool = AlignedPool::new(a.pool_alignment().max(4096)).unwrap();
+    let Some(f) = Fixture::new("fixed", 1 << 20) else {
+        return;
+    };
     let (block, count) = (64 << 10, 4);
-    write_pattern_direct(&path, &pool, 1 << 20, block);
     let rt = match tokio_uring::Runtime::new(&tokio_uring::builder()) {
         Ok(rt) => rt,
         Err(e) => return io_uring_refused(e),
     };
+    let pool = &f.pool;
     let before = pool.stats().returned;
     rt.block_on(async {
         let registry = FixedBufRegistry::new((0..count).map(|_| pool.get(block)));
@@ -310,18 +325,15 @@ fn aligned_buffers_serve_as_a_tokio_uring_registered_set() {
         let file = tokio_uring::fs::OpenOptions::new()
             .read(true)
             .custom_flags(libc::O_DIRECT)
-            .open(&path)
+            .open(&f.path)
             .await
             .unwrap();
         for k in 0..16usize {
             let buf = registry.check_out(k % count).expect("checked in again");
             let (n, buf) = file.read_fixed_at(buf, (k * block) as u64).await;
             assert_eq!(n.unwrap(), block);
-            assert_eq!(buf.as_ptr() as usize % 4096, 0);
-            assert!(buf
-                .iter()
-                .enumerate()
-                .all(|(i, &b)| b == pattern(k * block + i)));
+            assert_eq!(buf.as_ptr() as usize % f.align, 0);
+            check_block(&buf, k * block);
         }
         file.close().await.unwrap();
         registry.unregister().unwrap();
@@ -332,12 +344,7 @@ fn aligned_buffers_serve_as_a_tokio_uring_registered_set() {
         );
     });
     drop(rt);
-    let s = pool.stats();
-    assert_eq!(
-        s.returned,
-        before + count as u64,
-        "back once unregistered: {s}"
-    );
-    assert_eq!(s.gets, s.returned, "{s}");
-    std::fs::remove_file(&path).unwrap();
+    let returned = pool.stats().returned;
+    assert_eq!(returned, before + count as u64, "back once unregistered");
+    f.finish();
 }

@@ -384,7 +384,7 @@ pub fn run_one(ctx: &Ctx, strategy: Strategy) -> Result<Output, String> {
         ))
     });
     drop(rt);
-    let (elapsed, (_p50, p99, sent), baseline, held_idle, rss_peak, counted) = r?;
+    let (elapsed, (p50, p99, sent), baseline, held_idle, rss_peak, counted) = r?;
     let total = sent as f64;
     let ns = elapsed.as_nanos() as f64 / total;
     let mib = |b: f64| b / (1 << 20) as f64;
@@ -392,6 +392,7 @@ pub fn run_one(ctx: &Ctx, strategy: Strategy) -> Result<Output, String> {
     assert_eq!(s.gets, s.returned, "every buffer back: {s}");
     let mut extra = BTreeMap::new();
     extra.insert("msgs/s".to_string(), total / elapsed.as_secs_f64());
+    extra.insert("p50 ms".to_string(), p50 as f64 / 1e3);
     extra.insert("p99 ms".to_string(), p99 as f64 / 1e3);
     // The exact peak of the budget's account: buffers handed out, and those in thread
     // caches (which a budget counts as charged), so an upper bound on what the server held.
