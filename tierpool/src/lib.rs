@@ -480,6 +480,9 @@ pub use http_body_impls::ViewFrames;
 pub mod frame;
 #[cfg(feature = "tokio")]
 mod ready;
+#[cfg(all(feature = "buf-ring", target_os = "linux", not(loom)))]
+#[cfg_attr(docsrs, doc(cfg(all(feature = "buf-ring", target_os = "linux"))))]
+pub mod buf_ring;
 
 #[cfg(all(test, loom))]
 mod loom_tests;

@@ -267,6 +267,13 @@ impl PooledBytes {
         // pointers are into the same allocation and `ptr >= buf.as_ptr()`.
         let start = unsafe { this.ptr.offset_from(buf.as_ptr()) } as usize;
         let len = this.len;
+        if start + len > buf.len() {
+            // A view of a buffer a provided-buffer ring filled (`written_view`): the kernel
+            // wrote it from its start up to the end of this view, and nothing else has it.
+            // SAFETY: those bytes are initialized (the invariant of `written_view`), and
+            // within the capacity.
+            unsafe { buf.set_len(start + len) };
+        }
         // SAFETY: the block's `buf` is empty now and nothing uses the block again.
         unsafe { blocks::give(this.inner) };
         if start != 0 {
@@ -274,6 +281,27 @@ impl PooledBytes {
         }
         buf.truncate(len);
         Ok(PooledBuf::new(buf, pool, tag))
+    }
+
+    /// A new view of `len` bytes `offset` bytes into this view's buffer, which may lie past
+    /// this view's end (the empty base view of a buffer lent to a provided-buffer ring, with
+    /// the views of what the kernel wrote into it).
+    ///
+    /// # Safety
+    /// The buffer's bytes from its start to `offset + len` are initialized (a kernel that fills
+    /// it in order has written them), within its capacity, and nothing writes them while any
+    /// view exists.
+    #[cfg_attr(not(all(feature = "buf-ring", target_os = "linux")), allow(dead_code))]
+    pub(crate) unsafe fn written_view(&self, offset: usize, len: usize) -> PooledBytes {
+        debug_assert!(offset + len <= self.inner().buf.capacity());
+        // The new view holds the count this clone took.
+        let view = mem::ManuallyDrop::new(self.clone());
+        PooledBytes {
+            inner: view.inner,
+            // SAFETY: the caller's contract: `offset` is within the allocation.
+            ptr: unsafe { self.inner().buf.as_ptr().add(offset) },
+            len,
+        }
     }
 
     /// Copies this view into a new `Vec`.
@@ -567,6 +595,43 @@ mod blocks {
 mod tests {
     use super::*;
     use crate::BufferPool;
+
+    /// The views a provided-buffer ring makes (`buf_ring`, incremental consumption): an empty
+    /// base view, the "kernel" writing in order through the address taken before sharing, a
+    /// view per write; the base dropped once the buffer is used up. Runs under Miri.
+    #[test]
+    fn written_views_of_a_buffer_filled_in_order() {
+        let pool = BufferPool::new();
+        let mut b = pool.get(64);
+        let addr = b.as_mut_ptr();
+        let cap = b.capacity();
+        let base = b.into_shared();
+        assert!(base.is_empty());
+        let mut views = Vec::new();
+        let mut at = 0;
+        for (k, n) in [10usize, 1, 30].into_iter().enumerate() {
+            // SAFETY: within the capacity; no view covers these bytes yet.
+            unsafe { std::ptr::write_bytes(addr.add(at), k as u8 + 1, n) };
+            // SAFETY: bytes `..at + n` were written just now or before, and are not written
+            // again.
+            views.push(unsafe { base.written_view(at, n) });
+            at += n;
+        }
+        assert!(at <= cap);
+        drop(base); // the ring lets go: the views keep the buffer
+        assert_eq!(pool.stats().returned, 0);
+        assert_eq!(&views[0][..], &[1u8; 10]);
+        assert_eq!(&views[1][..], &[2u8]);
+        assert_eq!(&views[2][..], &[3u8; 30]);
+        let last = views.pop().unwrap();
+        drop(views);
+        // The only view left, 11 bytes in: back to a buffer holding just its bytes.
+        let buf = last.try_into_mut().expect("the only view");
+        assert_eq!(&buf[..], &[3u8; 30]);
+        drop(buf);
+        let s = pool.stats();
+        assert_eq!((s.gets, s.returned), (1, 1));
+    }
 
     #[test]
     fn views_share_and_return_once() {
