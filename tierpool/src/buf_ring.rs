@@ -81,8 +81,9 @@
 //! - the ring counts the receives it built that have not posted their last completion
 //!   ([`BufRing::in_flight`]). Tearing the ring down unregisters it (the kernel selects no
 //!   more), then gives the slots' buffers back to the pool only if no receive is in flight: a
-//!   receive still in flight may have selected one. Otherwise they are leaked, never freed or
-//!   reused ([`Closed::leaked`]), which is safe whatever the kernel does later;
+//!   receive still in flight may have selected one. Otherwise they are kept for the life of
+//!   the process, never freed or reused ([`Closed::leaked`]), which is safe whatever the kernel
+//!   does later;
 //! - the ring keeps its own duplicate of the io_uring descriptor, so the instance (and the
 //!   registration) outlives the program's `IoUring` if that is dropped first, and unregistering
 //!   never reaches another file that took the descriptor's number.
@@ -827,8 +828,10 @@ impl BufRing {
     }
 
     /// Unregisters the ring and gives its buffers back to the pool, or, if receives are still
-    /// in flight (one may have selected a buffer, which the kernel could still write), leaks
-    /// them: they are never freed or reused. Dropping the ring does the same.
+    /// in flight (one may have selected a buffer, which the kernel could still write), keeps
+    /// them for the life of the process, never freed or reused. Dropping the ring does the
+    /// same. To get every buffer back, cancel the ring's receives (`AsyncCancel`) and pass
+    /// their last completions to [`complete`](Self::complete) first.
     pub fn close(mut self) -> Closed {
         self.teardown()
     }
@@ -847,13 +850,16 @@ impl BufRing {
                 }
                 held => {
                     closed.leaked += 1;
-                    std::mem::forget(held);
+                    quarantine(Orphan::Buffer(held));
                 }
             }
         }
         if !unregistered {
-            // The kernel may still read the entries: they are leaked too.
-            std::mem::forget(std::mem::replace(&mut self.memory, RingMemory::new(1)));
+            // The kernel may still read the entries: they are kept too.
+            quarantine(Orphan::Entries(std::mem::replace(
+                &mut self.memory,
+                RingMemory::new(1),
+            )));
         }
         self.empty.clear();
         closed
@@ -868,14 +874,37 @@ impl Drop for BufRing {
     }
 }
 
+/// What a teardown could not safely free: kept for the life of the process, never freed or
+/// reused (and still reachable, so leak checkers do not report it).
+#[allow(dead_code)] // kept, never read
+enum Orphan {
+    /// A buffer a receive in flight may have selected.
+    Buffer(Slot),
+    /// Entries the kernel may still read (their ring could not be unregistered).
+    Entries(RingMemory),
+}
+
+// SAFETY: a `RingMemory` is plain memory owned by its value (the raw pointer is what stops the
+// automatic impl); an orphan is never used again, only kept.
+unsafe impl Send for Orphan {}
+
+static ORPHANS: std::sync::Mutex<Vec<Orphan>> = std::sync::Mutex::new(Vec::new());
+
+fn quarantine(orphan: Orphan) {
+    ORPHANS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .push(orphan);
+}
+
 /// What [`BufRing::close`] did with the ring's buffers.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Closed {
     /// Buffers given back to the pool.
     pub returned: usize,
-    /// Buffers leaked because receives were still in flight (never freed or reused; under a
-    /// budget they stay charged).
+    /// Buffers kept back because receives were still in flight: kept for the life of the
+    /// process, never freed or reused (under a budget they stay charged).
     pub leaked: usize,
 }
 
@@ -890,7 +919,7 @@ mod tests {
     fn a_refused_registration_is_reported_as_unsupported() {
         let Ok(uring) = io_uring::IoUring::new(8) else {
             assert!(
-                std::env::var_os("TIERPOOL_REQUIRE_URING").is_none(),
+                std::env::var_os("TIERPOOL_REQUIRE_IO_URING").is_none(),
                 "no io_uring"
             );
             return;

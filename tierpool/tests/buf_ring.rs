@@ -5,7 +5,7 @@
 //! configurations, and the kernel's support probed.
 //!
 //! On a machine without io_uring (or with it disabled) the tests say so and pass, unless
-//! `TIERPOOL_REQUIRE_URING=1` (as `.ci/run` sets): then they fail.
+//! `TIERPOOL_REQUIRE_IO_URING` is set (as `.ci/run` sets it): then they fail.
 #![cfg(all(target_os = "linux", feature = "buf-ring", not(loom), not(miri)))]
 
 use std::collections::BTreeMap;
@@ -18,16 +18,14 @@ use io_uring::{cqueue, types, IoUring};
 use tierpool::buf_ring::{BufRing, BufRingError, Incremental, RecvError};
 use tierpool::{BufferPool, PooledBytes};
 
+mod common;
+
 /// An io_uring instance, or `None` (after saying why) where the system has none.
 fn uring() -> Option<IoUring> {
     match IoUring::new(1024) {
         Ok(u) => Some(u),
         Err(e) => {
-            assert!(
-                std::env::var_os("TIERPOOL_REQUIRE_URING").is_none(),
-                "io_uring is required here (TIERPOOL_REQUIRE_URING) but unavailable: {e}"
-            );
-            eprintln!("skipped: no io_uring here ({e})");
+            common::io_uring_refused(e);
             None
         }
     }
@@ -324,7 +322,7 @@ fn incremental_receives_share_one_buffer() {
     {
         Ok(r) => r,
         Err(BufRingError::Unsupported { feature, .. }) => {
-            eprintln!("skipped: the kernel has no {feature}");
+            common::io_uring_refused(feature);
             return;
         }
         Err(e) => panic!("{e}"),
@@ -491,7 +489,7 @@ fn probe_reports_the_kernels_support() {
     let Some(uring) = uring() else { return };
     let support = tierpool::buf_ring::probe(&uring).unwrap();
     eprintln!("{support:?}");
-    if std::env::var_os("TIERPOOL_REQUIRE_URING").is_some() {
+    if std::env::var_os("TIERPOOL_REQUIRE_IO_URING").is_some() {
         assert!(support.rings && support.incremental, "{support:?}");
     }
     // With support, `Incremental::IfSupported` uses it; the probe left no group behind.
