@@ -5,8 +5,11 @@
 //! (a) **held**, the usual receive loop: a pooled buffer taken when the connection is accepted
 //! and kept while it waits for data; (b) **ready**, readiness-first: `tierpool::read_ready_exact`
 //! waits until the socket is readable and only then takes a pooled buffer, given back once the
-//! message is handled. (c), a provided-buffer ring on io_uring, is not built yet (see
-//! BENCHMARKS.md, issue 18). One server process per strategy (RSS is per process), with the
+//! message is handled; (c) **ring**, a `tierpool::buf_ring::BufRing` of 256 pooled 16 KiB
+//! buffers registered with io_uring and one multishot receive per connection, on one thread
+//! (the `io-uring` crate's loop): the kernel takes a buffer from the ring only when data
+//! arrives, and the ring is refilled from the pool after each batch of completions. One
+//! server process per strategy (RSS is per process), with the
 //! client in a process of its own (each side's 10,000 descriptors fit the usual limit of
 //! 20,000), in interleaved rounds; per message, with messages/s, p99 latency (send to
 //! answer, measured by the client), the bytes held in pooled buffers (the exact peak of a
@@ -37,17 +40,20 @@ pub enum Strategy {
     Held,
     /// `read_ready_exact`: a buffer only once data has arrived.
     Ready,
+    /// A provided-buffer ring on io_uring: the kernel takes a buffer only when data arrives.
+    Ring,
 }
 
 impl Strategy {
     /// Every strategy, in report order.
-    pub const ALL: [Strategy; 2] = [Strategy::Held, Strategy::Ready];
+    pub const ALL: [Strategy; 3] = [Strategy::Held, Strategy::Ready, Strategy::Ring];
 
     /// `--contender` id.
     pub fn id(self) -> &'static str {
         match self {
             Strategy::Held => "held",
             Strategy::Ready => "ready",
+            Strategy::Ring => "ring",
         }
     }
 
@@ -61,6 +67,7 @@ impl Strategy {
         match self {
             Strategy::Held => "(a) buffer held per connection (tokio)",
             Strategy::Ready => "(b) tierpool read_ready_exact (tokio)",
+            Strategy::Ring => "(c) tierpool BufRing (io_uring provided buffers)",
         }
     }
 
@@ -69,6 +76,7 @@ impl Strategy {
         match self {
             Strategy::Held => "connections workload: pool.get(16 KiB) when a connection is accepted, kept for its life; each message read into it with read_buf, checked, then cleared",
             Strategy::Ready => "connections workload: tierpool::read_ready_exact(&mut stream, &pool, 16 KiB) per message: waits for readability holding nothing, then takes a pooled buffer and reads the message into it; the buffer goes back once the message is checked",
+            Strategy::Ring => "connections workload: one multishot receive per connection into a tierpool::buf_ring::BufRing (256 entries of 16 KiB, refilled from the pool after each batch of completions), on one thread with the io-uring crate's loop; a message's views are held until its 16 KiB are in, checked, then dropped (the buffers go back to the pool)",
         }
     }
 }
@@ -158,7 +166,135 @@ async fn serve(mut s: TcpStream, strategy: Strategy, pool: BufferPool, expected:
                 s.write_all(&[1]).await.expect("answer");
             }
         }
+        Strategy::Ring => unreachable!("the ring server is not a tokio task"),
     }
+}
+
+/// Entries in the ring of strategy (c).
+const RING_ENTRIES: u32 = 256;
+
+/// The server of strategy (c): every connection's messages through one provided-buffer ring,
+/// on this thread. Says on `armed` once every receive is submitted; returns the ring's
+/// counters once every connection has ended.
+fn ring_server(
+    streams: Vec<std::net::TcpStream>,
+    pool: BufferPool,
+    expected: u64,
+    armed: std::sync::mpsc::Sender<()>,
+) -> Result<tierpool::buf_ring::BufRingStats, String> {
+    use std::os::fd::AsRawFd;
+
+    use io_uring::{cqueue, opcode, squeue, types, IoUring};
+    use tierpool::buf_ring::{BufRing, RecvError};
+
+    /// `user_data` of an answer's send (else the connection's index).
+    const SEND: u64 = 1 << 63;
+    static ACK: [u8; 1] = [1];
+    let e = |e: std::io::Error| e.to_string();
+    let mut uring = IoUring::new(4096).map_err(e)?;
+    let mut ring = BufRing::builder(&pool)
+        .entries(RING_ENTRIES)
+        .buf_size(MSG)
+        .build(&uring)
+        .map_err(|e| e.to_string())?;
+    let push = |uring: &mut IoUring, entry: &squeue::Entry| -> Result<(), String> {
+        // SAFETY: receives name the ring's buffers (kept until their completions) and sends
+        // the static `ACK`.
+        unsafe {
+            if uring.submission().push(entry).is_err() {
+                uring.submit().map_err(e)?;
+                uring
+                    .submission()
+                    .push(entry)
+                    .map_err(|_| "no room after submitting")?;
+            }
+        }
+        Ok(())
+    };
+    let n = streams.len();
+    let fds: Vec<i32> = streams.iter().map(|s| s.as_raw_fd()).collect();
+    for (k, &fd) in fds.iter().enumerate() {
+        push(&mut uring, &ring.recv_multishot(fd).user_data(k as u64))?;
+    }
+    uring.submit().map_err(e)?;
+    let _ = armed.send(());
+    // A message's views until its 16 KiB are in.
+    let mut parts: Vec<Vec<tierpool::PooledBytes>> =
+        (0..n).map(|_| Vec::with_capacity(2)).collect();
+    let mut have = vec![0usize; n];
+    let mut open = n;
+    let mut rearm: Vec<usize> = Vec::new();
+    let mut cqes: Vec<cqueue::Entry> = Vec::with_capacity(8192);
+    let ts = types::Timespec::new().nsec(1_000_000);
+    while open > 0 {
+        if rearm.is_empty() {
+            uring.submit_and_wait(1).map_err(e)?;
+        } else {
+            // Receives wait for buffers: look again in 1 ms.
+            let args = types::SubmitArgs::new().timespec(&ts);
+            match uring.submitter().submit_with_args(1, &args) {
+                Err(x) if x.raw_os_error() != Some(libc::ETIME) => return Err(x.to_string()),
+                _ => {}
+            }
+        }
+        cqes.clear();
+        cqes.extend(uring.completion());
+        for cqe in &cqes {
+            let ud = cqe.user_data();
+            if ud & SEND != 0 {
+                if cqe.result() != 1 {
+                    return Err(format!("an answer's send: {}", cqe.result()));
+                }
+                continue;
+            }
+            let k = ud as usize;
+            let last = !cqueue::more(cqe.flags());
+            match ring.complete(cqe) {
+                Ok(Some(v)) => {
+                    have[k] += v.len();
+                    parts[k].push(v);
+                    if have[k] == MSG {
+                        let got: u64 = parts[k].iter().map(|p| sum(p)).sum();
+                        if got != expected {
+                            return Err("a message's bytes".into());
+                        }
+                        parts[k].clear(); // the buffers go back to the pool
+                        have[k] = 0;
+                        let send = opcode::Send::new(types::Fd(fds[k]), ACK.as_ptr(), 1)
+                            .build()
+                            .user_data(SEND | k as u64);
+                        push(&mut uring, &send)?;
+                    } else if have[k] > MSG {
+                        return Err("more than a message before the answer".into());
+                    }
+                    if last {
+                        rearm.push(k);
+                    }
+                }
+                Ok(None) => {
+                    if have[k] != 0 {
+                        return Err("a message cut short".into());
+                    }
+                    open -= 1;
+                }
+                Err(RecvError::Dry) => rearm.push(k),
+                Err(x) => return Err(format!("connection {k}: {x}")),
+            }
+        }
+        ring.replenish();
+        if ring.stats().in_ring > 0 {
+            for k in rearm.drain(..) {
+                push(&mut uring, &ring.recv_multishot(fds[k]).user_data(k as u64))?;
+            }
+        }
+    }
+    let stats = ring.stats();
+    let closed = ring.close();
+    if closed.leaked != 0 {
+        return Err(format!("{} ring buffers kept back", closed.leaked));
+    }
+    drop(streams);
+    Ok(stats)
 }
 
 /// Where the client process finds the server (set by [`run_one`] for the client).
@@ -290,12 +426,17 @@ pub fn run_one(ctx: &Ctx, strategy: Strategy) -> Result<Output, String> {
             let pool = pool.clone();
             tokio::spawn(async move {
                 let mut servers = Vec::with_capacity(conns);
+                let mut streams = Vec::new();
                 for _ in 0..conns {
                     let (s, _) = listener.accept().await.expect("accept");
                     s.set_nodelay(true).expect("nodelay");
-                    servers.push(tokio::spawn(serve(s, strategy, pool.clone(), expected)));
+                    if strategy == Strategy::Ring {
+                        streams.push(s.into_std().expect("a std stream"));
+                    } else {
+                        servers.push(tokio::spawn(serve(s, strategy, pool.clone(), expected)));
+                    }
                 }
-                servers
+                (servers, streams)
             })
         };
         // The client says `ready` once every connection is made, or exits early (its stdout
@@ -313,10 +454,23 @@ pub fn run_one(ctx: &Ctx, strategy: Strategy) -> Result<Output, String> {
             let _ = client.kill();
             return Err(format!("the client did not get ready (it said {line:?})"));
         }
-        let servers = tokio::time::timeout(Duration::from_secs(60), acceptor)
+        let (servers, streams) = tokio::time::timeout(Duration::from_secs(60), acceptor)
             .await
             .map_err(|_| "the server did not accept every connection within 60 s".to_string())?
             .expect("acceptor");
+        // Strategy (c): the ring's thread, once it has armed every receive.
+        let ring_thread = if strategy == Strategy::Ring {
+            let (armed, is_armed) = std::sync::mpsc::channel();
+            let pool = pool.clone();
+            let t = std::thread::spawn(move || ring_server(streams, pool, expected, armed));
+            tokio::task::spawn_blocking(move || is_armed.recv())
+                .await
+                .expect("waiter")
+                .map_err(|_| "the ring server stopped before arming its receives".to_string())?;
+            Some(t)
+        } else {
+            None
+        };
         // Every connection open and idle: the baseline.
         tokio::time::sleep(Duration::from_millis(300)).await;
         let baseline = rss_bytes();
@@ -374,6 +528,10 @@ pub fn run_one(ctx: &Ctx, strategy: Strategy) -> Result<Output, String> {
         for s in servers {
             s.await.expect("server"); // each saw the end of its stream
         }
+        let ring_stats = match ring_thread {
+            Some(t) => Some(t.join().expect("the ring server")?),
+            None => None,
+        };
         Ok((
             Duration::from_nanos(elapsed_ns),
             (p50, p99, sent),
@@ -381,10 +539,11 @@ pub fn run_one(ctx: &Ctx, strategy: Strategy) -> Result<Output, String> {
             held_idle,
             rss_peak,
             (counted.allocs - before.allocs, counted.bytes - before.bytes),
+            ring_stats,
         ))
     });
     drop(rt);
-    let (elapsed, (p50, p99, sent), baseline, held_idle, rss_peak, counted) = r?;
+    let (elapsed, (p50, p99, sent), baseline, held_idle, rss_peak, counted, ring_stats) = r?;
     let total = sent as f64;
     let ns = elapsed.as_nanos() as f64 / total;
     let mib = |b: f64| b / (1 << 20) as f64;
@@ -399,6 +558,11 @@ pub fn run_one(ctx: &Ctx, strategy: Strategy) -> Result<Output, String> {
     let peak = s.budget.as_ref().map_or(0, |b| b.peak_in_use_bytes);
     extra.insert("held MiB (peak)".to_string(), mib(peak as f64));
     extra.insert("held MiB (idle)".to_string(), mib(held_idle as f64));
+    if let Some(r) = ring_stats {
+        // Receives that found the ring empty, and slots the pool could not refill.
+        extra.insert("ring dry".to_string(), r.dry as f64);
+        extra.insert("ring starved".to_string(), r.starved as f64);
+    }
     extra.insert(
         "peak RSS MiB".to_string(),
         mib(crate::alloc::peak_rss_bytes() as f64),
