@@ -24,10 +24,10 @@
 //!
 //! The ring does not drive io_uring: it builds the submission entries ([`recv_multishot`],
 //! [`recv`], [`read`]) and reads the completions. Neither compio (0.19), tokio-uring (0.5) nor
-//! monoio (0.2) lets a program provide the buffers of its rings (each allocates its own, of one
-//! size, or has no rings at all); the event loop here is the [`io_uring`] crate's, as in its
-//! own examples. See the crate documentation ("The network path") for what each runtime would
-//! need.
+//! monoio (0.2) lets a program stock a ring from its own pool (compio allocates its ring's
+//! buffers itself, of one length, and takes them back only when dropped; the other two have
+//! no provided buffers), so the event loop is the [`io_uring`] crate's, as in its own examples.
+//! See the crate documentation ("The network path") for what each runtime would need.
 //!
 //! [`recv_multishot`]: BufRing::recv_multishot
 //! [`recv`]: BufRing::recv

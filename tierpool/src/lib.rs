@@ -195,6 +195,8 @@
 //!   the top holders in a `tracing` warning. A tracked buffer carries a tag that no cache
 //!   takes, so its return finds its entry on the slow path; the others cost nothing more on
 //!   return.
+//! - **`buf-ring`** (Linux 5.19): the `buf_ring` module, an io_uring provided-buffer ring
+//!   stocked from the pool (below, "The network path").
 //! - **`jemalloc`**, **`mimalloc`**: [`TrimAllocator`]'s `Jemalloc` and `Mimalloc`, so the
 //!   pool asks those allocators (as linked by `tikv-jemallocator` and `mimalloc`) to give
 //!   back what it released, as it asks glibc by default.
@@ -211,6 +213,66 @@
 //! assert_eq!(&frozen[4..], b"payload");
 //! # }
 //! ```
+//!
+//! # The network path: no buffer held by a waiting connection
+//!
+//! A server that takes a buffer per connection and reads into it holds that buffer while the
+//! connection waits, so its memory follows connections, not traffic (10,000 idle connections
+//! with 16 KiB each: 157 MiB). Two ways out, both measured by the report's `connections`
+//! workload (BENCHMARKS.md):
+//!
+//! - **On tokio (epoll)**, readiness first: `tierpool::read_ready(&socket, &pool, n)` (feature
+//!   `tokio`) waits until the socket is readable, holding nothing, and only then takes a
+//!   pooled buffer and reads what is there without blocking; `read_ready_exact` reads a
+//!   message of known size; the `frame` reader holds no buffer between frames.
+//! - **On io_uring**, a provided-buffer ring: `buf_ring::BufRing` (feature `buf-ring`)
+//!   registers a ring of pooled buffers with an io_uring instance; a receive names the ring's
+//!   group instead of a buffer, and the kernel takes a buffer only when data arrives. Each
+//!   completion becomes a [`PooledBytes`] of exactly the bytes received; dropping it gives the
+//!   buffer back to the pool, and `BufRing::replenish` refills the ring from the pool after a
+//!   batch of completions. A budget on bytes in use bounds the ring and the buffers handed
+//!   out together (a dry ring, `ENOBUFS`, is retried once buffers come back); with
+//!   incremental consumption (Linux 6.12) small receives share one large buffer as views.
+//!
+//! ```no_run
+//! # #[cfg(all(target_os = "linux", feature = "buf-ring"))]
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! # let socket = std::net::TcpStream::connect("127.0.0.1:1")?;
+//! use std::os::fd::AsRawFd;
+//! use tierpool::buf_ring::BufRing;
+//!
+//! let pool = tierpool::BufferPool::new();
+//! let mut uring = io_uring::IoUring::new(1024)?;
+//! let mut ring = BufRing::builder(&pool).entries(256).buf_size(16 << 10).build(&uring)?;
+//! let recv = ring.recv_multishot(socket.as_raw_fd()).user_data(7);
+//! unsafe { uring.submission().push(&recv)? }; // SAFETY: only the ring's buffers are named
+//! uring.submit_and_wait(1)?;
+//! let completions: Vec<_> = uring.completion().collect();
+//! for cqe in completions {
+//!     if let Some(bytes) = ring.complete(&cqe)? {
+//!         println!("{} bytes from connection {}", bytes.len(), cqe.user_data());
+//!     }
+//! }
+//! ring.replenish();
+//! # Ok(()) }
+//! # #[cfg(not(all(target_os = "linux", feature = "buf-ring")))] fn main() {}
+//! ```
+//!
+//! **What each runtime offers.** None of the io_uring runtimes lets a program stock a
+//! provided-buffer ring from its own pool, so `BufRing` works with the `io-uring` crate's
+//! loop (the tests and the workload each have one of about 60 lines). compio 0.19
+//! (compio-driver 0.12) has one ring per driver for `read_managed`/`recv_managed`: its
+//! buffers, all of one length, come from a `BufferAllocator` type (two static functions, no
+//! state, called when the driver starts and stops) and go back to the ring only when the
+//! program drops them, so a buffer held for long holds a ring slot, and the ring's memory is
+//! fixed for the driver's life. To be stocked from tierpool it would need an allocator with
+//! state, called per refill, and a buffer that returns to the allocator rather than the ring
+//! (or a way to register a ring of the program's own and read the buffer id of a
+//! completion). tokio-uring 0.5 has no provided buffers (the experimental `BufRing` and
+//! `recv_provbuf` of its unreleased main branch allocate their own, one size per ring);
+//! monoio 0.2 has none either (its multishot receive is unmerged). Each would also need to say
+//! when a receive's last completion has been seen, which is how `BufRing` knows that tearing
+//! it down is safe.
 //!
 //! # Direct I/O: [`AlignedPool`]
 //!
