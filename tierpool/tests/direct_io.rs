@@ -110,6 +110,10 @@ fn write_pattern_direct(path: &PathBuf, pool: &AlignedPool, size: usize, block: 
 struct Fixture {
     path: PathBuf,
     pool: AlignedPool,
+    #[cfg_attr(
+        not(any(feature = "compio", feature = "tokio-uring")),
+        allow(dead_code)
+    )]
     align: usize,
 }
 
