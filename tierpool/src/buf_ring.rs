@@ -57,7 +57,8 @@
 //! uring.submit_and_wait(1)?;
 //! let cqes: Vec<cqueue::Entry> = uring.completion().collect();
 //! for cqe in cqes {
-//!     match ring.complete(&cqe) {
+//!     // SAFETY: the completion of this ring's receive, passed once.
+//!     match unsafe { ring.complete(&cqe) } {
 //!         Ok(Some(bytes)) => assert_eq!(&bytes[..], b"hello"), // a pooled view
 //!         Ok(None) => {}                  // end of stream
 //!         Err(RecvError::Dry) => {}       // no buffer: arm again after replenish()
@@ -103,6 +104,8 @@ use crate::{BufferPool, PooledBuf, PooledBytes};
 const REGISTER_PBUF_RING: libc::c_uint = 22;
 /// `IORING_UNREGISTER_PBUF_RING`.
 const UNREGISTER_PBUF_RING: libc::c_uint = 23;
+/// `IORING_REGISTER_PBUF_STATUS` (Linux 6.8): the head of a ring.
+const PBUF_STATUS: libc::c_uint = 26;
 /// `IOU_PBUF_RING_INC`: incremental consumption.
 const PBUF_RING_INC: u16 = 2;
 /// The largest ring the kernel accepts (`ring_entries` is at most 2^15).
@@ -119,6 +122,14 @@ struct BufReg {
     bgid: u16,
     flags: u16,
     resv: [u64; 3],
+}
+
+/// `struct io_uring_buf_status`.
+#[repr(C)]
+struct BufStatus {
+    buf_group: u32,
+    head: u32,
+    resv: [u32; 8],
 }
 
 /// `struct io_uring_buf`: one entry of the ring. The first entry's last two bytes are the
@@ -225,8 +236,9 @@ pub enum RecvError {
     /// [`replenish`](BufRing::replenish) has put buffers back (under a budget, once buffers
     /// handed out have been dropped).
     Dry,
-    /// The kernel named a buffer this ring did not lend, or a completion with data selected no
-    /// buffer: the completion is not from a receive of this ring's group.
+    /// The completion names a buffer this ring has not lent (or more bytes than it holds), or
+    /// carries data without a buffer: it is not from a receive of this ring (a check that
+    /// catches some mistakes, not all: see [`BufRing::complete`]'s safety section).
     NotFromRing {
         /// The buffer id the completion named, if any.
         bid: Option<u16>,
@@ -469,8 +481,8 @@ pub struct BufRingStats {
     pub dry: u64,
     /// Buffers put into the ring by [`replenish`](BufRing::replenish) (and at the start).
     pub refilled: u64,
-    /// Slots left empty by a `replenish` because the pool refused a buffer (its budget had no
-    /// room, or the allocator failed).
+    /// Calls of [`replenish`](BufRing::replenish) that left slots empty because the pool
+    /// refused a buffer (its budget had no room, or the allocator failed).
     pub starved: u64,
 }
 
@@ -576,6 +588,7 @@ impl BufRingBuilder {
             incremental,
             slots: (0..entries).map(|_| Slot::Empty).collect(),
             empty: (0..entries).rev().collect(),
+            positions: vec![0; usize::from(entries)].into_boxed_slice(),
             stats: BufRingStats {
                 entries: usize::from(entries),
                 ..BufRingStats::default()
@@ -605,6 +618,8 @@ pub struct BufRing {
     slots: Box<[Slot]>,
     /// Buffer ids of the empty slots.
     empty: Vec<u16>,
+    /// Indexed by buffer id: the ring position (the tail's value) its entry was written at.
+    positions: Box<[u16]>,
     stats: BufRingStats,
 }
 
@@ -677,8 +692,14 @@ impl BufRing {
 
     /// One receive of at most `max` bytes (0: up to a buffer) from the socket `fd`, into one of
     /// this ring's buffers. As [`recv_multishot`](Self::recv_multishot), one completion.
+    ///
+    /// With incremental consumption `max` is ignored (0 is asked): where the kernel commits
+    /// the buffer when it selects it (io-wq, files that cannot be polled), it would consume
+    /// `max` bytes of the buffer whatever was received, and the views would lose their
+    /// place.
     pub fn recv(&mut self, fd: RawFd, max: u32) -> squeue::Entry {
         self.stats.in_flight += 1;
+        let max = if self.incremental { 0 } else { max };
         opcode::Recv::new(types::Fd(fd), std::ptr::null_mut(), max)
             .buf_group(self.group)
             .build()
@@ -687,9 +708,10 @@ impl BufRing {
 
     /// One read of at most `max` bytes (0: up to a buffer) from `fd` at `offset` (`u64::MAX`:
     /// the file position, for pipes and sockets), into one of this ring's buffers. As
-    /// [`recv`](Self::recv).
+    /// [`recv`](Self::recv) (`max` ignored with incremental consumption).
     pub fn read(&mut self, fd: RawFd, max: u32, offset: u64) -> squeue::Entry {
         self.stats.in_flight += 1;
+        let max = if self.incremental { 0 } else { max };
         opcode::Read::new(types::Fd(fd), std::ptr::null_mut(), max)
             .offset(offset)
             .buf_group(self.group)
@@ -704,57 +726,87 @@ impl BufRing {
     /// buffer the kernel used and counts the receive done at its last completion. Call
     /// [`replenish`](Self::replenish) after a batch of completions.
     ///
+    /// # Safety
+    /// `cqe` is a completion of an entry this ring built ([`recv_multishot`](Self::recv_multishot),
+    /// [`recv`](Self::recv), [`read`](Self::read)), and no completion is passed twice (a
+    /// `cqueue::Entry` can be cloned). A completion of another buffer group, or one passed
+    /// again, names a buffer id whose slot may hold a buffer the kernel can still write into,
+    /// which would then be handed out; the ring catches only the completions that name no
+    /// buffer it lent ([`RecvError::NotFromRing`]).
+    ///
     /// # Errors
     /// [`RecvError::Dry`] when the ring had no buffer; [`RecvError::Io`] when the receive
-    /// failed; [`RecvError::NotFromRing`] for a completion of something else.
-    pub fn complete(&mut self, cqe: &cqueue::Entry) -> Result<Option<PooledBytes>, RecvError> {
+    /// failed; [`RecvError::NotFromRing`] for a completion that names no buffer this ring
+    /// lent (or carries data without a buffer).
+    pub unsafe fn complete(
+        &mut self,
+        cqe: &cqueue::Entry,
+    ) -> Result<Option<PooledBytes>, RecvError> {
         let flags = cqe.flags();
-        if !cqueue::more(flags) {
-            self.stats.in_flight = self.stats.in_flight.saturating_sub(1);
-        }
         let res = cqe.result();
+        let last = !cqueue::more(flags);
         let Some(bid) = cqueue::buffer_select(flags) else {
+            if res > 0 {
+                return Err(RecvError::NotFromRing { bid: None });
+            }
+            self.finished(last);
             return match res {
                 0 => Ok(None),
                 r if r == -libc::ENOBUFS => {
                     self.stats.dry += 1;
                     Err(RecvError::Dry)
                 }
-                r if r < 0 => Err(RecvError::Io(io::Error::from_raw_os_error(-r))),
-                _ => Err(RecvError::NotFromRing { bid: None }),
+                r => Err(RecvError::Io(io::Error::from_raw_os_error(-r))),
             };
         };
-        // The kernel is done with the buffer unless it says more of it is left.
-        let done = !(self.incremental && cqueue::buffer_more(flags));
         let n = usize::try_from(res).unwrap_or(0);
-        let Some(slot) = self.slots.get_mut(usize::from(bid)) else {
-            return Err(RecvError::NotFromRing { bid: Some(bid) });
-        };
-        let bytes = match slot {
-            Slot::Empty => return Err(RecvError::NotFromRing { bid: Some(bid) }),
-            Slot::Whole(buf) if n > buf.capacity() => {
+        match self.slots.get(usize::from(bid)) {
+            None | Some(Slot::Empty) => return Err(RecvError::NotFromRing { bid: Some(bid) }),
+            Some(Slot::Whole(buf)) if n > buf.capacity() => {
                 return Err(RecvError::NotFromRing { bid: Some(bid) })
             }
+            Some(Slot::Shared { consumed, cap, .. }) if *consumed + n > *cap => {
+                return Err(RecvError::NotFromRing { bid: Some(bid) })
+            }
+            Some(_) => {}
+        }
+        self.finished(last);
+        // Whether the kernel is done with the buffer. With bytes, without incremental
+        // consumption, it is (the entry was consumed when it was selected or at this
+        // completion); with it, unless it says more of the buffer is left. Without bytes (an
+        // error, or 0 at the end of a file) it may or may not have consumed the entry: when
+        // the request ran where it commits at selection (io-wq, files that cannot be polled)
+        // it did, else it did not (and an incremental 0-byte completion is reported without
+        // `IORING_CQE_F_BUF_MORE` by some kernels); the ring's head says which.
+        let done = if res > 0 {
+            !(self.incremental && cqueue::buffer_more(flags))
+        } else {
+            self.consumed_by_kernel(bid)
+        };
+        let slot = &mut self.slots[usize::from(bid)];
+        let bytes = match slot {
+            Slot::Empty => None, // ruled out above
+            Slot::Whole(_) if !done => None,
             Slot::Whole(_) => {
                 let Slot::Whole(mut buf) = std::mem::replace(slot, Slot::Empty) else {
                     unreachable!("matched above")
                 };
                 // SAFETY: the kernel wrote `n` bytes at the buffer's start (the completion
-                // says so), and writes it no more: without incremental consumption a
-                // completion ends the kernel's use of the buffer it names.
+                // says so; `n` is within the capacity, checked above), and writes it no more:
+                // without incremental consumption a completion with bytes ends the kernel's
+                // use of the buffer it names.
                 unsafe { buf.set_len(n) };
-                Some(buf.into_shared())
-            }
-            Slot::Shared { consumed, cap, .. } if *consumed + n > *cap => {
-                return Err(RecvError::NotFromRing { bid: Some(bid) })
+                (n > 0).then(|| buf.into_shared())
             }
             Slot::Shared { base, consumed, .. } => {
                 let at = *consumed;
                 *consumed += n;
-                // SAFETY: the kernel consumes the buffer in order from its start: bytes
-                // `..at` were received by earlier completions, `at..at + n` by this one (within
-                // the length the entry offered, checked above), and it writes none of them
-                // again. The bytes past them it may still write, but no view covers them.
+                // SAFETY: the kernel consumes the buffer in order from its start (the ring
+                // asks for no length limit in this mode, so it advances by exactly the bytes
+                // received): bytes `..at` were received by earlier completions, `at..at + n`
+                // by this one (within the length the entry offered, checked above), and it
+                // writes none of them again. The bytes past them it may still write, but no
+                // view covers them.
                 let view = (n > 0).then(|| unsafe { base.written_view(at, n) });
                 if done {
                     *slot = Slot::Empty;
@@ -769,13 +821,51 @@ impl BufRing {
             return Err(RecvError::Io(io::Error::from_raw_os_error(-res)));
         }
         match bytes {
-            Some(b) if !b.is_empty() => {
+            Some(b) => {
                 self.stats.received += 1;
                 self.stats.received_bytes += b.len() as u64;
                 Ok(Some(b))
             }
-            _ => Ok(None),
+            None => Ok(None),
         }
+    }
+
+    /// Counts a receive done at its last completion.
+    fn finished(&mut self, last: bool) {
+        if last {
+            self.stats.in_flight = self.stats.in_flight.saturating_sub(1);
+        }
+    }
+
+    /// Whether the kernel has consumed the entry of buffer `bid` (its head is past the
+    /// entry's position), from `IORING_REGISTER_PBUF_STATUS` (Linux 6.8). Where the kernel
+    /// cannot say, false: the slot then keeps its buffer, which is safe (at worst the slot is
+    /// not reused).
+    fn consumed_by_kernel(&self, bid: u16) -> bool {
+        let mut status = BufStatus {
+            buf_group: u32::from(self.group),
+            head: 0,
+            resv: [0; 8],
+        };
+        // SAFETY: `io_uring_register` writes one `io_uring_buf_status` into `status`.
+        let r = unsafe {
+            libc::syscall(
+                libc::SYS_io_uring_register,
+                self.fd.as_raw_fd(),
+                PBUF_STATUS,
+                &mut status as *mut BufStatus,
+                1,
+            )
+        };
+        if r != 0 {
+            return false;
+        }
+        // Positions are the ring's 16-bit counters: the entry at `pos` lies in the window
+        // `tail - entries .. tail`; it is consumed if it is farther from the tail than the
+        // head is.
+        let head = status.head as u16;
+        let pos = self.positions[usize::from(bid)];
+        self.tail.wrapping_sub(pos) > self.tail.wrapping_sub(head)
     }
 
     /// Puts a buffer from the pool into every empty slot, and publishes them to the kernel
@@ -788,14 +878,16 @@ impl BufRing {
             let mut buf = match self.pool.try_get(self.buf_size) {
                 Ok(buf) => buf,
                 Err(_) => {
-                    self.stats.starved += self.empty.len() as u64;
+                    self.stats.starved += 1;
                     break;
                 }
             };
             self.empty.pop();
             let addr = buf.as_mut_ptr();
             let len = u32::try_from(buf.capacity()).unwrap_or(u32::MAX);
-            let index = usize::from(self.tail.wrapping_add(added) & self.mask);
+            let pos = self.tail.wrapping_add(added);
+            self.positions[usize::from(bid)] = pos;
+            let index = usize::from(pos & self.mask);
             // SAFETY: `index` is within the ring; the kernel reads only the entries between
             // its head and our published tail, and this one is past the tail (the ring holds
             // at most `entries` buffers, one per slot, so the kernel is done with this entry).

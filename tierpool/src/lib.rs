@@ -249,7 +249,8 @@
 //! uring.submit_and_wait(1)?;
 //! let completions: Vec<_> = uring.completion().collect();
 //! for cqe in completions {
-//!     if let Some(bytes) = ring.complete(&cqe)? {
+//!     // SAFETY: a completion of this ring's receive, passed once.
+//!     if let Some(bytes) = unsafe { ring.complete(&cqe) }? {
 //!         println!("{} bytes from connection {}", bytes.len(), cqe.user_data());
 //!     }
 //! }

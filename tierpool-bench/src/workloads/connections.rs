@@ -227,15 +227,18 @@ fn ring_server(
     let mut cqes: Vec<cqueue::Entry> = Vec::with_capacity(8192);
     let ts = types::Timespec::new().nsec(1_000_000);
     while open > 0 {
-        if rearm.is_empty() {
-            uring.submit_and_wait(1).map_err(e)?;
+        let waited = if rearm.is_empty() {
+            uring.submit_and_wait(1)
         } else {
             // Receives wait for buffers: look again in 1 ms.
             let args = types::SubmitArgs::new().timespec(&ts);
-            match uring.submitter().submit_with_args(1, &args) {
-                Err(x) if x.raw_os_error() != Some(libc::ETIME) => return Err(x.to_string()),
-                _ => {}
+            uring.submitter().submit_with_args(1, &args)
+        };
+        match waited {
+            Err(x) if !matches!(x.raw_os_error(), Some(libc::ETIME | libc::EINTR)) => {
+                return Err(x.to_string())
             }
+            _ => {}
         }
         cqes.clear();
         cqes.extend(uring.completion());
@@ -249,7 +252,9 @@ fn ring_server(
             }
             let k = ud as usize;
             let last = !cqueue::more(cqe.flags());
-            match ring.complete(cqe) {
+            // SAFETY: every completion but the sends' (handled above) is of a receive this
+            // ring built, and each is passed once.
+            match unsafe { ring.complete(cqe) } {
                 Ok(Some(v)) => {
                     have[k] += v.len();
                     parts[k].push(v);
