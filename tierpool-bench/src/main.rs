@@ -364,6 +364,14 @@ fn descriptions() -> BTreeMap<String, String> {
     for s in workloads::http::Strategy::ALL {
         m.insert(s.label().to_string(), s.description().to_string());
     }
+    for (features, mode, label) in workloads::instructions::FEATURE_CASES {
+        m.insert(
+            label.to_string(),
+            format!(
+                "tierpool's examples/hot_loop.rs (get 4 KiB, two byte writes, drop) built by cargo into target/feature-costs with features '{features}', run with HOT_LOOP='{mode}' (counted under callgrind, and timed natively: median of 3 interleaved runs); the cost of the optional features, which the report's own binary leaves out"
+            ),
+        );
+    }
     for b in workloads::budget::RUNS {
         m.insert(
             workloads::budget::label(b),
@@ -397,7 +405,13 @@ fn run_workload(w: Workload, quick: bool) -> Result<Output, String> {
     };
     match w {
         Workload::Lookup => merge(workloads::run(w, &ctx, &[])),
-        Workload::Instructions => merge(workloads::instructions::run(quick)?),
+        Workload::Instructions => {
+            merge(workloads::instructions::run(quick)?);
+            merge(Output {
+                records: workloads::instructions::feature_costs(quick),
+                timelines: vec![],
+            });
+        }
         Workload::Streaming => {
             // Peak RSS is per process: one process per shape and strategy, one at a time (each
             // uses both cores), in rounds so that a slow spell of this VM hits all alike.

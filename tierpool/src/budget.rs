@@ -82,6 +82,8 @@ struct Waiter {
     have: usize,
     since: Instant,
     wake: Wake,
+    /// An async waiter reported as overdue by a tick ([`Budget::overdue_tasks`]).
+    reported: bool,
 }
 
 /// A place in the queue, held by the waiting thread or future. Give it to
@@ -247,6 +249,7 @@ impl Budget {
                 have: 0,
                 since: Instant::now(),
                 wake,
+                reported: false,
             });
             self.pressure.store(true, Ordering::Relaxed);
             // A new front accumulates what is free at once.
@@ -274,6 +277,29 @@ impl Budget {
             }
         }
         false
+    }
+
+    /// The async waiters (futures of `acquire`) that have waited `after` or longer and were
+    /// not reported yet, now marked reported: how many, and the need and wait of the longest.
+    /// (A blocked thread reports its own wait, from [`wait`](Self::wait).)
+    #[cfg_attr(not(feature = "holders"), allow(dead_code))]
+    pub(crate) fn overdue_tasks(&self, after: Duration) -> Option<(usize, usize, Duration)> {
+        let mut a = lock(&self.account);
+        let now = Instant::now();
+        let mut found: Option<(usize, usize, Duration)> = None;
+        for w in a.queue.iter_mut() {
+            let waited = now.saturating_duration_since(w.since);
+            if w.reported || waited < after || !matches!(w.wake, Wake::Task(_)) {
+                continue;
+            }
+            w.reported = true;
+            found = Some(match found {
+                Some((count, need, longest)) if longest >= waited => (count + 1, need, longest),
+                Some((count, ..)) => (count + 1, w.need, waited),
+                None => (1, w.need, waited),
+            });
+        }
+        found
     }
 
     /// Gives up a place in the queue (a dropped future, a timeout): what it accumulated, or

@@ -328,7 +328,12 @@ impl Builder {
     /// in use, a `get` or `get_timeout` that has waited `after` for the budget emits a
     /// `tracing` warning (target `tierpool::holders`) naming the call sites that hold the
     /// most tracked bytes, once per wait, and goes on waiting. Default 1 s; `None`: never.
-    /// (`acquire(n).await` waits on its task's waker and does not report.)
+    /// An `acquire(n).await` is polled only when woken, so its wait is reported by the
+    /// pool's tick while it lasts (one warning per tick for all the async waits found
+    /// overdue): the background trimmer's ([`background_trim`](Self::background_trim)), or
+    /// another thread's use of the pool after an interval ends. Without either, an async
+    /// wait is not reported (once it is served its holders have let go, so there would be
+    /// nothing to name); the budget's statistics count it all the same.
     #[cfg(feature = "holders")]
     #[cfg_attr(docsrs, doc(cfg(feature = "holders")))]
     pub fn report_waits_after(mut self, after: Option<Duration>) -> Self {

@@ -129,8 +129,36 @@ impl Tracker {
     /// A request for `n` bytes of the pool named `pool` has waited `waited` for its budget:
     /// a `tracing` warning (target `tierpool::holders`) names the sites that hold the most.
     pub(crate) fn report_wait(&self, pool: &str, n: usize, waited: Duration) {
-        let holders = self.holders();
-        let top: Vec<String> = holders
+        tracing::warn!(
+            target: "tierpool::holders",
+            pool,
+            requested = n,
+            waited_ms = waited.as_millis() as u64,
+            "a request has waited {waited:?} for the budget; the tracked holders: {}",
+            self.top()
+        );
+    }
+
+    /// `count` async requests (`acquire`) of the pool named `pool` have waited `after` or
+    /// longer, the longest `waited` for a charge of `charge` bytes: one `tracing` warning per
+    /// tick that finds any (target `tierpool::holders`), naming the top holders. Each wait is
+    /// reported once.
+    pub(crate) fn report_overdue(&self, pool: &str, count: usize, charge: usize, waited: Duration) {
+        tracing::warn!(
+            target: "tierpool::holders",
+            pool,
+            waiting = count,
+            charge,
+            waited_ms = waited.as_millis() as u64,
+            "{count} async request(s) have waited up to {waited:?} for the budget; the tracked holders: {}",
+            self.top()
+        );
+    }
+
+    /// The sites holding the most tracked bytes, as text.
+    fn top(&self) -> String {
+        let top: Vec<String> = self
+            .holders()
             .iter()
             .take(REPORTED)
             .map(|h| {
@@ -140,14 +168,11 @@ impl Tracker {
                 )
             })
             .collect();
-        tracing::warn!(
-            target: "tierpool::holders",
-            pool,
-            requested = n,
-            waited_ms = waited.as_millis() as u64,
-            "a request has waited {waited:?} for the budget; the tracked holders: {}",
-            if top.is_empty() { "none".to_string() } else { top.join("; ") }
-        );
+        if top.is_empty() {
+            "none".to_string()
+        } else {
+            top.join("; ")
+        }
     }
 
     /// One get in how many is tracked (0: none).

@@ -225,3 +225,59 @@ fn a_report_that_panics_leaves_the_budget_working() {
     let again = pool.try_get(1 << 20).expect("the budget is whole");
     drop(again);
 }
+
+/// A future is polled only when woken, so an async wait that lasts is reported by the pool's
+/// tick while it still waits (here the background trimmer's, every 20 ms): the holder lets go
+/// only once the report has arrived, so the test cannot pass by the wait's end. Reported
+/// once: the served future does not report again.
+#[test]
+fn a_long_async_wait_is_reported_by_the_tick_while_it_waits() {
+    // The tick runs on the trimmer's thread: a global subscriber, keeping this pool's events.
+    let events = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let sink = events.clone();
+    let capture = OnEvent(move |e: String| {
+        if e.contains("pool=\"async-tick\"") {
+            sink.lock().unwrap().push(e)
+        }
+    });
+    tracing::subscriber::set_global_default(capture).expect("the only global subscriber");
+    let pool = BufferPool::builder()
+        .name("async-tick")
+        .max_in_use_bytes(1 << 20)
+        .track_holders(1)
+        .background_trim(true)
+        .decay_interval(std::time::Duration::from_millis(20))
+        .report_waits_after(Some(std::time::Duration::from_millis(50)))
+        .build()
+        .unwrap();
+    let line = line!() + 1;
+    let all = pool.get(1 << 20);
+    let waiter = {
+        let pool = pool.clone();
+        std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            rt.block_on(pool.acquire(4096)).map(drop)
+        })
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while events.lock().unwrap().is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no report while the wait lasted"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    assert!(!waiter.is_finished(), "reported while it still waits");
+    drop(all);
+    waiter.join().unwrap().expect("served");
+    let events = events.lock().unwrap();
+    assert_eq!(events.len(), 1, "one report per wait: {events:?}");
+    let e = &events[0];
+    assert!(e.starts_with("tierpool::holders "), "{e}");
+    assert!(e.contains("waiting=1"), "{e}");
+    assert!(e.contains("charge=4096"), "{e}");
+    assert!(e.contains(&format!("{}:{line}", file!())), "{e}");
+}

@@ -260,6 +260,144 @@ pub fn run(quick: bool) -> Result<Output, String> {
     Ok(out)
 }
 
+/// The cases of [`feature_costs`]: (features the example is built with, `HOT_LOOP`, label).
+pub const FEATURE_CASES: [(&str, &str, &str); 4] = [
+    ("", "", "tierpool hot_loop, default build"),
+    (
+        "holders,metrics",
+        "holders0",
+        "tierpool hot_loop, features holders+metrics, tracking off",
+    ),
+    (
+        "holders,metrics",
+        "holders128",
+        "tierpool hot_loop, holders tracking 1 get in 128",
+    ),
+    (
+        "holders,metrics",
+        "holders1",
+        "tierpool hot_loop, holders tracking every get",
+    ),
+];
+
+/// What the optional features `holders` and `metrics` cost on the fast path (issue 19): the
+/// report's binary is built without them (their code would be in every tierpool row), so
+/// tierpool's `hot_loop` example is built twice by cargo, into `target/feature-costs`,
+/// without optional features and with `holders,metrics`, and its counted loop (get 4 KiB,
+/// two byte writes, drop) is counted under callgrind and timed natively (median of three
+/// interleaved runs), tracking nothing, 1 get in 128 and every get. Metrics add nothing to
+/// the loop (they are published at ticks): what a publication costs is the `metrics`
+/// example's figure (BENCHMARKS.md). Where cargo cannot build it, says why and returns
+/// nothing.
+pub fn feature_costs(quick: bool) -> Vec<Record> {
+    match try_feature_costs(quick) {
+        Ok(r) => r,
+        Err(why) => {
+            crate::progress::line(&format!("  instructions: feature costs skipped: {why}"));
+            Vec::new()
+        }
+    }
+}
+
+fn try_feature_costs(quick: bool) -> Result<Vec<Record>, String> {
+    use std::path::{Path, PathBuf};
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .ok_or("no workspace root")?;
+    let dir = root.join("target").join("feature-costs");
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let build = |features: &str| -> Result<PathBuf, String> {
+        crate::progress::status(&format!(
+            "instructions: building hot_loop with features '{features}'"
+        ));
+        let mut cmd = Command::new(&cargo);
+        cmd.current_dir(root)
+            .args(["build", "--release", "--quiet", "-p", "tierpool"])
+            .args(["--example", "hot_loop", "--target-dir"])
+            .arg(&dir)
+            .stdout(Stdio::null());
+        if !features.is_empty() {
+            cmd.args(["--features", features]);
+        }
+        let status = cmd.status().map_err(|e| format!("cannot run cargo: {e}"))?;
+        if !status.success() {
+            return Err(format!(
+                "cargo build of hot_loop ({features:?}) failed: {status}"
+            ));
+        }
+        let to = dir.join(format!("hot_loop-{}", features.replace(',', "-")));
+        std::fs::copy(dir.join("release/examples/hot_loop"), &to).map_err(|e| e.to_string())?;
+        Ok(to)
+    };
+    let plain = build("")?;
+    let with = build("holders,metrics")?;
+    let n = 4096;
+    let counted = iterations(quick);
+    let mut records = Vec::new();
+    let mut times: Vec<Vec<f64>> = vec![Vec::new(); FEATURE_CASES.len()];
+    for _round in 0..3 {
+        for (i, &(features, mode, _)) in FEATURE_CASES.iter().enumerate() {
+            let exe = if features.is_empty() { &plain } else { &with };
+            // Every get tracked takes a lock and reads the clock: fewer iterations.
+            let iters = match (quick, mode) {
+                (true, _) => 20_000,
+                (false, "holders1") => 500_000,
+                (false, _) => 5_000_000,
+            };
+            let o = Command::new(exe)
+                .args([n.to_string(), iters.to_string()])
+                .env("HOT_LOOP", mode)
+                .output()
+                .map_err(|e| e.to_string())?;
+            let out = String::from_utf8_lossy(&o.stdout);
+            let ns: f64 = out
+                .split_whitespace()
+                .next()
+                .and_then(|x| x.parse().ok())
+                .ok_or_else(|| format!("hot_loop said {out:?}"))?;
+            times[i].push(ns);
+        }
+    }
+    for (i, &(features, mode, label)) in FEATURE_CASES.iter().enumerate() {
+        let exe = if features.is_empty() { &plain } else { &with };
+        let o = Command::new("valgrind")
+            .args([
+                "--tool=callgrind",
+                "--callgrind-out-file=/dev/null",
+                "--toggle-collect=*counted_loop*",
+            ])
+            .arg(exe)
+            .args([n.to_string(), counted.to_string()])
+            .env("HOT_LOOP", mode)
+            .stdout(Stdio::null())
+            .output()
+            .map_err(|e| format!("cannot start valgrind: {e}"))?;
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        let total = parse_collected(&stderr)
+            .ok_or_else(|| format!("callgrind run of {label}: no count in {stderr}"))?;
+        let per_op = total as f64 / counted as f64;
+        let mut t = times[i].clone();
+        t.sort_by(f64::total_cmp);
+        let mut extra = std::collections::BTreeMap::new();
+        extra.insert("ns/op (native, median of 3)".to_string(), t[1]);
+        records.push(Record {
+            workload: "instructions".into(),
+            contender: label.into(),
+            allocator: Allocator::System.name().into(),
+            param: size_label(n),
+            metric: "instructions/op".into(),
+            median: per_op,
+            min: per_op,
+            max: per_op,
+            samples: 1,
+            allocs_per_op: None,
+            bytes_per_op: None,
+            extra,
+        });
+    }
+    Ok(records)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -433,9 +433,28 @@ pub(crate) fn tick(pool: &PoolState, epoch: u64, turn: Turn) {
     }
     reclaim_idle(pool, &r, true);
     drop(r);
+    #[cfg(feature = "holders")]
+    report_overdue(pool);
     pool.allocator_trim.maybe_run(epoch);
     #[cfg(feature = "metrics")]
     pool.publish_metrics();
+}
+
+/// Reports the async budget waits that have lasted longer than `report_waits_after`
+/// (feature `holders`): a future is polled only when woken, so the tick reports for it. A
+/// report that panics (a subscriber's bug) does not unwind into the operation that ticked.
+#[cfg(feature = "holders")]
+fn report_overdue(pool: &PoolState) {
+    let (Some(after), Some(budget)) = (pool.holders.report_after(), pool.budget.as_ref()) else {
+        return;
+    };
+    if let Some((count, charge, waited)) = budget.overdue_tasks(after) {
+        let report = || {
+            pool.holders
+                .report_overdue(&pool.name, count, charge, waited)
+        };
+        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(report));
+    }
 }
 
 /// Reclaims the caches that hold room and whose owner did nothing since the last tick,
