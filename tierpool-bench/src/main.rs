@@ -368,7 +368,7 @@ fn descriptions() -> BTreeMap<String, String> {
         m.insert(
             label.to_string(),
             format!(
-                "tierpool's examples/hot_loop.rs (get 4 KiB, two byte writes, drop) built by cargo into target/feature-costs with features '{features}', run with HOT_LOOP='{mode}' (counted under callgrind, and timed natively: median of 3 interleaved runs); the cost of the optional features, which the report's own binary leaves out"
+                "tierpool's examples/hot_loop.rs (get 4 KiB, two byte writes, drop) built by cargo into target/feature-costs as tierpool-probe's binary with features '{features}', run with HOT_LOOP='{mode}' (counted under callgrind, and timed natively: median of 3 interleaved runs); the cost of the optional features, which the report's own binary leaves out"
             ),
         );
     }

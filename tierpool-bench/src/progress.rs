@@ -30,7 +30,7 @@ fn weight(w: Workload) -> u64 {
     match w {
         Workload::Lookup => 8,
         Workload::GetPut => 25,
-        Workload::Instructions => 40,
+        Workload::Instructions => 70,
         Workload::Mixed => 20,
         Workload::CrossThread => 15,
         Workload::Burst => 30,

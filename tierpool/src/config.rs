@@ -333,7 +333,10 @@ impl Builder {
     /// overdue): the background trimmer's ([`background_trim`](Self::background_trim)), or
     /// another thread's use of the pool after an interval ends. Without either, an async
     /// wait is not reported (once it is served its holders have let go, so there would be
-    /// nothing to name); the budget's statistics count it all the same.
+    /// nothing to name); the budget's statistics count it all the same. A tick can run on
+    /// any thread that uses the pool, in the middle of a `get` or a drop: a `tracing`
+    /// subscriber must not take buffers from the same budgeted pool (it would wait behind
+    /// the waits it reports).
     #[cfg(feature = "holders")]
     #[cfg_attr(docsrs, doc(cfg(feature = "holders")))]
     pub fn report_waits_after(mut self, after: Option<Duration>) -> Self {

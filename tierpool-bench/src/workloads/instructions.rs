@@ -282,7 +282,8 @@ pub const FEATURE_CASES: [(&str, &str, &str); 4] = [
 
 /// What the optional features `holders` and `metrics` cost on the fast path (issue 19): the
 /// report's binary is built without them (their code would be in every tierpool row), so
-/// tierpool's `hot_loop` example is built twice by cargo, into `target/feature-costs`,
+/// tierpool's `hot_loop` example is built twice by cargo, into `target/feature-costs`, as the
+/// `tierpool-probe` crate's binary (the same source, without tierpool's dev-dependencies),
 /// without optional features and with `holders,metrics`, and its counted loop (get 4 KiB,
 /// two byte writes, drop) is counted under callgrind and timed natively (median of three
 /// interleaved runs), tracking nothing, 1 get in 128 and every get. Metrics add nothing to
@@ -312,8 +313,8 @@ fn try_feature_costs(quick: bool) -> Result<Vec<Record>, String> {
         ));
         let mut cmd = Command::new(&cargo);
         cmd.current_dir(root)
-            .args(["build", "--release", "--quiet", "-p", "tierpool"])
-            .args(["--example", "hot_loop", "--target-dir"])
+            .args(["build", "--release", "--quiet", "-p", "tierpool-probe"])
+            .args(["--bin", "hot_loop", "--target-dir"])
             .arg(&dir)
             .stdout(Stdio::null());
         if !features.is_empty() {
@@ -326,7 +327,7 @@ fn try_feature_costs(quick: bool) -> Result<Vec<Record>, String> {
             ));
         }
         let to = dir.join(format!("hot_loop-{}", features.replace(',', "-")));
-        std::fs::copy(dir.join("release/examples/hot_loop"), &to).map_err(|e| e.to_string())?;
+        std::fs::copy(dir.join("release/hot_loop"), &to).map_err(|e| e.to_string())?;
         Ok(to)
     };
     let plain = build("")?;
@@ -349,6 +350,9 @@ fn try_feature_costs(quick: bool) -> Result<Vec<Record>, String> {
                 .env("HOT_LOOP", mode)
                 .output()
                 .map_err(|e| e.to_string())?;
+            if !o.status.success() {
+                return Err(format!("hot_loop ({mode:?}) failed: {}", o.status));
+            }
             let out = String::from_utf8_lossy(&o.stdout);
             let ns: f64 = out
                 .split_whitespace()
@@ -373,6 +377,9 @@ fn try_feature_costs(quick: bool) -> Result<Vec<Record>, String> {
             .output()
             .map_err(|e| format!("cannot start valgrind: {e}"))?;
         let stderr = String::from_utf8_lossy(&o.stderr);
+        if !o.status.success() {
+            return Err(format!("callgrind run of {label} failed: {stderr}"));
+        }
         let total = parse_collected(&stderr)
             .ok_or_else(|| format!("callgrind run of {label}: no count in {stderr}"))?;
         let per_op = total as f64 / counted as f64;
