@@ -359,18 +359,23 @@ fn register(
         flags,
         resv: [0; 3],
     };
-    // SAFETY: `io_uring_register` reads one `io_uring_buf_reg` from `reg`; the ring memory it
-    // names is page-aligned, zeroed, at least `entries` entries long, and outlives the
-    // registration (every caller unregisters before freeing it).
-    let r = unsafe {
-        libc::syscall(
-            libc::SYS_io_uring_register,
-            fd,
-            REGISTER_PBUF_RING,
-            &reg as *const BufReg,
-            1,
-        )
-    };
+    // SAFETY: the kernel reads one `io_uring_buf_reg` from `reg`; the ring memory it names is
+    // page-aligned, zeroed, at least `entries` entries long, and outlives the registration
+    // (every caller unregisters before freeing it).
+    unsafe { io_uring_register(fd, REGISTER_PBUF_RING, (&reg as *const BufReg).cast()) }
+}
+
+/// `io_uring_register(fd, opcode, arg, 1)`.
+///
+/// # Safety
+/// `arg` points to the one argument `opcode` reads or writes, valid for that access.
+unsafe fn io_uring_register(
+    fd: RawFd,
+    opcode: libc::c_uint,
+    arg: *const libc::c_void,
+) -> io::Result<()> {
+    // SAFETY: the caller's contract; the other arguments are plain integers.
+    let r = unsafe { libc::syscall(libc::SYS_io_uring_register, fd, opcode, arg, 1) };
     if r < 0 {
         Err(io::Error::last_os_error())
     } else {
@@ -397,17 +402,8 @@ fn unregister(fd: RawFd, group: u16) -> bool {
         flags: 0,
         resv: [0; 3],
     };
-    // SAFETY: as in `register`: the kernel reads one `io_uring_buf_reg`.
-    let r = unsafe {
-        libc::syscall(
-            libc::SYS_io_uring_register,
-            fd,
-            UNREGISTER_PBUF_RING,
-            &reg as *const BufReg,
-            1,
-        )
-    };
-    r == 0
+    // SAFETY: the kernel reads one `io_uring_buf_reg` from `reg`.
+    unsafe { io_uring_register(fd, UNREGISTER_PBUF_RING, (&reg as *const BufReg).cast()) }.is_ok()
 }
 
 /// The ring's entries: page-aligned, zeroed memory the kernel reads.
@@ -847,17 +843,15 @@ impl BufRing {
             head: 0,
             resv: [0; 8],
         };
-        // SAFETY: `io_uring_register` writes one `io_uring_buf_status` into `status`.
-        let r = unsafe {
-            libc::syscall(
-                libc::SYS_io_uring_register,
+        // SAFETY: the kernel writes one `io_uring_buf_status` into `status`.
+        let asked = unsafe {
+            io_uring_register(
                 self.fd.as_raw_fd(),
                 PBUF_STATUS,
-                &mut status as *mut BufStatus,
-                1,
+                (&mut status as *mut BufStatus).cast(),
             )
         };
-        if r != 0 {
+        if asked.is_err() {
             return false;
         }
         // Positions are the ring's 16-bit counters: the entry at `pos` lies in the window

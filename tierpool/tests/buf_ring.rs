@@ -31,6 +31,19 @@ fn uring() -> Option<IoUring> {
     }
 }
 
+/// Builds the ring, or `None` (after saying so, or failing under
+/// `TIERPOOL_REQUIRE_IO_URING`) where the kernel lacks what it asks for.
+fn build(builder: tierpool::buf_ring::BufRingBuilder, uring: &IoUring) -> Option<BufRing> {
+    match builder.build(uring) {
+        Ok(r) => Some(r),
+        Err(BufRingError::Unsupported { feature, .. }) => {
+            common::io_uring_refused(feature);
+            None
+        }
+        Err(e) => panic!("{e}"),
+    }
+}
+
 /// A connected loopback TCP pair: (client, server).
 fn pair(listener: &TcpListener) -> (TcpStream, TcpStream) {
     let c = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
@@ -119,19 +132,15 @@ fn every_byte(incremental: Incremental) {
     } else {
         1
     };
-    let mut ring = match BufRing::builder(&pool)
-        .entries(entries)
-        .buf_size(buf_size)
-        .group(3)
-        .incremental(incremental)
-        .build(&uring)
-    {
-        Ok(r) => r,
-        Err(BufRingError::Unsupported { feature, .. }) => {
-            common::io_uring_refused(feature);
-            return;
-        }
-        Err(e) => panic!("{e}"),
+    let Some(mut ring) = build(
+        BufRing::builder(&pool)
+            .entries(entries)
+            .buf_size(buf_size)
+            .group(3)
+            .incremental(incremental),
+        &uring,
+    ) else {
+        return;
     };
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let (clients, servers): (Vec<_>, Vec<_>) = (0..CONNS).map(|_| pair(&listener)).unzip();
@@ -322,18 +331,14 @@ fn dry_ring_recovers_when_buffers_return() {
 fn incremental_receives_share_one_buffer() {
     let Some(mut uring) = uring() else { return };
     let pool = BufferPool::new();
-    let mut ring = match BufRing::builder(&pool)
-        .entries(1)
-        .buf_size(64 << 10)
-        .incremental(Incremental::Required)
-        .build(&uring)
-    {
-        Ok(r) => r,
-        Err(BufRingError::Unsupported { feature, .. }) => {
-            common::io_uring_refused(feature);
-            return;
-        }
-        Err(e) => panic!("{e}"),
+    let Some(mut ring) = build(
+        BufRing::builder(&pool)
+            .entries(1)
+            .buf_size(64 << 10)
+            .incremental(Incremental::Required),
+        &uring,
+    ) else {
+        return;
     };
     assert!(ring.is_incremental());
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
@@ -547,19 +552,15 @@ fn end_of_file_reads_leave_the_buffer_where_the_kernel_has_it() {
     };
     for incremental in [Incremental::Off, Incremental::Required] {
         let pool = BufferPool::new();
-        let mut ring = match BufRing::builder(&pool)
-            .entries(1)
-            .buf_size(4096)
-            .incremental(incremental)
-            .group(11)
-            .build(&uring)
-        {
-            Ok(r) => r,
-            Err(BufRingError::Unsupported { feature, .. }) => {
-                common::io_uring_refused(feature);
-                return;
-            }
-            Err(e) => panic!("{e}"),
+        let Some(mut ring) = build(
+            BufRing::builder(&pool)
+                .entries(1)
+                .buf_size(4096)
+                .incremental(incremental)
+                .group(11),
+            &uring,
+        ) else {
+            return;
         };
         let (r, mut w) = pipe();
         w.write_all(b"abc").unwrap();

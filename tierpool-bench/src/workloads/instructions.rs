@@ -207,13 +207,36 @@ fn spawn(kind: Kind, alloc: Allocator, n: usize, quick: bool) -> Result<Child, S
 /// Waits for a run from [`spawn`] and returns instructions per iteration.
 fn finish(child: Child, what: &str, quick: bool) -> Result<f64, String> {
     let o = child.wait_with_output().map_err(|e| e.to_string())?;
+    per_iteration(&o, what, iterations(quick))
+}
+
+/// Instructions per iteration from a finished callgrind run of `iters` iterations.
+fn per_iteration(o: &std::process::Output, what: &str, iters: usize) -> Result<f64, String> {
     let stderr = String::from_utf8_lossy(&o.stderr);
     if !o.status.success() {
         return Err(format!("callgrind run of {what} failed: {stderr}"));
     }
     let total = parse_collected(&stderr)
         .ok_or_else(|| format!("callgrind run of {what}: no count in {stderr}"))?;
-    Ok(total as f64 / iterations(quick) as f64)
+    Ok(total as f64 / iters as f64)
+}
+
+/// A row of this workload: `per_op` instructions per iteration of `contender` at `n`.
+fn record(contender: String, alloc: Allocator, n: usize, per_op: f64) -> Record {
+    Record {
+        workload: "instructions".into(),
+        contender,
+        allocator: alloc.name().into(),
+        param: size_label(n),
+        metric: "instructions/op".into(),
+        median: per_op,
+        min: per_op,
+        max: per_op,
+        samples: 1,
+        allocs_per_op: None,
+        bytes_per_op: None,
+        extra: Default::default(),
+    }
 }
 
 /// Instructions per iteration of contender `kind` (under `alloc`) at size `n`: one run.
@@ -241,20 +264,7 @@ pub fn run(quick: bool) -> Result<Output, String> {
         for (k, a, n, child) in children {
             let what = format!("{} at {}", k.label(a), size_label(n));
             let per_op = finish(child, &what, quick)?;
-            out.records.push(Record {
-                workload: "instructions".into(),
-                contender: k.label(a),
-                allocator: a.name().into(),
-                param: size_label(n),
-                metric: "instructions/op".into(),
-                median: per_op,
-                min: per_op,
-                max: per_op,
-                samples: 1,
-                allocs_per_op: None,
-                bytes_per_op: None,
-                extra: Default::default(),
-            });
+            out.records.push(record(k.label(a), a, n, per_op));
         }
     }
     Ok(out)
@@ -376,31 +386,13 @@ fn try_feature_costs(quick: bool) -> Result<Vec<Record>, String> {
             .stdout(Stdio::null())
             .output()
             .map_err(|e| format!("cannot start valgrind: {e}"))?;
-        let stderr = String::from_utf8_lossy(&o.stderr);
-        if !o.status.success() {
-            return Err(format!("callgrind run of {label} failed: {stderr}"));
-        }
-        let total = parse_collected(&stderr)
-            .ok_or_else(|| format!("callgrind run of {label}: no count in {stderr}"))?;
-        let per_op = total as f64 / counted as f64;
+        let per_op = per_iteration(&o, label, counted)?;
         let mut t = times[i].clone();
         t.sort_by(f64::total_cmp);
-        let mut extra = std::collections::BTreeMap::new();
-        extra.insert("ns/op (native, median of 3)".to_string(), t[1]);
-        records.push(Record {
-            workload: "instructions".into(),
-            contender: label.into(),
-            allocator: Allocator::System.name().into(),
-            param: size_label(n),
-            metric: "instructions/op".into(),
-            median: per_op,
-            min: per_op,
-            max: per_op,
-            samples: 1,
-            allocs_per_op: None,
-            bytes_per_op: None,
-            extra,
-        });
+        let mut r = record(label.into(), Allocator::System, n, per_op);
+        r.extra
+            .insert("ns/op (native, median of 3)".to_string(), t[1]);
+        records.push(r);
     }
     Ok(records)
 }
