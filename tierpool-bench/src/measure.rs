@@ -198,6 +198,16 @@ pub fn timed(f: impl FnOnce()) -> Duration {
     t.elapsed()
 }
 
+/// CPU time of this process so far (user + system, every thread), from `getrusage`.
+pub fn cpu_time() -> Duration {
+    // SAFETY: `getrusage` writes the struct it is given; zeroed is a valid `rusage`.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: a valid pointer to a `rusage`.
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
+    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    tv(ru.ru_utime) + tv(ru.ru_stime)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -280,3 +290,4 @@ mod tests {
         assert!(m[0].bytes_per_op >= 100.0, "{:?}", m[0]);
     }
 }
+

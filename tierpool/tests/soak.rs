@@ -23,9 +23,12 @@ use common::{Outstanding, Rng};
 #[global_allocator]
 static GLOBAL: common::Counting = common::Counting;
 
-/// Operations per worker thread.
+/// Operations per worker thread (`tierpool_sanitized`: .ci/run's ThreadSanitizer build, about
+/// ten times slower per operation).
 const OPS: u64 = if cfg!(debug_assertions) {
     5_000
+} else if cfg!(tierpool_sanitized) {
+    15_000
 } else {
     60_000
 };

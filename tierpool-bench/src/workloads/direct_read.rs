@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use std::mem::MaybeUninit;
 use std::path::{Path, PathBuf};
 use std::ptr::NonNull;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use compio::buf::{BufResult, IoBuf, IoBufMut, SetLen};
 use compio::io::{AsyncReadAt, AsyncWriteAt};
@@ -231,16 +231,6 @@ pub fn make_file(path: &Path, size: usize) -> Result<(), String> {
     file.sync_all().map_err(err)
 }
 
-/// CPU time of this process so far (user + system), from `getrusage`.
-fn cpu_time() -> Duration {
-    // SAFETY: `getrusage` writes the struct it is given; zeroed is a valid `rusage`.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: a valid pointer to a `rusage`.
-    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
-    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
-    tv(ru.ru_utime) + tv(ru.ru_stime)
-}
-
 /// One block at `pos` with `strategy`.
 async fn one_block(
     file: &mut compio::fs::File,
@@ -347,12 +337,12 @@ pub fn run_one(ctx: &Ctx, strategy: Strategy, shape: (Op, usize)) -> Option<Outp
         let before = alloc::counted();
         alloc::set_counting(true);
         for start in (0..size).step_by(stretch) {
-            let (t, c) = (Instant::now(), cpu_time());
+            let (t, c) = (Instant::now(), crate::measure::cpu_time());
             for pos in (start..start + stretch).step_by(block) {
                 one_block(&mut file, shape, pos, strategy, &pool, &mut reused).await;
             }
             times.push(t.elapsed());
-            cpu.push(cpu_time() - c);
+            cpu.push(crate::measure::cpu_time() - c);
         }
         alloc::set_counting(false);
         let after = alloc::counted();

@@ -5,7 +5,8 @@
 //! as one frame), and the same chain sent one frame per view (`into_view_frames`, how the
 //! chain body worked before). Each body is first fetched with curl over HTTP/1.1 and HTTP/2 and checked
 //! byte for byte; then wrk (one thread, 8 connections, keep-alive) measures requests/s, in
-//! interleaved rounds. Every pooled buffer must be back at the end. Skipped, saying so, where
+//! interleaved rounds, and this process's CPU time per request (the server's work, wrk being
+//! another process: steadier than the rate on a shared machine). Every pooled buffer must be back at the end. Skipped, saying so, where
 //! wrk or curl is not installed (`.ci/run` installs them).
 
 use std::collections::BTreeMap;
@@ -321,6 +322,12 @@ struct Run {
     /// The server's allocations during the run, and their bytes.
     allocs: u64,
     bytes: u64,
+    /// This process's CPU time (user + system: the server's worker, hyper's writes into the
+    /// socket included) per request, in microseconds. wrk runs in its own process, so this is
+    /// the server's work alone; on a shared 2-core VM it moves far less than the rate does.
+    cpu_us: f64,
+    /// This process's minor page faults per request.
+    faults: f64,
 }
 
 /// Rounds and seconds per wrk run.
@@ -328,7 +335,7 @@ pub fn shape(quick: bool) -> (usize, u32) {
     if quick {
         (1, 1)
     } else {
-        (3, 2)
+        (5, 2)
     }
 }
 
@@ -381,9 +388,13 @@ pub fn run(ctx: &Ctx) -> Result<Output, String> {
             for (k, s) in Strategy::ALL.into_iter().enumerate() {
                 let url = format!("http://{addr}/{}/{size}", s.id());
                 let before = crate::alloc::counted();
+                let cpu = crate::measure::cpu_time();
+                let faults = crate::alloc::minor_faults();
                 crate::alloc::set_counting(true);
                 let (rps, requests, p99) = wrk(&url, seconds)?;
                 crate::alloc::set_counting(false);
+                let cpu = crate::measure::cpu_time() - cpu;
+                let faults = crate::alloc::minor_faults() - faults;
                 let after = crate::alloc::counted();
                 samples.entry((size, k)).or_default().push(Run {
                     rps,
@@ -391,6 +402,8 @@ pub fn run(ctx: &Ctx) -> Result<Output, String> {
                     p99,
                     allocs: after.allocs - before.allocs,
                     bytes: after.bytes - before.bytes,
+                    cpu_us: cpu.as_secs_f64() * 1e6 / requests.max(1.0),
+                    faults: faults as f64 / requests.max(1.0),
                 });
             }
         }
@@ -414,6 +427,14 @@ pub fn run(ctx: &Ctx) -> Result<Output, String> {
         extra.insert(
             "p99 ms".to_string(),
             median(runs.iter().map(|r| r.p99).collect()),
+        );
+        extra.insert(
+            "server CPU us/request".to_string(),
+            median(runs.iter().map(|r| r.cpu_us).collect()),
+        );
+        extra.insert(
+            "page faults/request".to_string(),
+            median(runs.iter().map(|r| r.faults).collect()),
         );
         records.push(Record {
             workload: "http".into(),
