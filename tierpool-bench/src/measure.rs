@@ -290,4 +290,3 @@ mod tests {
         assert!(m[0].bytes_per_op >= 100.0, "{:?}", m[0]);
     }
 }
-
