@@ -464,7 +464,7 @@ fn run_workload(w: Workload, quick: bool) -> Result<Output, String> {
             merge(out?);
         }
         Workload::Http => {
-            // The server and its clients in one child (wrk and curl its own children).
+            // The server and its clients in one child (wrk, h2load and curl its own children).
             merge(collect(
                 spawn_with(w, Allocator::System, "all", None, quick)?,
                 "the http server",

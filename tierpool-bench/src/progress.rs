@@ -41,7 +41,7 @@ fn weight(w: Workload) -> u64 {
         Workload::IdleThreads => 35,
         Workload::DirectRead => 60,
         Workload::Connections => 30,
-        Workload::Http => 55,
+        Workload::Http => 170,
     }
 }
 

@@ -350,11 +350,10 @@ fn buffers_idle_in_another_threads_cache_never_block_a_request_for_the_whole_bud
     t.join().unwrap();
 }
 
+// Not under Miri (a tokio runtime there takes minutes; the waker protocol is covered by the
+// manual-waker tests), where tokio is not even built (Cargo.toml's dev-dependencies).
 #[test]
-#[cfg_attr(
-    miri,
-    ignore = "a tokio runtime under Miri takes minutes; the waker protocol is covered by the manual-waker tests"
-)]
+#[cfg(not(miri))]
 fn the_tokio_runtime_waits_and_wakes_across_workers() {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

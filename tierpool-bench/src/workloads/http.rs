@@ -3,11 +3,16 @@
 //! a body of 64 KiB or 1 MiB made per request in one of four ways: `Full<Bytes>` from a fresh
 //! `Vec`, one `PooledBytes`, a `PooledChain` of 16 KiB views (tierpool's body: the whole chain
 //! as one frame), and the same chain sent one frame per view (`into_view_frames`, how the
-//! chain body worked before). Each body is first fetched with curl over HTTP/1.1 and HTTP/2 and checked
-//! byte for byte; then wrk (one thread, 8 connections, keep-alive) measures requests/s, in
-//! interleaved rounds, and this process's CPU time per request (the server's work, wrk being
-//! another process: steadier than the rate on a shared machine). Every pooled buffer must be back at the end. Skipped, saying so, where
-//! wrk or curl is not installed (`.ci/run` installs them).
+//! chain body worked before).
+//!
+//! Each body is first fetched with curl over HTTP/1.1 and HTTP/2 and checked byte for byte.
+//! Then, in 5 interleaved rounds of 2 s runs, wrk (one thread, 8 keep-alive connections) over
+//! HTTP/1.1 and h2load (one thread, 8 connections of one stream each) over HTTP/2 measure
+//! requests/s, and this process measures its own CPU time and minor page faults per request
+//! (the server's work: the clients are other processes; steadier than the rate on a shared
+//! machine) and its allocations (counted during the same runs). Every pooled buffer must be
+//! back at the end. Skipped, saying so, where wrk or curl is not installed; without h2load,
+//! or if it fails, the HTTP/2 rows are left out, saying so (`.ci/run` installs all three).
 
 use std::collections::BTreeMap;
 use std::convert::Infallible;
@@ -313,24 +318,102 @@ fn wrk(url: &str, seconds: u32) -> Result<(f64, f64, f64), String> {
     Ok((rps, requests, p99))
 }
 
-/// One wrk run of one body and size.
+/// True if h2load (nghttp2's HTTP/2 load generator) is installed.
+pub fn h2load_available() -> bool {
+    Command::new("h2load")
+        .arg("--version")
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false)
+}
+
+/// One h2load run over h2c (prior knowledge: 8 connections, one stream each, as wrk's 8
+/// keep-alive connections): (requests/s, requests). Any failed, errored or non-2xx request is
+/// an error.
+fn h2load(url: &str, seconds: u32) -> Result<(f64, f64), String> {
+    let out = Command::new("h2load")
+        .args(["-c8", "-t1", "-m1", &format!("-D{seconds}"), url])
+        .output()
+        .map_err(|e| format!("h2load: {e}"))?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    // "finished in 2.00s, 21513.00 req/s, 1.31GB/s"
+    let rps: f64 = text
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("finished in "))
+        .and_then(|r| r.split(", ").nth(1))
+        .and_then(|v| v.strip_suffix(" req/s"))
+        .and_then(|v| v.parse().ok())
+        .ok_or_else(|| format!("h2load {url}: no req/s in {text}"))?;
+    // "requests: 43026 total, 43026 started, 43026 done, 43026 succeeded, 0 failed, 0 errored, 0 timeout"
+    // "status codes: 43026 2xx, 0 3xx, 0 4xx, 0 5xx"
+    let count = |prefix: &str, what: &str| -> Option<f64> {
+        let line = text.lines().find(|l| l.trim().starts_with(prefix))?;
+        line.split(',').find_map(|f| {
+            let f = f.trim().trim_start_matches(prefix).trim();
+            f.strip_suffix(what)?.trim().parse().ok()
+        })
+    };
+    let done = count("requests:", "succeeded")
+        .ok_or_else(|| format!("h2load {url}: no request count in {text}"))?;
+    let bad = ["failed", "errored", "timeout"]
+        .iter()
+        .map(|w| count("requests:", w).unwrap_or(0.0))
+        .sum::<f64>();
+    let ok = count("status codes:", "2xx").unwrap_or(0.0);
+    // A stream cut off at the end of the run may be counted 2xx and not done.
+    if !out.status.success() || bad > 0.0 || ok < done || done == 0.0 {
+        return Err(format!("h2load {url}: errors: {text}"));
+    }
+    Ok((rps, done))
+}
+
+/// The client of a measured run, and so the protocol.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Client {
+    /// wrk over HTTP/1.1.
+    Wrk,
+    /// h2load over HTTP/2 (h2c).
+    H2load,
+}
+
+impl Client {
+    /// The report's parameter for a body size.
+    fn param(self, size: usize) -> String {
+        match self {
+            Client::Wrk => format!("{} bodies, HTTP/1.1 (wrk)", size_label(size)),
+            Client::H2load => format!("{} bodies, HTTP/2 (h2load)", size_label(size)),
+        }
+    }
+
+    /// One run against `url`: (requests/s, requests, p99 latency in ms where the client
+    /// reports one).
+    fn run(self, url: &str, seconds: u32) -> Result<(f64, f64, Option<f64>), String> {
+        match self {
+            Client::Wrk => wrk(url, seconds).map(|(r, n, p)| (r, n, Some(p))),
+            Client::H2load => h2load(url, seconds).map(|(r, n)| (r, n, None)),
+        }
+    }
+}
+
+/// One client run of one body and size.
 struct Run {
     rps: f64,
     requests: f64,
-    /// wrk's p99 latency, ms.
-    p99: f64,
+    /// wrk's p99 latency, ms (h2load reports none).
+    p99: Option<f64>,
     /// The server's allocations during the run, and their bytes.
     allocs: u64,
     bytes: u64,
     /// This process's CPU time (user + system: the server's worker, hyper's writes into the
-    /// socket included) per request, in microseconds. wrk runs in its own process, so this is
-    /// the server's work alone; on a shared 2-core VM it moves far less than the rate does.
+    /// socket included) per request, in microseconds. The clients (wrk, h2load) run in their
+    /// own processes, so this is the server's work alone; on a shared 2-core VM it moves far
+    /// less than the rate does.
     cpu_us: f64,
     /// This process's minor page faults per request.
     faults: f64,
 }
 
-/// Rounds and seconds per wrk run.
+/// Rounds and seconds per client run.
 pub fn shape(quick: bool) -> (usize, u32) {
     if quick {
         (1, 1)
@@ -339,8 +422,8 @@ pub fn shape(quick: bool) -> (usize, u32) {
     }
 }
 
-/// Runs the workload in this process: the server on a thread of its own, wrk and curl as
-/// child processes.
+/// Runs the workload in this process: the server on a thread of its own, wrk, h2load and
+/// curl as child processes.
 pub fn run(ctx: &Ctx) -> Result<Output, String> {
     clients_available()?;
     let pool = BufferPool::new();
@@ -382,31 +465,58 @@ pub fn run(ctx: &Ctx) -> Result<Output, String> {
         }
     }
     let (rounds, seconds) = shape(ctx.quick);
-    let mut samples: BTreeMap<(usize, usize), Vec<Run>> = BTreeMap::new();
+    let mut clients = vec![Client::Wrk];
+    if h2load_available() {
+        clients.push(Client::H2load);
+    } else {
+        eprintln!(
+            "  http: h2load is not installed (apt-get install nghttp2-client): the HTTP/2 rows are skipped"
+        );
+    }
+    let mut samples: BTreeMap<(Client, usize, usize), Vec<Run>> = BTreeMap::new();
+    // An h2load failure leaves out the HTTP/2 rows, saying why, and keeps the rest.
+    let mut h2_failed: Option<String> = None;
     for _ in 0..rounds {
-        for size in SIZES {
-            for (k, s) in Strategy::ALL.into_iter().enumerate() {
-                let url = format!("http://{addr}/{}/{size}", s.id());
-                let before = crate::alloc::counted();
-                let cpu = crate::measure::cpu_time();
-                let faults = crate::alloc::minor_faults();
-                crate::alloc::set_counting(true);
-                let (rps, requests, p99) = wrk(&url, seconds)?;
-                crate::alloc::set_counting(false);
-                let cpu = crate::measure::cpu_time() - cpu;
-                let faults = crate::alloc::minor_faults() - faults;
-                let after = crate::alloc::counted();
-                samples.entry((size, k)).or_default().push(Run {
-                    rps,
-                    requests,
-                    p99,
-                    allocs: after.allocs - before.allocs,
-                    bytes: after.bytes - before.bytes,
-                    cpu_us: cpu.as_secs_f64() * 1e6 / requests.max(1.0),
-                    faults: faults as f64 / requests.max(1.0),
-                });
+        for &client in &clients {
+            for size in SIZES {
+                for (k, s) in Strategy::ALL.into_iter().enumerate() {
+                    if client == Client::H2load && h2_failed.is_some() {
+                        continue;
+                    }
+                    let url = format!("http://{addr}/{}/{size}", s.id());
+                    let before = crate::alloc::counted();
+                    let cpu = crate::measure::cpu_time();
+                    let faults = crate::alloc::minor_faults();
+                    crate::alloc::set_counting(true);
+                    let result = client.run(&url, seconds);
+                    crate::alloc::set_counting(false);
+                    let (rps, requests, p99) = match result {
+                        Ok(r) => r,
+                        Err(e) if client == Client::H2load => {
+                            h2_failed = Some(e);
+                            continue;
+                        }
+                        Err(e) => return Err(e),
+                    };
+                    let cpu = crate::measure::cpu_time() - cpu;
+                    let faults = crate::alloc::minor_faults().saturating_sub(faults);
+                    let after = crate::alloc::counted();
+                    samples.entry((client, size, k)).or_default().push(Run {
+                        rps,
+                        requests,
+                        p99,
+                        allocs: after.allocs - before.allocs,
+                        bytes: after.bytes - before.bytes,
+                        cpu_us: cpu.as_secs_f64() * 1e6 / requests.max(1.0),
+                        faults: faults as f64 / requests.max(1.0),
+                    });
+                }
             }
         }
+    }
+    if let Some(e) = h2_failed {
+        eprintln!("  http: {e}: the HTTP/2 rows are left out");
+        samples.retain(|&(client, _, _), _| client != Client::H2load);
     }
     drop(rt); // closes the server and every connection
     let st = pool.stats();
@@ -416,7 +526,7 @@ pub fn run(ctx: &Ctx) -> Result<Output, String> {
         ));
     }
     let mut records = Vec::new();
-    for ((size, k), runs) in samples {
+    for ((client, size, k), runs) in samples {
         let s = Strategy::ALL[k];
         let us: Vec<f64> = runs.iter().map(|r| 1e9 / r.rps).collect();
         let m = crate::measure::Summary::of(us);
@@ -424,10 +534,10 @@ pub fn run(ctx: &Ctx) -> Result<Output, String> {
         let requests: f64 = runs.iter().map(|r| r.requests).sum();
         let mut extra = BTreeMap::new();
         extra.insert("requests/s".to_string(), 1e9 / m.median);
-        extra.insert(
-            "p99 ms".to_string(),
-            median(runs.iter().map(|r| r.p99).collect()),
-        );
+        let p99s: Vec<f64> = runs.iter().filter_map(|r| r.p99).collect();
+        if !p99s.is_empty() {
+            extra.insert("p99 ms".to_string(), median(p99s));
+        }
         extra.insert(
             "server CPU us/request".to_string(),
             median(runs.iter().map(|r| r.cpu_us).collect()),
@@ -440,7 +550,7 @@ pub fn run(ctx: &Ctx) -> Result<Output, String> {
             workload: "http".into(),
             contender: s.label().into(),
             allocator: ctx.alloc.name().into(),
-            param: format!("{} bodies", size_label(size)),
+            param: client.param(size),
             metric: "ns/request (1/throughput)".into(),
             median: m.median,
             min: m.min,
