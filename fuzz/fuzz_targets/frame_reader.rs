@@ -6,7 +6,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use tierpool::frame::{FrameError, FramePart, FrameReader};
+use tierpool::io::frame::{FrameError, FramePart, FrameReader};
 use tierpool::BufferPool;
 
 const MAX: usize = 1 << 16;

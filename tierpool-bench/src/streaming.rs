@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 use bytes::{Buf, BytesMut};
 use futures_util::StreamExt;
 use hdrhistogram::Histogram;
-use tierpool::frame::{FrameError, FrameFormat, FrameReader, Grpc};
+use tierpool::io::frame::{FrameError, FrameFormat, FrameReader, Grpc};
 use tierpool::{BufferPool, PooledBuf, PooledBytes};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -86,7 +86,7 @@ impl Strategy {
         match self {
             Strategy::NoPool => "receive: Vec::with_capacity(frame length) per message, payload read straight into it",
             Strategy::BytesMut => "receive: tokio_util FramedRead + LengthDelimitedCodec (one BytesMut read buffer per connection, frames split off it)",
-            Strategy::Pooled => "receive: tierpool::frame::FrameReader, payload read straight into a PooledBuf (BufferPool::new())",
+            Strategy::Pooled => "receive: tierpool::io::frame::FrameReader, payload read straight into a PooledBuf (BufferPool::new())",
             Strategy::Shared => "receive: as tierpool, then PooledBuf::into_shared (PooledBytes, recycled control block)",
         }
     }

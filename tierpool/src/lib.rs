@@ -221,7 +221,7 @@
 //! with 16 KiB each: 157 MiB). Two ways out, both measured by the report's `connections`
 //! workload (BENCHMARKS.md):
 //!
-//! - **On tokio (epoll)**, readiness first: `tierpool::read_ready(&socket, &pool, n)` (feature
+//! - **On tokio (epoll)**, readiness first: `tierpool::io::read_ready(&socket, &pool, n)` (feature
 //!   `tokio`) waits until the socket is readable, holding nothing, and only then takes a
 //!   pooled buffer and reads what is there without blocking; `read_ready_exact` reads a
 //!   message of known size; the `frame` reader holds no buffer between frames.
@@ -239,7 +239,7 @@
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! # let socket = std::net::TcpStream::connect("127.0.0.1:1")?;
 //! use std::os::fd::AsRawFd;
-//! use tierpool::buf_ring::BufRing;
+//! use tierpool::io::buf_ring::BufRing;
 //!
 //! let pool = tierpool::BufferPool::new();
 //! let mut uring = io_uring::IoUring::new(1024)?;
@@ -495,86 +495,44 @@
 #![warn(clippy::undocumented_unsafe_blocks)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
-// Bottom-up: each module imports only those above it in this list (`rustfmt.toml` keeps the
-// order). The `cache` folder is split by that rule too: its files up to `reclaim` come before
-// `state`, `policy` and `tls` after it (see the crate docs, "How it works").
-mod sync;
-mod key;
-mod fence;
-mod class;
-mod stats;
-#[cfg(feature = "metrics")]
-mod telemetry;
-#[cfg(feature = "holders")]
-mod holders;
-mod os;
-mod budget;
-mod error;
-mod clock;
-mod fresh;
-mod depot;
-mod config;
-mod cache;
-mod state;
-mod registry;
+// The layers, bottom-up: each folder imports only the folders above it in this list (its
+// `mod.rs` says what it holds). `implementation` is documentation only.
+mod base;
+mod sys;
+mod observe;
+mod engine;
 mod buf;
-mod pooled_bytes;
 mod pool;
-mod global;
-mod chain;
-mod aligned;
-#[cfg(target_os = "linux")]
-mod direct_io;
-
-#[cfg(feature = "bytes")]
-mod bytes_impls;
-#[cfg(feature = "compio")]
-mod compio_impls;
-#[cfg(all(feature = "tokio-uring", target_os = "linux"))]
-mod tokio_uring_impls;
-#[cfg(all(feature = "monoio", target_os = "linux"))]
-mod monoio_impls;
-#[cfg(feature = "http-body")]
-mod http_body_impls;
-#[cfg(feature = "http-body")]
-pub use http_body_impls::ViewFrames;
-#[cfg(feature = "tokio")]
-#[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
-pub mod frame;
-#[cfg(feature = "tokio")]
-mod ready;
-#[cfg(all(feature = "buf-ring", target_os = "linux", not(loom)))]
-#[cfg_attr(docsrs, doc(cfg(all(feature = "buf-ring", target_os = "linux"))))]
-pub mod buf_ring;
+pub mod io;
+mod compat;
 
 #[cfg(all(test, loom))]
 mod loom_tests;
 
-pub use aligned::{AcquireAligned, AlignedBuf, AlignedPool, MAX_ALIGNMENT};
-pub use budget::MAX_BUDGET;
-pub use buf::PooledBuf;
-pub use chain::{ChainWriter, PooledChain};
-pub use class::MAX_TIERS;
-pub use config::{
+pub use buf::aligned::AlignedBuf;
+pub use buf::pooled::PooledBuf;
+pub use buf::shared::PooledBytes;
+#[cfg(feature = "http-body")]
+pub use compat::http_body::ViewFrames;
+pub use engine::budget::MAX_BUDGET;
+pub use engine::class::MAX_TIERS;
+pub use engine::config::{
     Builder, DEFAULT_DECAY_INTERVAL, DEFAULT_MAX_RETAINED_BYTES, DEFAULT_MAX_TIER,
     DEFAULT_MIN_TIER, DEFAULT_STEPS_PER_DOUBLING, DEFAULT_THREAD_CACHE_BYTES,
-    FALLBACK_THREAD_CACHE_BYTES,
+    FALLBACK_THREAD_CACHE_BYTES, MAX_ALIGNMENT,
 };
-#[cfg(target_os = "linux")]
-pub use direct_io::{direct_io_alignment, AlignmentSource, DirectIoAlignment, DirectIoError};
-pub use error::{AllocError, ConfigError};
-pub use global::{default_pool, set_default_pool};
+pub use engine::error::{AllocError, ConfigError};
+pub use io::chain::{ChainWriter, PooledChain};
 #[cfg(feature = "holders")]
 #[cfg_attr(docsrs, doc(cfg(feature = "holders")))]
-pub use holders::Holder;
-pub use os::TrimAllocator;
-pub use pool::Acquire;
-pub use pool::BufferPool;
-pub use pooled_bytes::PooledBytes;
-#[cfg(feature = "tokio")]
-#[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
-pub use ready::{read_ready, read_ready_exact, ReadReady};
-pub use stats::{BudgetStats, Stats, TierStats};
+pub use observe::holders::Holder;
+pub use observe::stats::{BudgetStats, Stats, TierStats};
+pub use pool::aligned::{AcquireAligned, AlignedPool};
+pub use pool::buffer_pool::{Acquire, BufferPool};
+pub use pool::global::{default_pool, set_default_pool};
+#[cfg(target_os = "linux")]
+pub use sys::direct_io::{direct_io_alignment, AlignmentSource, DirectIoAlignment, DirectIoError};
+pub use sys::trim::TrimAllocator;
 
 // Compile-time promises the docs make: the handles and the pool are `Send + Sync`.
 const _: () = {
@@ -593,12 +551,12 @@ pub mod __bench {
 
     /// Tier lookup pair (get and return) through the same code the pool uses.
     #[derive(Debug)]
-    pub struct Lookup(crate::class::Classes);
+    pub struct Lookup(crate::engine::class::Classes);
 
     impl Lookup {
         /// Builds the lookup for these sorted, distinct sizes.
         pub fn new(sizes: &[usize]) -> Self {
-            Lookup(crate::class::Classes::new(sizes.to_vec()))
+            Lookup(crate::engine::class::Classes::new(sizes.to_vec()))
         }
         /// Tier for a get of `n`.
         #[inline]
@@ -620,6 +578,6 @@ pub mod __bench {
     /// `membarrier`, unless `TIERPOOL_NO_MEMBARRIER` is set). Tests and examples that expect
     /// an idle thread's cache to be emptied at once ask this.
     pub fn reclaims_other_threads() -> bool {
-        crate::fence::available()
+        crate::sys::fence::available()
     }
 }

@@ -9,12 +9,12 @@
 
 use loom::thread;
 
-use crate::cache::Owner;
-use crate::config::Builder;
-use crate::depot::Depot;
-use crate::key::Key;
-use crate::state::PoolState;
-use crate::sync::Ordering;
+use crate::base::key::Key;
+use crate::base::sync::Ordering;
+use crate::engine::cache::Owner;
+use crate::engine::config::Builder;
+use crate::engine::depot::Depot;
+use crate::engine::state::PoolState;
 use loom::sync::Arc;
 
 /// A real key for a model's cache (any non-zero slot: the models use no registry).
@@ -271,7 +271,7 @@ fn loom_concurrent_ticks_release_idle_buffers() {
 /// them, the last, hands the buffer back, in every interleaving.
 #[test]
 fn loom_shared_views_hand_the_buffer_back_exactly_once() {
-    use crate::pooled_bytes::LAST_VIEWS;
+    use crate::buf::shared::LAST_VIEWS;
     use crate::PooledBytes;
     use std::sync::atomic::Ordering::Relaxed;
     loom::model(|| {
@@ -303,10 +303,10 @@ mod reclaim {
     use loom::sync::Arc;
     use loom::thread;
 
-    use crate::cache::reclaim::Turn;
-    use crate::cache::{policy, tls::for_models as tls_for_models};
-    use crate::config::Builder;
-    use crate::state::PoolState;
+    use crate::engine::cache::reclaim::Turn;
+    use crate::engine::config::Builder;
+    use crate::engine::state::PoolState;
+    use crate::engine::{local::for_models as local_for_models, policy};
 
     fn pool() -> Arc<PoolState> {
         let config = Builder::new()
@@ -333,16 +333,16 @@ mod reclaim {
             let cache = state.new_cache(super::key(false));
             {
                 // SAFETY: no other thread reaches the cache yet.
-                let o = unsafe { crate::cache::Owner::new_unshared(&cache) };
+                let o = unsafe { crate::engine::cache::Owner::new_unshared(&cache) };
                 assert!(o.set_limit(0, 2));
                 o.push(0, Vec::with_capacity(64), false).unwrap();
             }
             let (s1, c1) = (state.clone(), cache.clone());
             let owner = thread::spawn(move || {
-                let (mut v, tag) = tls_for_models::get(&c1, &s1, 64);
+                let (mut v, tag) = local_for_models::get(&c1, &s1, 64);
                 assert_eq!(v.capacity(), 64);
                 v.push(7); // the owner's write, before it gives the buffer back
-                tls_for_models::give_back(&c1, &s1, v, tag);
+                local_for_models::give_back(&c1, &s1, v, tag);
             });
             let mut released = 0;
             let done = state.caches.reclaim(
@@ -379,7 +379,7 @@ mod reclaim {
             let (s1, c1) = (state.clone(), cache.clone());
             let owner = thread::spawn(move || {
                 let v = Vec::with_capacity(64);
-                tls_for_models::give_back(&c1, &s1, v, crate::key::Tag::NONE);
+                local_for_models::give_back(&c1, &s1, v, crate::base::key::Tag::NONE);
             });
             state.caches.reclaim(
                 Turn::Wait,
@@ -408,11 +408,11 @@ mod budget {
     use loom::sync::Arc;
     use loom::thread;
 
-    use crate::budget::{Budget, Ticket, Wake};
-    use crate::cache::{policy, tls::for_models as tls_for_models};
-    use crate::config::Builder;
-    use crate::key::Tag;
-    use crate::state::PoolState;
+    use crate::base::key::Tag;
+    use crate::engine::budget::{Budget, Ticket, Wake};
+    use crate::engine::config::Builder;
+    use crate::engine::state::PoolState;
+    use crate::engine::{local::for_models as local_for_models, policy};
 
     /// A waiter for `need` bytes at the budget level, like `Acquire`: enqueues with its waker
     /// on first poll (and then runs `after_enqueue`, the sweep), then polls its ticket.
@@ -497,7 +497,7 @@ mod budget {
             let s1 = state.clone();
             let owner = thread::spawn(move || {
                 let cache = s1.new_cache(super::key(true));
-                tls_for_models::give_back(&cache, &s1, Vec::with_capacity(64), Tag::tier(0));
+                local_for_models::give_back(&cache, &s1, Vec::with_capacity(64), Tag::tier(0));
                 cache
             });
             loom::future::block_on(Wait {

@@ -90,12 +90,12 @@ async fn the_frame_reader_reports_allocator_failure() {
     let (mut a, b) = tokio::io::duplex(1 << 20);
     a.write_all(&[0, 0, 1, 0, 0]).await.unwrap(); // 64 KiB
     a.write_all(&[1; 65536]).await.unwrap();
-    let mut r = tierpool::frame::FrameReader::new(b, pool.clone());
+    let mut r = tierpool::io::frame::FrameReader::new(b, pool.clone());
     FAIL_FROM.with(|c| c.set(32 << 10));
     let res = r.read_frame().await;
     FAIL_FROM.with(|c| c.set(usize::MAX));
     match res {
-        Err(tierpool::frame::FrameError::Alloc(_)) => {}
+        Err(tierpool::io::frame::FrameError::Alloc(_)) => {}
         other => panic!("expected an allocation error, got {other:?}"),
     }
 }

@@ -15,7 +15,7 @@ use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};
 
 use io_uring::{cqueue, types, IoUring};
-use tierpool::buf_ring::{BufRing, BufRingError, Incremental, RecvError};
+use tierpool::io::buf_ring::{BufRing, BufRingError, Incremental, RecvError};
 use tierpool::{BufferPool, PooledBytes};
 
 mod common;
@@ -33,7 +33,7 @@ fn uring() -> Option<IoUring> {
 
 /// Builds the ring, or `None` (after saying so, or failing under
 /// `TIERPOOL_REQUIRE_IO_URING`) where the kernel lacks what it asks for.
-fn build(builder: tierpool::buf_ring::BufRingBuilder, uring: &IoUring) -> Option<BufRing> {
+fn build(builder: tierpool::io::buf_ring::BufRingBuilder, uring: &IoUring) -> Option<BufRing> {
     match builder.build(uring) {
         Ok(r) => Some(r),
         Err(BufRingError::Unsupported { feature, .. }) => {
@@ -492,7 +492,7 @@ fn bad_configurations_are_errors() {
         other => panic!("not an io_uring: {other:?}"),
     }
     assert!(matches!(
-        tierpool::buf_ring::probe(&file),
+        tierpool::io::buf_ring::probe(&file),
         Err(BufRingError::NotIoUring)
     ));
     drop(again);
@@ -504,7 +504,7 @@ fn bad_configurations_are_errors() {
 #[test]
 fn probe_reports_the_kernels_support() {
     let Some(uring) = uring() else { return };
-    let support = tierpool::buf_ring::probe(&uring).unwrap();
+    let support = tierpool::io::buf_ring::probe(&uring).unwrap();
     eprintln!("{support:?}");
     if std::env::var_os("TIERPOOL_REQUIRE_IO_URING").is_some() {
         assert!(support.rings && support.incremental, "{support:?}");

@@ -178,7 +178,7 @@ fn write_to_survives_partial_vectored_writes_and_bufread_walks_the_views() {
 mod with_tokio {
     use super::*;
     use common::Rng;
-    use tierpool::frame::{FrameReader, FrameWriter};
+    use tierpool::io::frame::{FrameReader, FrameWriter};
     use tokio::io::AsyncWriteExt;
 
     #[tokio::test]
@@ -250,7 +250,7 @@ mod with_tokio {
         drop(a);
         let mut r = FrameReader::new(b, pool.clone());
         match r.read_frame_chain(256).await {
-            Err(tierpool::frame::FrameError::UnexpectedEof {
+            Err(tierpool::io::frame::FrameError::UnexpectedEof {
                 expected, received, ..
             }) => assert_eq!((expected, received), (4096, 1000)),
             other => panic!("{other:?}"),

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use tierpool::frame::{FrameError, FrameFormat, FramePart, FrameReader, FrameWriter, Grpc};
+use tierpool::io::frame::{FrameError, FrameFormat, FramePart, FrameReader, FrameWriter, Grpc};
 use tierpool::BufferPool;
 use tokio::io::AsyncWriteExt;
 

@@ -6,8 +6,9 @@
 
 use std::time::Duration;
 
-use tierpool::frame::{FrameReader, FrameWriter};
-use tierpool::{read_ready, read_ready_exact, BufferPool};
+use tierpool::io::frame::{FrameReader, FrameWriter};
+use tierpool::io::{read_ready, read_ready_exact};
+use tierpool::BufferPool;
 use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 

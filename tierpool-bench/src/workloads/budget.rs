@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-use tierpool::frame::{FrameReader, FrameWriter};
+use tierpool::io::frame::{FrameReader, FrameWriter};
 use tierpool::BufferPool;
 
 use super::{size_label, Ctx};

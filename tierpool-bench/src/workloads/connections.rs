@@ -3,9 +3,9 @@
 //! connections and send a 16 KiB message on a random one of them, wait for the server's
 //! one-byte answer, and go on. The server reads each message with one of two strategies:
 //! (a) **held**, the usual receive loop: a pooled buffer taken when the connection is accepted
-//! and kept while it waits for data; (b) **ready**, readiness-first: `tierpool::read_ready_exact`
+//! and kept while it waits for data; (b) **ready**, readiness-first: `tierpool::io::read_ready_exact`
 //! waits until the socket is readable and only then takes a pooled buffer, given back once the
-//! message is handled; (c) **ring**, a `tierpool::buf_ring::BufRing` of 256 pooled 16 KiB
+//! message is handled; (c) **ring**, a `tierpool::io::buf_ring::BufRing` of 256 pooled 16 KiB
 //! buffers registered with io_uring and one multishot receive per connection, on one thread
 //! (the `io-uring` crate's loop): the kernel takes a buffer from the ring only when data
 //! arrives, and the ring is refilled from the pool after each batch of completions. One
@@ -75,8 +75,8 @@ impl Strategy {
     pub fn description(self) -> &'static str {
         match self {
             Strategy::Held => "connections workload: pool.get(16 KiB) when a connection is accepted, kept for its life; each message read into it with read_buf, checked, then cleared",
-            Strategy::Ready => "connections workload: tierpool::read_ready_exact(&mut stream, &pool, 16 KiB) per message: waits for readability holding nothing, then takes a pooled buffer and reads the message into it; the buffer goes back once the message is checked",
-            Strategy::Ring => "connections workload: one multishot receive per connection into a tierpool::buf_ring::BufRing (256 entries of 16 KiB, refilled from the pool after each batch of completions), on one thread with the io-uring crate's loop; a message's views are held until its 16 KiB are in, checked, then dropped (the buffers go back to the pool)",
+            Strategy::Ready => "connections workload: tierpool::io::read_ready_exact(&mut stream, &pool, 16 KiB) per message: waits for readability holding nothing, then takes a pooled buffer and reads the message into it; the buffer goes back once the message is checked",
+            Strategy::Ring => "connections workload: one multishot receive per connection into a tierpool::io::buf_ring::BufRing (256 entries of 16 KiB, refilled from the pool after each batch of completions), on one thread with the io-uring crate's loop; a message's views are held until its 16 KiB are in, checked, then dropped (the buffers go back to the pool)",
         }
     }
 }
@@ -157,7 +157,7 @@ async fn serve(mut s: TcpStream, strategy: Strategy, pool: BufferPool, expected:
             }
         }
         Strategy::Ready => {
-            while let Some(buf) = tierpool::read_ready_exact(&mut s, &pool, MSG)
+            while let Some(buf) = tierpool::io::read_ready_exact(&mut s, &pool, MSG)
                 .await
                 .expect("read")
             {
@@ -181,11 +181,11 @@ fn ring_server(
     pool: BufferPool,
     expected: u64,
     armed: std::sync::mpsc::Sender<()>,
-) -> Result<tierpool::buf_ring::BufRingStats, String> {
+) -> Result<tierpool::io::buf_ring::BufRingStats, String> {
     use std::os::fd::AsRawFd;
 
     use io_uring::{cqueue, opcode, squeue, types, IoUring};
-    use tierpool::buf_ring::{BufRing, RecvError};
+    use tierpool::io::buf_ring::{BufRing, RecvError};
 
     /// `user_data` of an answer's send (else the connection's index).
     const SEND: u64 = 1 << 63;

@@ -1,0 +1,594 @@
+//! [`AlignedBuf`], the handle of an [`AlignedPool`](crate::AlignedPool): an aligned window into a
+//! pooled buffer, for direct I/O.
+//!
+//! # How an aligned buffer is kept
+//!
+//! An aligned pool is a [`BufferPool`](crate::BufferPool) whose tiers are the aligned tiers plus `align` bytes,
+//! and an [`AlignedBuf`] is a [`PooledBuf`] of such a tier with a window into it: the window
+//! starts at the first address in the buffer that is a multiple of `align` (at most
+//! `align - 1` bytes in) and its capacity is the tier's size (a multiple of `align`, so a
+//! window filled to its capacity is also a whole number of blocks).
+//!
+//! ```text
+//!  Vec<u8> of the pool behind (capacity = tier + align, allocated with alignment 1)
+//!  ┌─────────┬──────────────────────────────── tier ─────────────────────┬──────────┐
+//!  │ < align │ window: start % align == 0, capacity = tier                │ the rest │
+//!  └─────────┴────────────────────────────────────────────────────────────┴──────────┘
+//! ```
+//!
+//! So the buffers stay ordinary `Vec<u8>`s for the whole machinery (thread caches, depot, caps,
+//! decay, budget, stats, thread exit, a pool dropped with buffers out): every place that frees
+//! a buffer frees it with the layout it was allocated with, by construction, and no path can
+//! hand an aligned allocation to `dealloc` with the wrong alignment (which `Vec<u8>` would do:
+//! it frees with alignment 1). The price is `align` bytes of address space per buffer (the
+//! pool's figures count them: `stats().retained_bytes` and the budget see `tier + align`);
+//! pages of the slack that are never written cost no memory (RSS). *Direct I/O* in the crate
+//! docs says what that costs measured.
+
+use std::borrow::{Borrow, BorrowMut};
+use std::fmt;
+use std::io;
+use std::mem::MaybeUninit;
+use std::ops::{Deref, DerefMut};
+use std::ptr::{self, NonNull};
+
+use crate::buf::pooled::PooledBuf;
+use crate::buf::shared::PooledBytes;
+
+/// A buffer of an [`AlignedPool`]: its start is a multiple of the pool's alignment, and so is
+/// its capacity; dropping it returns it to the pool (from any thread).
+///
+/// It works like a `Vec<u8>` that cannot grow: it dereferences to its `len()` initialized
+/// bytes, has [`capacity`](Self::capacity), [`set_len`](Self::set_len),
+/// [`extend_from_slice`](Self::extend_from_slice), [`resize`](Self::resize) and
+/// [`spare_capacity_mut`](Self::spare_capacity_mut) within its capacity, and
+/// [`std::io::Write`] (which, like `&mut [u8]`'s, writes what fits). With the features of the
+/// same names it is a [`bytes::BufMut`], freezes into [`bytes::Bytes`] without a copy, and
+/// goes into compio, tokio-uring and monoio operations. Those runtimes read into a buffer from
+/// its start, whatever its length, up to its capacity (a whole number of blocks), and set the
+/// length to what was read; to read into part of it, pass a slice of it (compio's and
+/// tokio-uring's `slice`, monoio's `slice_mut`), whose start and length must then be
+/// multiples of the alignment for `O_DIRECT`.
+///
+/// [`into_shared`](Self::into_shared) makes shareable [`PooledBytes`] views of it: the view
+/// starts where the buffer does, so at an aligned address; a slice of it starting at `k` is
+/// aligned as far as `k` is (`k` a multiple of 4096 keeps 4 KiB alignment).
+///
+/// ```
+/// use std::io::Write;
+///
+/// let pool = tierpool::AlignedPool::new(512)?;
+/// let mut buf = pool.get(512);
+/// buf.write_all(b"a sector")?;
+/// assert_eq!(&buf[..], b"a sector");
+/// assert_eq!(buf.as_ptr() as usize % 512, 0);
+/// let view = buf.into_shared();
+/// assert_eq!(view.as_ptr() as usize % 512, 0);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct AlignedBuf {
+    /// The buffer behind, of capacity `tier + align` (or more); its own length is 0 until
+    /// `into_shared`, and its contents are never moved.
+    buf: PooledBuf,
+    /// The window's start: the first multiple of the alignment in `buf`'s allocation.
+    start: NonNull<u8>,
+    /// Initialized bytes from `start`.
+    len: usize,
+    /// Bytes from `start` that the window may use: a multiple of the alignment, within `buf`.
+    cap: usize,
+}
+
+// SAFETY: an `AlignedBuf` owns its buffer as the `PooledBuf` in it does (which is `Send +
+// Sync`); `start` points into that buffer's heap allocation, which moves with it and which
+// nothing else can reach. `&AlignedBuf` only reads the bytes.
+unsafe impl Send for AlignedBuf {}
+// SAFETY: as above.
+unsafe impl Sync for AlignedBuf {}
+
+impl AlignedBuf {
+    /// The window of `buf` aligned to `align` (a power of two), with its first `len` bytes
+    /// initialized. `buf`'s capacity must be at least `align` more than any window asked of
+    /// it; at most `align - 1` of that goes before the start.
+    #[inline(always)]
+    pub(crate) fn new(mut buf: PooledBuf, align: usize, len: usize) -> Self {
+        let base = buf.as_mut_ptr();
+        // The distance to the next multiple of `align` (0 if `base` is one).
+        let off = (base as usize).wrapping_neg() & (align - 1);
+        debug_assert!(off < align && off < buf.capacity());
+        // The capacity less the slack, in whole blocks: exactly the tier for a buffer of
+        // tier + align, at least what was asked for any other (oversize, or a larger buffer
+        // filed under the tier), and within the buffer wherever the start falls
+        // (`off + cap <= off + capacity - align < capacity`). Not `capacity - off`: that
+        // is a block more whenever the allocation happens to be aligned already.
+        let cap = (buf.capacity() - align) & !(align - 1);
+        debug_assert!(len <= cap && off + cap <= buf.capacity());
+        // The `Vec`'s own length is not the window's (`get_zeroed` leaves it at the whole
+        // buffer): 0, so that writes of uninitialized bytes through the window's spare
+        // capacity can never fall in what the `Vec` counts as initialized.
+        buf.clear();
+        // SAFETY: `off < align <= buf.capacity()` (the buffer behind has at least `align`
+        // bytes more than the window), so `base + off` is within its allocation, and not null
+        // as `base` is not.
+        let start = unsafe { NonNull::new_unchecked(base.add(off)) };
+        AlignedBuf {
+            buf,
+            start,
+            len,
+            cap,
+        }
+    }
+
+    /// Number of initialized bytes.
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// True if `len() == 0`.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Bytes the buffer can hold from its start: a multiple of the pool's alignment, at least
+    /// what was asked. It never changes.
+    #[inline]
+    pub fn capacity(&self) -> usize {
+        self.cap
+    }
+
+    /// A pointer to the first byte (aligned to the pool's alignment).
+    #[inline]
+    pub fn as_ptr(&self) -> *const u8 {
+        self.start.as_ptr()
+    }
+
+    /// A mutable pointer to the first byte, valid for `capacity()` bytes.
+    #[inline]
+    pub fn as_mut_ptr(&mut self) -> *mut u8 {
+        self.start.as_ptr()
+    }
+
+    /// The initialized bytes.
+    #[inline]
+    pub fn as_slice(&self) -> &[u8] {
+        // SAFETY: `len <= cap` bytes from `start` lie in the buffer's allocation and are
+        // initialized (field invariants); `&self` keeps them from being written meanwhile.
+        unsafe { std::slice::from_raw_parts(self.start.as_ptr(), self.len) }
+    }
+
+    /// The initialized bytes, mutably.
+    #[inline]
+    pub fn as_mut_slice(&mut self) -> &mut [u8] {
+        // SAFETY: as in `as_slice`, with `&mut self` for exclusive access.
+        unsafe { std::slice::from_raw_parts_mut(self.start.as_ptr(), self.len) }
+    }
+
+    /// The bytes from `len()` to `capacity()`, possibly uninitialized, to fill before
+    /// [`set_len`](Self::set_len).
+    #[inline]
+    pub fn spare_capacity_mut(&mut self) -> &mut [MaybeUninit<u8>] {
+        // SAFETY: `start + len .. start + cap` lies in the buffer's allocation (field
+        // invariants), and `MaybeUninit` makes no claim on its contents.
+        unsafe {
+            std::slice::from_raw_parts_mut(
+                self.start.as_ptr().add(self.len).cast::<MaybeUninit<u8>>(),
+                self.cap - self.len,
+            )
+        }
+    }
+
+    /// Sets the length, as [`Vec::set_len`].
+    ///
+    /// # Safety
+    /// `new_len <= capacity()`, and the bytes up to `new_len` are initialized (written, or
+    /// filled by a read).
+    #[inline]
+    pub unsafe fn set_len(&mut self, new_len: usize) {
+        debug_assert!(new_len <= self.cap);
+        self.len = new_len;
+    }
+
+    /// Shortens the buffer to `len` bytes; no effect if it is not longer.
+    #[inline]
+    pub fn truncate(&mut self, len: usize) {
+        self.len = self.len.min(len);
+    }
+
+    /// Sets the length to 0.
+    #[inline]
+    pub fn clear(&mut self) {
+        self.len = 0;
+    }
+
+    /// Appends `src`.
+    ///
+    /// # Panics
+    /// If `src` does not fit in the spare capacity: the buffer cannot grow (it would lose
+    /// its alignment). [`std::io::Write::write`] writes what fits instead.
+    #[inline]
+    #[track_caller]
+    pub fn extend_from_slice(&mut self, src: &[u8]) {
+        assert!(
+            src.len() <= self.cap - self.len,
+            "tierpool: {} bytes do not fit in an aligned buffer with {} of {} bytes left",
+            src.len(),
+            self.cap - self.len,
+            self.cap
+        );
+        // SAFETY: `src` fits after the initialized bytes (checked), within the allocation; a
+        // `&[u8]` cannot overlap the buffer, which `&mut self` holds exclusively.
+        unsafe {
+            ptr::copy_nonoverlapping(src.as_ptr(), self.start.as_ptr().add(self.len), src.len());
+        }
+        self.len += src.len();
+    }
+
+    /// Resizes to `new_len`, filling new bytes with `value`.
+    ///
+    /// # Panics
+    /// If `new_len > capacity()`.
+    #[track_caller]
+    pub fn resize(&mut self, new_len: usize, value: u8) {
+        assert!(
+            new_len <= self.cap,
+            "tierpool: cannot resize an aligned buffer of capacity {} to {new_len} bytes",
+            self.cap
+        );
+        if new_len > self.len {
+            // SAFETY: `len..new_len` lies within the capacity (checked).
+            unsafe {
+                ptr::write_bytes(self.start.as_ptr().add(self.len), value, new_len - self.len);
+            }
+        }
+        self.len = new_len;
+    }
+
+    /// Turns this buffer into a shared, read-only [`PooledBytes`] over its contents, without
+    /// copying; the view starts at the buffer's (aligned) start, and the buffer returns to
+    /// its pool when the last view is dropped. (A view made writable again with
+    /// [`PooledBytes::try_into_mut`] is a plain [`PooledBuf`], its bytes moved to the start
+    /// of the buffer behind: no longer aligned.)
+    ///
+    /// ```
+    /// let pool = tierpool::AlignedPool::new(4096)?;
+    /// let mut block = pool.get(8192);
+    /// block.resize(8192, 7);
+    /// let all = block.into_shared();
+    /// let second = all.slice(4096..);
+    /// assert_eq!(second.as_ptr() as usize % 4096, 0); // 4096 in: still 4 KiB aligned
+    /// assert_eq!(second.len(), 4096);
+    /// # Ok::<(), tierpool::ConfigError>(())
+    /// ```
+    #[must_use = "the buffer goes back to the pool if the view is dropped"]
+    pub fn into_shared(self) -> PooledBytes {
+        let AlignedBuf {
+            mut buf,
+            start,
+            len,
+            ..
+        } = self;
+        let base = buf.as_mut_ptr();
+        // SAFETY: `start` was made as `base + off` with `off < align`, in the same allocation.
+        let off = unsafe { start.as_ptr().offset_from(base) } as usize;
+        // SAFETY: the `off` bytes before the start lie in the allocation; zeroing them makes
+        // every byte up to `off + len` initialized, as `set_len` requires (`off + len <=
+        // capacity`: the window lies within the buffer).
+        unsafe {
+            ptr::write_bytes(base, 0, off);
+            buf.set_len(off + len);
+        }
+        let mut shared = buf.into_shared();
+        shared.advance(off);
+        shared
+    }
+}
+
+impl Deref for AlignedBuf {
+    type Target = [u8];
+
+    #[inline]
+    fn deref(&self) -> &[u8] {
+        self.as_slice()
+    }
+}
+
+impl DerefMut for AlignedBuf {
+    #[inline]
+    fn deref_mut(&mut self) -> &mut [u8] {
+        self.as_mut_slice()
+    }
+}
+
+impl AsRef<[u8]> for AlignedBuf {
+    fn as_ref(&self) -> &[u8] {
+        self
+    }
+}
+
+impl AsMut<[u8]> for AlignedBuf {
+    fn as_mut(&mut self) -> &mut [u8] {
+        self
+    }
+}
+
+impl Borrow<[u8]> for AlignedBuf {
+    fn borrow(&self) -> &[u8] {
+        self
+    }
+}
+
+impl BorrowMut<[u8]> for AlignedBuf {
+    fn borrow_mut(&mut self) -> &mut [u8] {
+        self
+    }
+}
+
+impl io::Write for AlignedBuf {
+    /// Appends what fits of `data` (like `&mut [u8]`): at capacity, `Ok(0)`, and `write_all`
+    /// fails with [`io::ErrorKind::WriteZero`].
+    #[inline]
+    fn write(&mut self, data: &[u8]) -> io::Result<usize> {
+        let n = data.len().min(self.cap - self.len);
+        self.extend_from_slice(&data[..n]);
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+impl fmt::Debug for AlignedBuf {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AlignedBuf")
+            .field("len", &self.len)
+            .field("capacity", &self.cap)
+            .field("addr", &self.start)
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{AlignedPool, AllocError, Builder, ConfigError, MAX_ALIGNMENT};
+    use std::io::Write;
+
+    fn aligned(p: *const u8, a: usize) -> bool {
+        p as usize % a == 0
+    }
+
+    #[test]
+    fn every_buffer_is_aligned_and_at_least_as_large_as_asked() {
+        // Under Miri, small tiers only (it checks every byte written, slowly).
+        let aligns: &[usize] = if cfg!(miri) {
+            &[1, 16, 512, 4096]
+        } else {
+            &[1, 16, 512, 4096, 64 << 10]
+        };
+        for &align in aligns {
+            let pool = Builder::new()
+                .power_of_two_tiers(align.max(64), align.max(16 << 10))
+                .max_retained_bytes(1 << 20)
+                .build_aligned(align)
+                .unwrap();
+            let sizes = [0, 1, align - 1, align, align + 1, 3 * align, 20_000];
+            for n in sizes {
+                let mut b = pool.get(n);
+                assert!(aligned(b.as_ptr(), align), "align {align} n {n}");
+                // Exactly the smallest tier that fits (whichever way the allocation fell).
+                // (or above the largest tier, `n` rounded up).
+                let tier = pool
+                    .tier_sizes()
+                    .iter()
+                    .copied()
+                    .find(|&t| t >= n)
+                    .unwrap_or_else(|| n.next_multiple_of(align));
+                assert_eq!(b.capacity(), tier, "align {align} n {n}");
+                b.resize(b.capacity(), 0xa5); // every byte of the window is writable
+                let (first, last) = (b[0], b[b.len() - 1]);
+                assert_eq!((first, last), (0xa5, 0xa5));
+            }
+        }
+    }
+
+    #[test]
+    fn the_capacity_is_the_tier_also_where_the_allocation_is_aligned_already() {
+        // malloc returns 16-aligned addresses, so at alignment 16 (and 1) every window starts
+        // at the allocation: the case where a capacity counted from the start would be a
+        // block too many.
+        for align in [1, 16, 4096] {
+            let pool = Builder::new()
+                .tiers([align.max(64), 4096.max(align)])
+                .build_aligned(align)
+                .unwrap();
+            let bufs: Vec<_> = (0..64).map(|_| pool.get(1)).collect();
+            assert!(
+                bufs.iter().all(|b| b.capacity() == align.max(64)),
+                "align {align}"
+            );
+            let big: Vec<_> = (0..64).map(|_| pool.get(5000)).collect();
+            let want = 5000usize.next_multiple_of(align);
+            assert!(
+                big.iter().all(|b| b.capacity() == want),
+                "oversize, align {align}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_returned_buffer_comes_back_aligned_with_nothing_in_it() {
+        let pool = AlignedPool::new(4096).unwrap();
+        let mut b = pool.get(8192);
+        let addr = b.as_ptr();
+        b.extend_from_slice(&[1; 100]);
+        drop(b);
+        let b = pool.get(8000);
+        assert_eq!(
+            b.as_ptr(),
+            addr,
+            "the same buffer, from this thread's cache"
+        );
+        assert!(b.is_empty());
+        assert_eq!(pool.stats().hits, 1);
+    }
+
+    #[test]
+    fn sizes_above_the_largest_tier_are_aligned_and_not_kept() {
+        let pool = Builder::new().tiers([4096]).build_aligned(4096).unwrap();
+        let b = pool.get(10_000);
+        assert!(aligned(b.as_ptr(), 4096));
+        assert!(b.capacity() >= 12_288);
+        drop(b);
+        assert_eq!(pool.stats().oversize, 1);
+        assert_eq!(pool.stats().retained_bytes, 0);
+    }
+
+    #[test]
+    fn write_fills_what_fits_and_extend_checks() {
+        let pool = AlignedPool::new(512).unwrap();
+        let mut b = pool.get(512);
+        assert_eq!(b.write(&[3; 600]).unwrap(), 512);
+        assert_eq!(b.write(&[3; 1]).unwrap(), 0);
+        assert_eq!(
+            b.write_all(b"x").unwrap_err().kind(),
+            io::ErrorKind::WriteZero
+        );
+        b.truncate(10);
+        assert_eq!(&b[..], &[3; 10]);
+        b.clear();
+        b.extend_from_slice(b"abc");
+        b.spare_capacity_mut()[0].write(b'd');
+        // SAFETY: the byte after "abc" was just written.
+        unsafe { b.set_len(4) };
+        assert_eq!(&b[..], b"abcd");
+        b.as_mut_slice()[0] = b'A';
+        assert_eq!(b.as_ref(), b"Abcd");
+        let full = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            b.extend_from_slice(&[0; 512]);
+        }));
+        assert!(full.is_err(), "508 bytes left: 512 do not fit");
+        assert_eq!(&b[..], b"Abcd", "nothing written by the refused append");
+    }
+
+    #[test]
+    fn zeroed_buffers_are_zero_even_when_reused() {
+        let pool = AlignedPool::new(4096).unwrap();
+        let mut b = pool.get(4096);
+        b.resize(4096, 0xff);
+        drop(b);
+        let z = pool.get_zeroed(4096);
+        assert_eq!(z.len(), 4096);
+        assert!(z.iter().all(|&x| x == 0));
+        assert!(aligned(z.as_ptr(), 4096));
+    }
+
+    #[test]
+    fn shared_views_keep_the_start_and_return_the_buffer_once() {
+        let pool = AlignedPool::new(4096).unwrap();
+        let mut b = pool.get(3 * 4096);
+        for i in 0..3 * 4096 {
+            b.extend_from_slice(&[(i / 4096) as u8]);
+        }
+        let mut all = b.into_shared();
+        assert!(aligned(all.as_ptr(), 4096));
+        assert_eq!(all.len(), 3 * 4096);
+        let first = all.split_to(4096);
+        assert!(aligned(all.as_ptr(), 4096));
+        assert!(first.iter().all(|&x| x == 0) && all[..4096].iter().all(|&x| x == 1));
+        drop(first);
+        assert_eq!(pool.stats().returned, 0);
+        drop(all);
+        assert_eq!(pool.stats().returned, 1);
+        // Made writable again, it is a plain buffer with the bytes at its start.
+        let mut b = pool.get(4096);
+        b.extend_from_slice(b"tail");
+        let v = b.into_shared().try_into_mut().unwrap();
+        assert_eq!(&v[..], b"tail");
+    }
+
+    #[test]
+    fn errors_name_the_size_asked() {
+        let pool = Builder::new()
+            .max_in_use_bytes(1 << 20)
+            .build_aligned(4096)
+            .unwrap();
+        let held = pool.get(512 << 10);
+        match pool.try_get(600 << 10) {
+            Err(AllocError::OverBudget { requested, .. }) => assert_eq!(requested, 600 << 10),
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(
+            pool.try_get(usize::MAX - 10),
+            Err(AllocError::CapacityOverflow { requested }) if requested == usize::MAX - 10
+        ));
+        assert!(matches!(
+            pool.try_get(isize::MAX as usize),
+            Err(AllocError::CapacityOverflow { .. })
+        ));
+        assert!(std::panic::catch_unwind(|| drop(pool.get(usize::MAX))).is_err());
+        drop(held);
+    }
+
+    #[test]
+    fn tiers_are_multiples_of_the_alignment() {
+        let pool = AlignedPool::new(4096).unwrap();
+        let t = pool.tier_sizes();
+        assert_eq!(t[0], 4096);
+        assert_eq!(*t.last().unwrap(), 16 << 20);
+        assert!(t.windows(2).all(|w| w[0] < w[1]));
+        assert!(t.iter().all(|s| s % 4096 == 0));
+        let stats = pool.stats();
+        assert_eq!(
+            stats.tiers.iter().map(|t| t.size).collect::<Vec<_>>(),
+            pool.tier_sizes()
+        );
+        let p2 = Builder::new()
+            .power_of_two_tiers(100, 5000)
+            .build_aligned(512)
+            .unwrap();
+        assert_eq!(p2.tier_sizes(), &[512, 1024, 2048, 4096, 5120]);
+        for (align, err) in [
+            (0, ConfigError::InvalidAlignment { align: 0 }),
+            (3, ConfigError::InvalidAlignment { align: 3 }),
+            (
+                MAX_ALIGNMENT * 2,
+                ConfigError::InvalidAlignment {
+                    align: MAX_ALIGNMENT * 2,
+                },
+            ),
+        ] {
+            assert_eq!(AlignedPool::new(align).unwrap_err(), err);
+        }
+        assert_eq!(
+            Builder::new()
+                .tiers([4096, 6000])
+                .build_aligned(4096)
+                .unwrap_err(),
+            ConfigError::TierNotAligned {
+                tier: 6000,
+                align: 4096
+            }
+        );
+        assert_eq!(
+            Builder::new()
+                .tiers([usize::MAX & !4095])
+                .build_aligned(4096)
+                .unwrap_err(),
+            ConfigError::TierTooLarge {
+                size: usize::MAX & !4095
+            }
+        );
+    }
+
+    #[test]
+    fn buffers_cross_threads_and_come_back() {
+        let pool = AlignedPool::new(512).unwrap();
+        let bufs: Vec<_> = (0..8).map(|_| pool.get(1024)).collect();
+        std::thread::spawn(move || drop(bufs)).join().unwrap();
+        let again: Vec<_> = (0..8).map(|_| pool.get(1024)).collect();
+        assert!(again.iter().all(|b| aligned(b.as_ptr(), 512)));
+        assert_eq!(pool.stats().returned, 8);
+    }
+}

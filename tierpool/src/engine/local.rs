@@ -1,0 +1,456 @@
+//! How a thread finds its cache for a pool: the current-cache slot and the thread's table.
+//! All of the crate's thread-local `unsafe` is here.
+//!
+//! # The current-cache slot
+//!
+//! `LOCAL.cur` points at the doorbell of the cache this thread used last (the first bytes of a
+//! [`Cache`]), or at `NO_CACHE`, a static doorbell that always reads `RUNG`. `LOCAL` is a
+//! `const`-initialized thread-local with no destructor, so reaching it takes one `fs`-relative
+//! address computation and no lazy-initialization check. The fast path (`fast.rs`) loads
+//! `cur`, marks it busy, compares the doorbell with the pool's key, and on a match works on
+//! that cache: a ring (trim, close, a reclaimer) or a different pool sends the operation to the
+//! slow path with no further test.
+//!
+//! # The table and the ladder
+//!
+//! Every cache of this thread is held (by an `Arc`) in a `Table` keyed by pool key. Every slow
+//! operation goes down one ladder, [`slow`]: this thread's cache for the pool (from the table,
+//! or made on first use), else, when the thread is exiting or the call is re-entrant, the
+//! pool without a cache (its depot and the allocator), else (the pool is gone) nothing. A
+//! second thread-local (`GUARD`) exists only to run a destructor at thread exit, which retires
+//! every cache: its buffers go to the depot, its counts to the pool.
+//!
+//! # Soundness
+//!
+//! - `LOCAL.table` is null or a pointer from `Box::into_raw` on this thread; only this thread
+//!   reads it (thread-local), and only `GUARD`'s destructor frees it, after resetting it to
+//!   null. A `&mut Table` is made from it only while `busy` is false, and `busy` is true for
+//!   as long as that reference lives (a drop guard resets it, also on unwind). A re-entrant
+//!   call (a global allocator that uses tierpool, say) sees `busy` and bypasses the caches.
+//! - `LOCAL.cur` is `NO_CACHE` or points at a cache held by this thread's table. Every slow
+//!   path resets it to `NO_CACHE` when it sets `busy` and before it may remove an entry, and
+//!   points it at a cache only while the table holds that cache. So a doorbell read through
+//!   `cur` is always live, and one that holds a pool key (never `RUNG`) is a cache's.
+//! - An [`Owner`] of a cache is made only here, on the owning thread, while no other owner
+//!   operation on it runs: the fast path calls nothing while it holds one, and while a slow
+//!   path holds one, `cur` is `NO_CACHE` (re-entrant fast paths miss) and `busy` is set
+//!   (re-entrant slow paths bypass the caches).
+
+use std::cell::Cell;
+use std::collections::{hash_map, HashMap};
+use std::ptr;
+
+use super::cache::block::{Cache, Doorbell};
+use super::cache::fast::{self, Popped, Pushed};
+use super::cache::owner::Owner;
+use super::policy;
+use crate::base::key::Key;
+use crate::base::sync::Arc;
+use crate::engine::state::{closed_pools, PoolState};
+
+/// The doorbell `cur` points at when this thread has no current cache; always `RUNG`. A
+/// thread without a current cache stores its busy mark here and clears it at once (the fast
+/// path stores before it looks): threads share this line only while they have no cache (the
+/// first operation, thread exit, re-entrant calls), never in steady state.
+#[cfg(not(loom))]
+static NO_CACHE: Doorbell = Doorbell::rung();
+
+#[cfg(not(loom))]
+const NONE: *const Doorbell = &NO_CACHE;
+
+// loom's atomics cannot live in a `static`; under loom (whose models drive the components,
+// not this table) `cur` is null when there is no current cache, and the fast paths miss.
+#[cfg(loom)]
+const NONE: *const Doorbell = ptr::null();
+
+/// A cache of this thread, and the pool it belongs to.
+struct Entry {
+    cache: Arc<Cache>,
+    pool: Arc<PoolState>,
+}
+
+/// Hashes a pool key with one multiplication (Fibonacci hashing): keys are small sequential
+/// numbers chosen by the registry, not by an adversary, and the table is looked up on every
+/// slow path, where SipHash cost about a hundred instructions.
+#[derive(Default)]
+struct KeyHasher(u64);
+
+impl std::hash::Hasher for KeyHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+    fn write_u32(&mut self, key: u32) {
+        self.0 = u64::from(key).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
+/// This thread's caches, by pool key.
+#[derive(Default)]
+struct Table {
+    entries: HashMap<Key, Entry, std::hash::BuildHasherDefault<KeyHasher>>,
+    closed_seen: u64,
+}
+
+impl Table {
+    /// Retires the caches of pools that closed since the last look.
+    fn sweep(&mut self) {
+        let closed = closed_pools();
+        if closed == self.closed_seen {
+            return;
+        }
+        self.closed_seen = closed;
+        self.entries.retain(|_, e| {
+            if !e.pool.is_closed() {
+                return true;
+            }
+            if !e.cache.is_dead() {
+                // SAFETY: this thread owns the caches in its table; the caller holds `busy`
+                // and has reset `cur`, so no other operation of this thread on it runs.
+                let owner = unsafe { e.cache.enter() };
+                policy::finish(owner, &e.pool, |o| policy::retire(o, &e.pool));
+            }
+            false
+        });
+    }
+}
+
+struct Local {
+    /// A doorbell: `NONE`, or the first bytes of a cache held by `table` (module docs).
+    cur: Cell<*const Doorbell>,
+    /// True while a `&mut Table` derived from `table` is live.
+    busy: Cell<bool>,
+    /// Null, or this thread's table (from `Box::into_raw`).
+    table: Cell<*mut Table>,
+    /// The thread is exiting and its table is gone: no new one may be made.
+    destroyed: Cell<bool>,
+}
+
+struct TableGuard;
+
+thread_local! {
+    static LOCAL: Local = const {
+        Local {
+            cur: Cell::new(NONE),
+            busy: Cell::new(false),
+            table: Cell::new(ptr::null_mut()),
+            destroyed: Cell::new(false),
+        }
+    };
+    static GUARD: TableGuard = const { TableGuard };
+}
+
+/// Marks a slow path: sets `busy` and resets `cur`; `busy` is cleared on drop, also on
+/// unwind (`cur` stays `NONE` unless the slow path set it to a live cache).
+struct Busy<'a>(&'a Local);
+
+impl<'a> Busy<'a> {
+    fn enter(local: &'a Local) -> Self {
+        local.busy.set(true);
+        local.cur.set(NONE);
+        Busy(local)
+    }
+}
+
+impl Drop for Busy<'_> {
+    fn drop(&mut self) {
+        self.0.busy.set(false);
+    }
+}
+
+impl Drop for TableGuard {
+    fn drop(&mut self) {
+        // LOCAL has no destructor, so it is still accessible here.
+        let _ = LOCAL.try_with(|local| {
+            local.destroyed.set(true);
+            if local.busy.get() {
+                // Cannot happen (destructors do not run inside a tierpool call); if it did,
+                // leaking the table is the only sound choice.
+                return;
+            }
+            let _busy = Busy::enter(local);
+            let table = local.table.replace(ptr::null_mut());
+            if table.is_null() {
+                return;
+            }
+            // SAFETY: `table` came from `Box::into_raw` on this thread (see `attach`), was just
+            // unlinked from `LOCAL` so nothing can reach it again, and `busy` was false, so no
+            // reference into it is live. It is freed exactly once, here.
+            let table = unsafe { Box::from_raw(table) };
+            for e in table.entries.values() {
+                // SAFETY: this thread owns its table's caches; `busy` is set and `cur` reset.
+                let owner = unsafe { e.cache.enter() };
+                policy::finish(owner, &e.pool, |o| policy::retire(o, &e.pool));
+            }
+        });
+    }
+}
+
+/// Runs `f` on this thread's `LOCAL`, like `LOCAL.with(f)` but always inlined.
+///
+/// `LocalKey::with` is only `#[inline]`; when its closure holds the whole fast path, LLVM
+/// declines to inline it, and every access becomes an indirect call through the key's accessor.
+/// Fetching only the address through `with` keeps that call trivially small.
+#[inline(always)]
+fn with_this_thread<R>(f: impl FnOnce(&Local) -> R) -> R {
+    let local: *const Local = LOCAL.with(|local| local as *const Local);
+    // SAFETY: `LOCAL` is a `const`-initialized thread-local with no destructor, so its storage
+    // stays valid and in place for as long as this thread runs (also while other thread-locals'
+    // destructors run), in particular for the duration of this call, which is the only time the
+    // reference exists. We are on the owning thread, as `with` just returned its address.
+    f(unsafe { &*local })
+}
+
+/// The fast path of a get on the pool with key `key`: a retained buffer for `n` bytes, or
+/// `None` for the slow path.
+#[inline(always)]
+pub(crate) fn fast_pop(key: Key, n: usize) -> Option<Popped> {
+    with_this_thread(|local| {
+        let cur = local.cur.get();
+        #[cfg(loom)]
+        if cur.is_null() {
+            return None;
+        }
+        // SAFETY: `cur` is `NO_CACHE` or the doorbell of a cache held by this thread's table,
+        // derived from the whole cache (`Cache::doorbell`), alive for this call (module docs);
+        // no other operation of this thread on it runs (a slow path resets `cur`).
+        unsafe { fast::pop(cur, key, n) }
+    })
+}
+
+/// The fast path of a return to the pool with key `key`: takes the buffer (leaving `v`
+/// empty) unless the slow path must run.
+#[inline(always)]
+pub(crate) fn fast_push(key: Key, hint: u32, v: &mut Vec<u8>) -> Pushed {
+    with_this_thread(|local| {
+        let cur = local.cur.get();
+        #[cfg(loom)]
+        if cur.is_null() {
+            return Pushed::Refused;
+        }
+        // SAFETY: as in `fast_pop`.
+        unsafe { fast::push(cur, key, hint, v) }
+    })
+}
+
+/// Runs `f` with the pool with key `key`, entering and making no cache: the pool from this
+/// thread's table if it has a cache for it, else `find()`'s (`None`: the pool is gone). For
+/// what needs only the pool (a refund).
+pub(crate) fn with_pool<R>(
+    key: Key,
+    find: impl FnOnce() -> Option<Arc<PoolState>>,
+    f: impl FnOnce(Option<&PoolState>) -> R,
+) -> R {
+    let known = with_this_thread(|local| {
+        let table = local.table.get();
+        if table.is_null() || local.busy.get() {
+            return None;
+        }
+        // `busy` for the lookup alone (a re-entrant call would bypass the table), without
+        // resetting `cur`: nothing in the table changes.
+        local.busy.set(true);
+        // SAFETY: non-null `table` is this thread's live table and `busy` was false, so this
+        // is the only reference into it until `busy` is cleared below (module docs).
+        let pool = unsafe { &*table }
+            .entries
+            .get(&key)
+            .map(|e| Arc::clone(&e.pool));
+        local.busy.set(false);
+        pool
+    });
+    let pool = known.or_else(find);
+    f(pool.as_deref())
+}
+
+/// Housekeeping on this thread's cache for `key`: the return countdown of the tier with hint
+/// `hint` ran out.
+#[cold]
+#[inline(never)]
+pub(crate) fn service(key: Key, hint: u32) {
+    slow(
+        key,
+        (),
+        || None,
+        |o, pool, ()| {
+            o.fold_countdown(hint);
+            policy::service(o, pool);
+        },
+        |_, ()| {},
+    );
+}
+
+/// The ladder every slow operation on the pool `key` goes down (module docs): `f` on this
+/// thread's cache for it, which then becomes the current cache (made on first use, with the
+/// pool from `find` if this thread has no cache for it yet); or, if this thread cannot use a
+/// cache now (it is exiting, or the call is re-entrant), `direct` with the pool (from the
+/// table or `find`; `None` if it is gone).
+pub(crate) fn slow<A, R>(
+    key: Key,
+    arg: A,
+    find: impl FnOnce() -> Option<Arc<PoolState>>,
+    f: impl FnOnce(&Owner<'_>, &PoolState, A) -> R,
+    direct: impl FnOnce(Option<&PoolState>, A) -> R,
+) -> R {
+    let tried = with_this_thread(|local| {
+        if local.busy.get() {
+            return Err((arg, Pool::Unknown(find)));
+        }
+        let table = local.table.get();
+        if !table.is_null() {
+            let _busy = Busy::enter(local);
+            // SAFETY: non-null `table` is this thread's live table (module docs); `busy` was
+            // false, so this is the only reference into it until `_busy` drops.
+            let table = unsafe { &mut *table };
+            if table.entries.contains_key(&key) {
+                return Ok(run(local, table, key, arg, f));
+            }
+        }
+        attach(local, key, arg, find, f)
+    });
+    match tried {
+        Ok(r) => r,
+        Err((arg, pool)) => direct(pool.get().as_deref(), arg),
+    }
+}
+
+/// The pool for the ladder's last rung: not looked up yet, or known.
+enum Pool<F> {
+    Unknown(F),
+    Known(Option<Arc<PoolState>>),
+}
+
+impl<F: FnOnce() -> Option<Arc<PoolState>>> Pool<F> {
+    fn get(self) -> Option<Arc<PoolState>> {
+        match self {
+            Pool::Unknown(find) => find(),
+            Pool::Known(pool) => pool,
+        }
+    }
+}
+
+/// The rest of [`slow`]: makes this thread's table and its cache for `key` if need be, then
+/// runs `f` on it. Gives `arg` and `find` back if the thread is exiting or there is no live
+/// pool.
+#[cold]
+#[inline(never)]
+fn attach<A, R, F>(
+    local: &Local,
+    key: Key,
+    arg: A,
+    find: F,
+    f: impl FnOnce(&Owner<'_>, &PoolState, A) -> R,
+) -> Result<R, (A, Pool<F>)>
+where
+    F: FnOnce() -> Option<Arc<PoolState>>,
+{
+    if local.busy.get() || local.destroyed.get() {
+        return Err((arg, Pool::Unknown(find)));
+    }
+    let _busy = Busy::enter(local);
+    if local.table.get().is_null() {
+        // Register the exit hook first; if the thread is already exiting, keep no table.
+        if GUARD.try_with(|_| ()).is_err() {
+            local.destroyed.set(true);
+            return Err((arg, Pool::Unknown(find)));
+        }
+        local.table.set(Box::into_raw(Box::default()));
+    }
+    // SAFETY: this thread's live table, and `busy` makes this the only reference into it.
+    let table = unsafe { &mut *local.table.get() };
+    table.sweep();
+    if let hash_map::Entry::Vacant(slot) = table.entries.entry(key) {
+        let Some(pool) = find() else {
+            return Err((arg, Pool::Known(None)));
+        };
+        if pool.is_closed() {
+            return Err((arg, Pool::Known(Some(pool))));
+        }
+        let cache = pool.new_cache(key);
+        slot.insert(Entry { cache, pool });
+    }
+    Ok(run(local, table, key, arg, f))
+}
+
+/// Runs `f` on the table's cache for `key` (`busy` is set, `cur` reset); then makes it the
+/// current cache, or drops it if it died (its pool closed).
+fn run<A, R>(
+    local: &Local,
+    table: &mut Table,
+    key: Key,
+    arg: A,
+    f: impl FnOnce(&Owner<'_>, &PoolState, A) -> R,
+) -> R {
+    let entry = table
+        .entries
+        .get(&key)
+        .expect("the caller checked or made it");
+    // SAFETY: this thread owns its table's caches; `busy` is set and `cur` reset, so no other
+    // operation of this thread on it runs while this owner lives (module docs).
+    let owner = unsafe { entry.cache.enter() };
+    // What the operation leaves to do runs once the owner is gone (`policy::finish`).
+    let r = policy::finish(owner, &entry.pool, |o| f(o, &entry.pool, arg));
+    if entry.cache.is_dead() {
+        table.entries.remove(&key);
+    } else {
+        local.cur.set(Cache::doorbell(&entry.cache));
+    }
+    r
+}
+
+/// The owner's side of a get and a return for the loom models, on a given cache instead of
+/// this thread's table (loom's models drive the components, not the thread-local table): the
+/// fast path, and the slow path when the fast one refuses, as `pool.rs` and `buf.rs` do.
+#[cfg(all(test, loom))]
+pub(crate) mod for_models {
+    use crate::base::key::Tag;
+    use crate::base::sync::Arc;
+    use crate::engine::cache::block::Cache;
+    use crate::engine::cache::fast::{self, Pushed};
+    use crate::engine::fresh::Fresh;
+    use crate::engine::policy;
+    use crate::engine::state::{Got, PoolState};
+
+    /// A get of `n` bytes on `cache`'s thread (which must not have to wait).
+    pub(crate) fn get(cache: &Arc<Cache>, pool: &PoolState, n: usize) -> (Vec<u8>, Tag) {
+        try_get(cache, pool, n).expect("the model's get does not wait")
+    }
+
+    /// A get of `n` bytes on `cache`'s thread; `None` where it would have to wait for budget.
+    pub(crate) fn try_get(
+        cache: &Arc<Cache>,
+        pool: &PoolState,
+        n: usize,
+    ) -> Option<(Vec<u8>, Tag)> {
+        let key = cache.head.own_key;
+        // SAFETY: the calling model thread is the cache's owner, in no other operation on it.
+        if let Some(hit) = unsafe { fast::pop(Cache::doorbell(cache), key, n) } {
+            let tag = Tag::from_hint(hit.hint);
+            return Some((hit.into_vec(), tag));
+        }
+        // SAFETY: as above.
+        let o = unsafe { cache.enter() };
+        let got = policy::finish(o, pool, |o| policy::get_slow(o, pool, n, Fresh::Plain, 0));
+        match got.expect("no allocation failure") {
+            Got::Buf(v, tag) => Some((v, tag)),
+            Got::Wait(_) => None,
+        }
+    }
+
+    /// A return of `v` (tag `tag`) on `cache`'s thread.
+    pub(crate) fn give_back(cache: &Arc<Cache>, pool: &PoolState, mut v: Vec<u8>, tag: Tag) {
+        let key = cache.head.own_key;
+        // SAFETY: as in `get`.
+        match unsafe { fast::push(Cache::doorbell(cache), key, tag.hint(), &mut v) } {
+            Pushed::Kept | Pushed::Due => {} // taken: `v` is empty
+            Pushed::Refused => {
+                // SAFETY: as in `get`.
+                let o = unsafe { cache.enter() };
+                policy::finish(o, pool, |o| policy::put_slow(o, pool, v, tag));
+            }
+        }
+    }
+}

@@ -1,0 +1,33 @@
+//! Layer 3, the machinery no user sees: how sizes map to tiers, when buffers are released,
+//! the budget, the shared depot, the thread caches and the state one pool shares between
+//! them. Imports `base/`, `sys/` and `observe/`; knows nothing of the handles above it.
+//!
+//! | file | what it owns |
+//! |---|---|
+//! | `error.rs` | the crate's errors: [`ConfigError`](crate::ConfigError), [`AllocError`](crate::AllocError) |
+//! | `class.rs` | size classes and the O(1) lookup |
+//! | `clock.rs` | the decay intervals |
+//! | `fresh.rs` | making a buffer on a miss, readying one on a hit, cleaning one on return |
+//! | `budget.rs` | the budget on bytes in use: the account and its FIFO of waiters |
+//! | `depot.rs` | the shared depot, its decay, and the allowance that bounds depot and caches together |
+//! | `config.rs` | a pool's validated configuration and the defaults |
+//! | `cache/` | one thread's cache of one pool, and taking a cache over from its owner |
+//! | `state.rs` | `PoolState`: what one pool shares between its handles, caches and reclaimers |
+//! | `policy.rs` | the slow path and what reclaimers do: refill, flush, reservations, decay, trim, close, budget, thread exit |
+//! | `local.rs` | how a thread finds its cache: the thread-local slot and table, and the one fallback ladder of every slow path |
+//! | `registry.rs` | pool keys, resolved to live pools on cold paths |
+//!
+//! Bottom-up: each file imports only those above it in this table.
+
+pub(crate) mod error;
+pub(crate) mod class;
+pub(crate) mod clock;
+pub(crate) mod fresh;
+pub(crate) mod budget;
+pub(crate) mod depot;
+pub(crate) mod config;
+pub(crate) mod cache;
+pub(crate) mod state;
+pub(crate) mod policy;
+pub(crate) mod local;
+pub(crate) mod registry;

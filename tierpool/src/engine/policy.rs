@@ -1,0 +1,661 @@
+//! What a thread cache does beyond the fast path, in safe code: a get or a return the fast
+//! path could not serve (refill from the depot, flush to it, reserve room, charge the budget,
+//! allocate), the owner's housekeeping (doorbell, decay, trim, close, budget pressure, thread
+//! exit), and what reclaimers do with a cache they took over.
+//!
+//! Every function on one cache takes its [`Owner`] (the owning thread's, or a reclaimer's:
+//! the policy is the same either way) and the pool's state.
+//!
+//! # Reservations
+//!
+//! A tier reserves room (`reserve.rs`) when it is first used: one buffer for a return, a batch
+//! for a refill. It grows with use, up to `min(64, cache_bytes / size)` buffers: doubling when
+//! a return finds its stack full, and by a batch when a get finds too little room to refill.
+//! It takes unreserved room first, then other tiers' reservations beyond what their stacks
+//! hold (no buffer moves), and, for a get's batch only, other tiers' whole stacks, which go to
+//! the depot, largest tier first. When the pool's allowance is spent, it asks for the caches
+//! that stayed idle since the last tick to be reclaimed (at most every sixteenth of an
+//! interval), and otherwise makes do. Decay shrinks a reservation by the buffers that stayed
+//! idle through the interval; a tier that saw no use at all gives all of it back, and its
+//! storage. A tier above `cache_bytes` takes the large slot from whichever tier held it.
+//!
+//! # Budget
+//!
+//! In a pool with a budget on bytes in use, buffers on a stack count as charged
+//! (`budget.rs`): a refill charges its batch, a flush refunds it, and so do releases; a
+//! return that does not land on a stack refunds its buffer's charge (from its tag). A get
+//! that needs a charge the account cannot give now returns [`Got::Wait`], and the caller
+//! waits outside the cache. While a waiter is queued, owners keep nothing: their caches stay
+//! rung, returns go to the depot, and their stacks were swept by the waiter.
+
+use super::cache::block::Cache;
+use super::cache::owner::{After, Owner};
+use super::cache::reclaim::{Reclaimer, Turn};
+use super::cache::stack::Count;
+use crate::base::key::Tag;
+use crate::base::sync::Ordering::Relaxed;
+use crate::engine::error::AllocError;
+use crate::engine::fresh::{alloc_fresh, prepare_hit, scrub, Fresh};
+use crate::engine::state::{Got, PoolState};
+use crate::sys::trim::Why;
+
+/// Buffers moved per exchange with the depot for a tier whose stack holds at most `limit`:
+/// half the stack, so that a thread alternating gets and returns at the boundary does not
+/// exchange on every call, except for the largest tiers (a stack of one or two), whose
+/// whole stack moves at once: half of two would send every buffer through the depot's lock
+/// alone.
+fn batch_size(limit: usize) -> usize {
+    if limit <= 2 {
+        limit
+    } else {
+        limit.div_ceil(2)
+    }
+}
+
+/// Everything a get can need beyond the fast path, `prepaid` bytes of its charge already
+/// paid (after a wait; 0 otherwise).
+pub(crate) fn get_slow(
+    o: &Owner<'_>,
+    pool: &PoolState,
+    n: usize,
+    how: Fresh,
+    prepaid: usize,
+) -> Result<Got, AllocError> {
+    housekeeping(o, pool);
+    let Some(t) = pool.classes.for_get(n) else {
+        let (tag, charge) = pool.oversize_tag(n);
+        if pool.charge(charge, prepaid, 0, 1).is_none() {
+            return Ok(Got::Wait(charge));
+        }
+        let v = alloc_fresh(n, n, how).inspect_err(|_| o.defer_refund(charge))?;
+        o.count_oversize();
+        return Ok(Got::Buf(v, tag));
+    };
+    let charge = pool.charge_of(Tag::tier(t));
+    let hit = |mut v: Vec<u8>| {
+        prepare_hit(&mut v, n, how);
+        Ok(Got::Buf(v, Tag::tier(t)))
+    };
+    if !o.is_dead() {
+        reserve(o, pool, t);
+        if let Some(v) = o.pop(t) {
+            o.defer_refund(prepaid.min(charge)); // a stack's buffer is charged already
+            return hit(v);
+        }
+    }
+    // Refill a batch if the tier may use the cache: room for it first, evicting other
+    // tiers' idle stacks if need be.
+    let mut keeps = !o.is_dead() && o.cap(t) > 0 && !under_pressure(pool);
+    let want = if keeps {
+        let batch = batch_size(o.cap(t));
+        if o.limit(t) - o.len(t) < batch {
+            grow(o, pool, t, o.len(t) + batch, true);
+        }
+        keeps = o.limit(t) > 0;
+        batch.min(o.limit(t) - o.len(t))
+    } else {
+        0
+    };
+    // The charge of this buffer, and of up to `want - 1` more to keep on the stack.
+    let Some(extra) = pool.charge(charge, prepaid, want.saturating_sub(1) * charge, charge) else {
+        return Ok(Got::Wait(charge));
+    };
+    if want > 0 {
+        // Without a budget every buffer is "paid" (charges are 0).
+        let paid = 1 + extra.checked_div(charge).unwrap_or(want - 1);
+        let moved = refill(o, pool, t, paid.min(want));
+        if moved > 0 {
+            o.defer_refund((paid - moved) * charge);
+            let v = o.pop(t).expect("just refilled");
+            return hit(v);
+        }
+        o.defer_refund((paid - 1) * charge);
+    } else {
+        o.defer_refund(extra);
+    }
+    // Nothing of this size here: a larger buffer filed under this tier, or (a tier that
+    // bypasses the cache) any buffer of it, straight from the depot, or a fresh one.
+    let (v, hit) = pool
+        .direct_or_fresh(t, n, how, keeps)
+        .inspect_err(|_| o.defer_refund(charge))?;
+    o.count(t, if hit { Count::DirectHit } else { Count::Miss }, 1);
+    Ok(Got::Buf(v, Tag::tier(t)))
+}
+
+/// Moves up to `n` of tier `t`'s buffers from the depot onto the stack (their charges are
+/// paid). Returns how many.
+fn refill(o: &Owner<'_>, pool: &PoolState, t: usize, n: usize) -> usize {
+    let mut depot = pool.depot.lock(t);
+    let n = n.min(depot.exact_len()).min(o.limit(t) - o.len(t));
+    for _ in 0..n {
+        let v = depot.pop_exact().expect("counted");
+        if let Err(v) = o.push(t, v, true) {
+            unreachable!("room was checked, exact size guaranteed: {}", v.capacity());
+        }
+    }
+    n
+}
+
+/// Everything a return of `v` (with tag `tag`) can need beyond the fast path.
+pub(crate) fn put_slow(o: &Owner<'_>, pool: &PoolState, mut v: Vec<u8>, tag: Tag) {
+    housekeeping(o, pool);
+    if o.is_dead() {
+        o.defer_refund(pool.charge_of(tag));
+        return; // the pool is gone: free the buffer, count nothing
+    }
+    scrub(&mut v, o.wipes());
+    let cap = v.capacity();
+    let Some(t) = pool.classes.for_put(cap) else {
+        o.defer_refund(pool.charge_of(tag));
+        o.count_untiered();
+        return;
+    };
+    // In a pool with a budget only a buffer charged this tier's size may join the stack (its
+    // charge stays with it); elsewhere any buffer of the tier's exact size.
+    let stackable = cap == o.size(t)
+        && match &pool.budget {
+            Some(_) => tag == Tag::tier(t) && !under_pressure(pool),
+            None => true,
+        };
+    if stackable {
+        reserve(o, pool, t);
+        if o.limit(t) > 0 && o.len(t) >= o.limit(t) {
+            grow(o, pool, t, 2 * o.limit(t), false);
+        }
+        let limit = o.limit(t);
+        if limit > 0 {
+            if o.len(t) >= limit {
+                flush(o, pool, t, batch_size(o.cap(t)).min(limit));
+            }
+            match o.push(t, v, false) {
+                Ok(()) => return,
+                Err(back) => v = back,
+            }
+        }
+    }
+    // A larger buffer (foreign or grown), a tier that bypasses the cache, or no room. A pool
+    // with a budget keeps only exact sizes (every buffer it hands out has the capacity it
+    // was charged).
+    o.defer_refund(pool.charge_of(tag));
+    o.count(t, Count::OtherReturn, 1);
+    if (pool.exact_only() && cap != o.size(t)) || pool.depot.put_one(t, v).is_err() {
+        pool.allocator_trim.released(cap, Why::Cap);
+        o.count(t, Count::Discarded, 1);
+    }
+}
+
+/// Moves the `n` oldest buffers of tier `t` to the depot (its reservation stays), as far as
+/// the allowance lets the depot take them. Refunds their charges. Returns how many moved.
+fn flush(o: &Owner<'_>, pool: &PoolState, t: usize, n: usize) -> usize {
+    let moved = {
+        let mut depot = pool.depot.lock(t);
+        let fit = depot.reserve_exact(n.min(o.len(t)));
+        o.drain_oldest(t, fit, false, |v| depot.push_exact(v))
+    };
+    o.defer_refund(moved * pool.charge_of(Tag::tier(t)));
+    moved
+}
+
+/// Tier `t` gives up its whole stack and reservation: the buffers go to the depot with the
+/// room they had (a closed depot frees them), and their charges are refunded.
+fn give_up(o: &Owner<'_>, pool: &PoolState, t: usize) {
+    if !pool.caches_share_allowance() {
+        // The caches' room is not the depot's (`state.rs`): the depot takes what fits.
+        flush(o, pool, t, usize::MAX);
+        let bytes = release(o, pool, t, usize::MAX);
+        pool.allocator_trim.released(bytes, Why::Cap);
+        o.set_limit(t, 0);
+        return;
+    }
+    let n = o.len(t);
+    let mut freed = 0;
+    let moved = {
+        let mut depot = pool.depot.lock(t);
+        o.drain_oldest(t, n, false, |v| {
+            if !depot.push_transferred(v) {
+                freed += 1;
+            }
+        })
+    };
+    o.transfer_out(t, moved);
+    o.set_limit(t, 0);
+    if freed > 0 {
+        o.count(t, Count::Discarded, freed as u64);
+        pool.allocator_trim.released(freed * o.size(t), Why::Cap);
+    }
+    o.defer_refund(moved * pool.charge_of(Tag::tier(t)));
+}
+
+/// Releases the `n` oldest buffers of tier `t` to the allocator, refunding their charges.
+/// Returns the bytes released.
+fn release(o: &Owner<'_>, pool: &PoolState, t: usize, n: usize) -> usize {
+    let size = o.size(t);
+    let bytes = size * o.drain_oldest(t, n, true, drop);
+    o.defer_refund(bytes / size * pool.charge_of(Tag::tier(t)));
+    bytes
+}
+
+/// Gives tier `t` a first reservation if it has none and may use the thread cache: one
+/// buffer (more comes with use), or the large slot.
+fn reserve(o: &Owner<'_>, pool: &PoolState, t: usize) {
+    if o.limit(t) > 0 || o.cap(t) == 0 {
+        return;
+    }
+    if o.is_large(t) {
+        // The large slot: taken from the tier that holds it, whose buffer goes to the depot.
+        if let Some(u) = o.large_holder() {
+            give_up(o, pool, u);
+        }
+        let size = o.size(t);
+        if !o.set_limit(t, 1)
+            && o.allowance_spent(size)
+            && (evict(pool, t, size) == 0 || !o.set_limit(t, 1))
+        {
+            o.defer_steal(); // room for the next operation
+        }
+        return;
+    }
+    grow(o, pool, t, 1, false);
+}
+
+/// Raises tier `t`'s limit toward `target` (at most its cap): from unreserved room, then
+/// from other tiers' unused reservations (limits above their stacks: no buffer moves), and,
+/// with `displace`, from other tiers' whole stacks (to the depot, largest tier first); and from
+/// the allowance, displacing the depot's oldest buffers of other tiers (`evict`) and asking
+/// for idle caches to be reclaimed if it is spent.
+///
+/// Reservations grow with use (a first buffer or batch, then doubling when returns find the
+/// stack full) rather than to the cap at once, and other tiers give up what they do not
+/// hold before anything is evicted. A first version reserved every tier's cap up front: the
+/// comparison report's hand-off producer, which runs its 4 KiB, 64 KiB and 1 MiB cases in
+/// turn, was left with a limit of one 1 MiB buffer, took the depot's lock on every get and
+/// measured 180 ns per buffer instead of 100 (`cargo run --release -p tierpool-bench --
+/// --workload cross-thread`, 1 MiB, before and after); and a thread cycling seven sizes had
+/// its tiers evict each other on every round (`tests/alloc_free.rs`
+/// `steady_state_get_put_allocates_nothing` failed).
+fn grow(o: &Owner<'_>, pool: &PoolState, t: usize, target: usize, displace: bool) {
+    let (size, limit) = (o.size(t), o.limit(t));
+    let target = target.min(o.cap(t));
+    if target <= limit || o.is_large(t) {
+        return;
+    }
+    let want = (target - limit) * size;
+    if o.unreserved() < want {
+        trim_unused(o, t, want);
+    }
+    if displace && o.unreserved() < want {
+        make_room(o, pool, t, want);
+    }
+    let got = o.raise_limit(t, target);
+    if got < target && o.allowance_spent(size) {
+        let short = ((target - got) * size).min(o.unreserved() / size * size);
+        if evict(pool, t, short) == 0 || o.raise_limit(t, target) < target {
+            o.defer_steal(); // more room for the next operation
+        }
+    }
+}
+
+/// The allowance is spent and tier `t` is `need` bytes short: the depot's oldest buffers of
+/// other tiers make way (`Depot::evict`), where caches share the depot's allowance. Returns
+/// the bytes freed.
+fn evict(pool: &PoolState, t: usize, need: usize) -> usize {
+    if need == 0 || !pool.caches_share_allowance() {
+        return 0;
+    }
+    let freed = pool.depot.evict(need, t);
+    pool.allocator_trim.released(freed, Why::Cap);
+    freed
+}
+
+/// Lowers other tiers' limits to their stacks' lengths (but not below one buffer, so that a
+/// tier in use keeps its storage and its fast path), largest tier first, until `need` bytes
+/// of `cache_bytes` are unreserved. Moves no buffer and allocates nothing.
+fn trim_unused(o: &Owner<'_>, t: usize, need: usize) {
+    for u in (0..o.tiers()).rev() {
+        if o.unreserved() >= need {
+            return;
+        }
+        let keep = o.len(u).max(1);
+        if u != t && !o.is_large(u) && o.limit(u) > keep {
+            o.set_limit(u, keep);
+        }
+    }
+}
+
+/// Frees at least `need` bytes of `cache_bytes` for tier `t` by handing whole stacks of other
+/// tiers, largest tier first, to the depot (releasing what the depot cannot take) and taking
+/// their reservations away.
+///
+/// Without this, a thread whose sizes change keeps its room full of buffers of sizes it no
+/// longer uses until they decay, and every get of its new size takes the slow path meanwhile:
+/// with two idle 1 MiB buffers in a producer's 2 MiB, a 64 KiB hand-off took 149 ns per buffer
+/// instead of 52 in the first release without its equivalent. With this and `grow`: 48.9 ns
+/// with the idle buffers, 46.4 without (`cargo run --release -p tierpool-bench --example
+/// idle_budget 8`, medians of 8 interleaved rounds).
+#[cold]
+fn make_room(o: &Owner<'_>, pool: &PoolState, t: usize, need: usize) {
+    for u in (0..o.tiers()).rev() {
+        if o.unreserved() >= need {
+            return;
+        }
+        if u == t || o.limit(u) == 0 || o.is_large(u) {
+            continue;
+        }
+        give_up(o, pool, u);
+    }
+}
+
+/// The pool's allowance was spent: reclaims the caches that have not been used since the last
+/// tick, at most once per sixteenth of an interval, so that a thread that needs room takes it
+/// from threads that went quiet (tcmalloc's threads steal cache capacity from each other the
+/// same way). After an operation, never inside one.
+fn steal(pool: &PoolState) {
+    let now = pool.clock.tick16();
+    let last = pool.last_steal.load(Relaxed);
+    if now == last
+        || pool
+            .last_steal
+            .compare_exchange(last, now, Relaxed, Relaxed)
+            .is_err()
+    {
+        return;
+    }
+    if let Some(r) = pool.caches.turn(Turn::Try) {
+        reclaim_idle(pool, &r, false);
+    }
+}
+
+/// True if a waiter is queued for the budget (thread caches keep nothing then).
+fn under_pressure(pool: &PoolState) -> bool {
+    pool.budget.as_ref().is_some_and(|b| b.under_pressure())
+}
+
+/// Counts a slow operation and runs [`service`] if the doorbell rang or housekeeping is due.
+fn housekeeping(o: &Owner<'_>, pool: &PoolState) {
+    let due = o.tick_countdown();
+    if o.rung() || due {
+        service(o, pool);
+    }
+}
+
+/// Looks at the pool: closed (free everything, keep nothing from now on), trimmed (release
+/// everything), budget pressure (give the stacks back, stay rung), or a new decay interval
+/// (release what stayed idle, and tick the pool).
+pub(crate) fn service(o: &Owner<'_>, pool: &PoolState) {
+    if o.is_dead() {
+        return;
+    }
+    if o.rung() {
+        if !o.locked() {
+            // Rung while this operation ran: a reclaimer may be waiting for it to end, and
+            // only the lock's holder re-arms. The next operation takes the lock.
+            return;
+        }
+        // Re-arm first, then read why it rang (see `Cache::ring`).
+        o.rearm();
+    }
+    if pool.is_closed() {
+        kill(o, pool);
+        return;
+    }
+    // Relaxed: ordered after the trim's bump by the re-arm's acquire (`Cache::ring`), or by
+    // the lock of the reclaimer that trimmed this cache.
+    let generation = pool.trim_gen.load(Relaxed);
+    if generation != o.trim_gen() {
+        o.set_trim_gen(generation);
+        pool.allocator_trim
+            .released(release_all(o, pool), Why::Trim);
+    }
+    if under_pressure(pool) {
+        give_back(o, pool);
+        o.ring_self(); // every operation on the slow path while the pressure lasts
+    }
+    let epoch = pool.clock.epoch();
+    if epoch != o.epoch() {
+        o.set_epoch(epoch);
+        pool.allocator_trim.released(decay(o, pool), Why::Decay);
+        o.defer_tick(epoch); // the pool's part, once this owner is gone
+    }
+}
+
+/// The pool's tick for `epoch`, by whichever thread claims it first: the depot's decay, then
+/// every cache not used since the previous tick is reclaimed and emptied, then glibc's trim
+/// if enough was released, then (feature `metrics`) the pool's figures are published. The
+/// claim is made with the reclaimer's turn in hand, so that a
+/// tick that finds another reclaimer at work ([`Turn::Try`]) leaves the epoch to the next
+/// thread that looks. Never inside an operation.
+pub(crate) fn tick(pool: &PoolState, epoch: u64, turn: Turn) {
+    let Some(r) = pool.caches.turn(turn) else {
+        return;
+    };
+    if !pool.claim_tick(epoch) {
+        return;
+    }
+    reclaim_idle(pool, &r, true);
+    drop(r);
+    #[cfg(feature = "holders")]
+    report_overdue(pool);
+    pool.allocator_trim.maybe_run(epoch);
+    #[cfg(feature = "metrics")]
+    pool.publish_metrics();
+}
+
+/// Reports the async budget waits that have lasted longer than `report_waits_after`
+/// (feature `holders`): a future is polled only when woken, so the tick reports for it. A
+/// report that panics (a subscriber's bug) does not unwind into the operation that ticked.
+#[cfg(feature = "holders")]
+fn report_overdue(pool: &PoolState) {
+    let (Some(after), Some(budget)) = (pool.holders.report_after(), pool.budget.as_ref()) else {
+        return;
+    };
+    if let Some((count, charge, waited)) = budget.overdue_tasks(after) {
+        let report = || {
+            pool.holders
+                .report_overdue(&pool.name, count, charge, waited)
+        };
+        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(report));
+    }
+}
+
+/// Reclaims the caches that hold room and whose owner did nothing since the last tick,
+/// releasing everything they hold. With `record`, this is the tick: every cache's activity is
+/// recorded for the next one.
+fn reclaim_idle(pool: &PoolState, r: &Reclaimer<'_>, record: bool) {
+    let pick = |c: &Cache| {
+        let idle = if record {
+            c.idle_since_last_tick()
+        } else {
+            c.unchanged_since_last_tick()
+        };
+        idle && c.holds_room()
+    };
+    let (mut bytes, mut refund) = (0, 0);
+    r.reclaim(pick, |o| {
+        bytes += release_all(o, pool);
+        refund += o.take_after().refund;
+    });
+    // The tick releases caches idle for an interval; a thread short of room, for room.
+    let why = if record { Why::Decay } else { Why::Cap };
+    pool.allocator_trim.released(bytes, why);
+    pool.refund(refund);
+}
+
+/// What an operation left to do ([`After`]), done once its owner is gone: refunds (which may
+/// wake waiters), the pool's tick, reclaiming quiet caches for room.
+pub(crate) fn after(pool: &PoolState, after: After) {
+    pool.refund(after.refund);
+    if let Some(epoch) = after.tick {
+        tick(pool, epoch, Turn::Try);
+    }
+    if after.steal {
+        steal(pool);
+    }
+}
+
+/// Releases, in every tier, the buffers that stayed below the stack's low-water mark for the
+/// whole interval, shrinks the reservation by as many, and gives back the reservations of
+/// tiers that saw no use. Returns the bytes released.
+fn decay(o: &Owner<'_>, pool: &PoolState) -> usize {
+    let mut bytes = 0;
+    for t in 0..o.tiers() {
+        let idle = o.low(t);
+        if idle > 0 {
+            bytes += release(o, pool, t, idle);
+            let keep = (o.limit(t) - idle).max(o.len(t)).max(1);
+            o.set_limit(t, keep);
+        }
+        o.reset_low(t);
+        if o.idle_since_last_look(t) && o.len(t) == 0 {
+            o.set_limit(t, 0);
+            o.free_storage(t);
+        }
+    }
+    bytes
+}
+
+/// Releases every buffer this cache holds and its reservations, refunding their charges.
+/// Returns the bytes released.
+pub(crate) fn release_all(o: &Owner<'_>, pool: &PoolState) -> usize {
+    let mut bytes = 0;
+    for t in 0..o.tiers() {
+        bytes += release(o, pool, t, usize::MAX);
+        o.set_limit(t, 0);
+        o.free_storage(t);
+    }
+    bytes
+}
+
+/// Gives every stack to the depot, with its room (a closed depot frees them), refunding the
+/// charges: a budget waiter's sweep, thread exit.
+fn give_back(o: &Owner<'_>, pool: &PoolState) {
+    for t in 0..o.tiers() {
+        if o.limit(t) > 0 {
+            give_up(o, pool, t);
+        }
+        o.free_storage(t);
+    }
+}
+
+/// The pool closed: free everything, keep nothing from now on.
+fn kill(o: &Owner<'_>, pool: &PoolState) {
+    release_all(o, pool);
+    o.mark_dead();
+    pool.caches.detach(o.cache());
+}
+
+/// The thread is exiting (or its table is being dropped): hand everything to the depot, as
+/// far as the allowance lets it, free the rest, and fold this thread's counts into the pool's.
+pub(crate) fn retire(o: &Owner<'_>, pool: &PoolState) {
+    if !o.is_dead() {
+        give_back(o, pool);
+    }
+    pool.caches.detach(o.cache());
+}
+
+/// `trim()`: every thread cache releases everything now, reclaimed (the calling thread's own
+/// included, if it has one). Returns the bytes released from the caches, or `None` if caches
+/// cannot be reclaimed here: each then releases at its owner's next operation.
+pub(crate) fn trim_all(pool: &PoolState) -> Option<usize> {
+    let generation = pool.start_trim();
+    let mut bytes = 0;
+    let done = reclaim_all(pool, |o| {
+        o.set_trim_gen(generation);
+        bytes += release_all(o, pool);
+    });
+    if done.is_none() {
+        pool.caches.ring_all();
+        return None;
+    }
+    Some(bytes)
+}
+
+/// Closing: every thread cache frees everything and dies now, reclaimed; without a heavy
+/// fence, at its owner's next operation.
+pub(crate) fn close_all(pool: &PoolState) {
+    pool.close();
+    if reclaim_all(pool, |o| kill(o, pool)).is_none() {
+        pool.caches.ring_all();
+    }
+}
+
+/// A budget waiter's sweep (after it joined the queue): every thread cache's stacks go to the
+/// depot and their charges to the account, whether its owner is busy or idle.
+///
+/// Every cache, also one that holds nothing now: its owner may be in the middle of a slow
+/// return that read the pressure flag before the waiter raised it, and about to reserve room
+/// and push. Reclaiming waits for that operation to end (and takes what it pushed), and rings
+/// the doorbell, so that the owner's next operation takes the lock and sees the flag. (With
+/// empty caches skipped, the budget stress test lost a wake-up about one run in ten.)
+pub(crate) fn sweep(pool: &PoolState) {
+    if reclaim_all(pool, |o| give_back(o, pool)).is_none() {
+        pool.caches.ring_all();
+    }
+}
+
+/// Reclaims every cache (waiting for the turn and every lock) and runs `act` on each, then
+/// gives back the charges the actions refunded, once every cache is let go.
+fn reclaim_all(pool: &PoolState, mut act: impl FnMut(&Owner<'_>)) -> Option<usize> {
+    let mut refund = 0;
+    let done = pool.caches.reclaim(
+        Turn::Wait,
+        |_| true,
+        |o| {
+            act(o);
+            refund += o.take_after().refund;
+        },
+    );
+    pool.refund(refund);
+    done
+}
+
+/// Runs `f` with this owner, then does what it left to do ([`after`]) once the owner is
+/// gone: every owner of this thread's cache ends so (`tls.rs`).
+pub(crate) fn finish<R>(o: Owner<'_>, pool: &PoolState, f: impl FnOnce(&Owner<'_>) -> R) -> R {
+    let r = f(&o);
+    let left = o.take_after();
+    drop(o);
+    if left != After::default() {
+        after(pool, left);
+    }
+    r
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::base::key::Key;
+    use crate::engine::config::Builder;
+
+    /// A thread that only gets (refills from the depot, pops) is not idle: decay keeps its
+    /// reservation and storage. One that neither returned nor refilled for an interval, with
+    /// nothing on its stack, gives both back.
+    #[test]
+    fn decay_keeps_a_getting_tier_and_frees_an_idle_one() {
+        let state = PoolState::new(Builder::new().tiers([64, 128]).validate().unwrap());
+        let cache = state.new_cache(Key::new(1, false));
+        // SAFETY: nothing else reaches this cache.
+        let o = unsafe { Owner::new_unshared(&cache) };
+        decay(&o, &state); // a first look: records the counts
+        assert!(o.set_limit(0, 4) && o.set_limit(1, 4));
+        // Tier 0 refills and pops (a producer); tier 1 does nothing.
+        o.push(0, Vec::with_capacity(64), true).unwrap();
+        drop(o.pop(0).unwrap());
+        decay(&o, &state);
+        assert_eq!(o.limit(0), 4, "a tier in use keeps its reservation");
+        assert_eq!(
+            o.limit(1),
+            0,
+            "an idle, empty tier gives its reservation back"
+        );
+        decay(&o, &state);
+        assert_eq!(o.limit(0), 0, "idle for a whole interval now");
+        drop(o);
+        state.caches.detach(&cache);
+        drop(cache);
+        assert_eq!(
+            state.depot.allowance().held(),
+            0,
+            "every reservation came back"
+        );
+    }
+}

@@ -1,0 +1,408 @@
+//! `PoolState`: everything one pool shares between its handles, its thread caches and its
+//! reclaimers. It sits below the caches' policy and the thread-local table and imports
+//! neither.
+
+use crate::base::key::{Key, Tag};
+use crate::base::sync::{Arc, AtomicBool, AtomicU64, Mutex, Ordering};
+use crate::engine::budget::{Budget, CACHE_SHARE};
+use crate::engine::cache::reclaim::Caches;
+use crate::engine::cache::{offset_table, Cache};
+use crate::engine::class::{Classes, ALL_BUCKETS};
+use crate::engine::clock::Clock;
+use crate::engine::config::Config;
+use crate::engine::depot::{Allowance, Depot};
+use crate::engine::error::AllocError;
+use crate::engine::fresh::{alloc_fresh, prepare_hit, scrub, Fresh};
+use crate::observe::stats::{BudgetStats, Stats};
+use crate::sys::trim::{AllocatorTrim, Why};
+
+/// Bumped whenever any pool closes, so that thread tables know when to look for dead caches.
+static CLOSED_POOLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// How many pools have closed so far. `Acquire`: pairs with the `Release` increment in
+/// [`PoolState::close`], which comes after that pool's `closed` flag is set, so a table that
+/// sees a new count and then reads `closed` flags sees the flag of the pool that bumped it.
+pub(crate) fn closed_pools() -> u64 {
+    CLOSED_POOLS.load(std::sync::atomic::Ordering::Acquire)
+}
+
+/// What a get that its thread cache could not serve comes to.
+#[derive(Debug)]
+pub(crate) enum Got {
+    /// A buffer, and its tag.
+    Buf(Vec<u8>, Tag),
+    /// A pool with a budget has no room for this buffer's charge now (bytes): the caller
+    /// must wait outside any cache operation, then ask again with the charge paid.
+    Wait(usize),
+}
+
+/// The state of one pool.
+#[derive(Debug)]
+pub(crate) struct PoolState {
+    /// Never written after construction.
+    pub(crate) classes: Classes,
+    pub(crate) thread_cache_bytes: usize,
+    /// What each thread cache may reserve: `thread_cache_bytes`, or under a budget
+    /// `min(thread_cache_bytes, limit / 16)` (0 where caches cannot be reclaimed: `fence.rs`).
+    cache_bytes: usize,
+    pub(crate) zero_on_return: bool,
+    pub(crate) max_retained_bytes: usize,
+    pub(crate) clock: Clock,
+    /// The thread caches' lookup table (`cache::offset_table`), copied into each.
+    cache_table: Box<[u32; ALL_BUCKETS]>,
+    /// What thread caches reserve their room from: `allowance`, or, where caches cannot be
+    /// reclaimed (`fence.rs`), an unbounded one of their own.
+    cache_allowance: Arc<Allowance>,
+    pub(crate) depot: Depot,
+    /// Set once, by `close`, before it rings the caches (see [`Cache::ring`]).
+    pub(crate) closed: AtomicBool,
+    /// Bumped by `trim()` before it rings the caches; thread caches compare it with the value
+    /// they last acted on (see [`Cache::ring`]).
+    pub(crate) trim_gen: AtomicU64,
+    /// The last epoch whose tick has been done.
+    tick_epoch: AtomicU64,
+    /// The sixteenth of an interval in which idle caches were last reclaimed for room.
+    pub(crate) last_steal: AtomicU64,
+    /// Every thread cache of this pool.
+    pub(crate) caches: Caches,
+    pub(crate) trimmer: Mutex<Option<std::thread::Thread>>,
+    /// The budget on bytes in use, if configured. A budgeted pool keeps only buffers of
+    /// exactly a tier's size, so that every buffer it hands out has the capacity it was
+    /// charged.
+    pub(crate) budget: Option<Budget>,
+    /// Released bytes, for glibc's `malloc_trim` (`os.rs`).
+    pub(crate) allocator_trim: AllocatorTrim,
+    /// The pool's name (`Builder::name`).
+    pub(crate) name: String,
+    /// What metrics publication remembers (`telemetry.rs`).
+    #[cfg(feature = "metrics")]
+    published: crate::observe::telemetry::Published,
+    /// The tracked buffers (`holders.rs`).
+    #[cfg(feature = "holders")]
+    pub(crate) holders: crate::observe::holders::Tracker,
+}
+
+impl PoolState {
+    pub(crate) fn new(config: Config) -> Self {
+        let budget = config.max_in_use_bytes.map(Budget::new);
+        let cache_bytes = match config.max_in_use_bytes {
+            // A budgeted pool counts its thread caches' buffers as charged, so a waiter must
+            // be able to take them back from any thread: without reclaiming, no caches.
+            Some(_) if !crate::sys::fence::available() => 0,
+            Some(limit) => config.thread_cache_bytes.min(limit / CACHE_SHARE),
+            None => config.thread_cache_bytes,
+        };
+        let allowance = Arc::new(Allowance::new(config.max_retained_bytes));
+        // Caches draw their room from the same allowance as the depot only where they can be
+        // reclaimed from other threads: elsewhere an idle thread would keep its room for good
+        // and, with enough of them, leave none to anyone (the bound is then the old one: the
+        // cap plus each cache's own).
+        let cache_allowance = if crate::sys::fence::available() {
+            Arc::clone(&allowance)
+        } else {
+            Arc::new(Allowance::new(usize::MAX))
+        };
+        PoolState {
+            cache_allowance,
+            depot: Depot::new(config.classes.sizes(), allowance),
+            cache_table: offset_table(&config.classes),
+            caches: Caches::new(config.classes.sizes()),
+            classes: config.classes,
+            thread_cache_bytes: config.thread_cache_bytes,
+            cache_bytes,
+            zero_on_return: config.zero_on_return,
+            max_retained_bytes: config.max_retained_bytes,
+            clock: Clock::new(config.interval_nanos),
+            closed: AtomicBool::new(false),
+            trim_gen: AtomicU64::new(0),
+            tick_epoch: AtomicU64::new(0),
+            last_steal: AtomicU64::new(0),
+            trimmer: Mutex::new(None),
+            budget,
+            allocator_trim: AllocatorTrim::new(config.trim_allocator),
+            name: config.name,
+            #[cfg(feature = "metrics")]
+            published: Default::default(),
+            #[cfg(feature = "holders")]
+            holders: crate::observe::holders::Tracker::new(
+                config.track_every,
+                config.report_waits_after,
+            ),
+        }
+    }
+
+    /// True once the pool closed. `Acquire`, pairing with `close`'s `Release` store: a thread
+    /// that sees the flag sees the depot closed too.
+    pub(crate) fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Acquire)
+    }
+
+    /// A new thread cache for this pool (key `key`), registered so that `stats()` reads it
+    /// and reclaimers can reach it.
+    pub(crate) fn new_cache(&self, key: Key) -> Arc<Cache> {
+        let cache = Cache::new(
+            key,
+            &self.classes,
+            &self.cache_table,
+            self.cache_bytes,
+            // A budgeted pool's large slot takes no buffer above a cache's share of the
+            // budget: one such buffer could be the whole budget, held by one thread between
+            // two sweeps. (With no large slot at all, a budgeted thread cycling 16 MiB
+            // buffers took the depot's lock on every get and put: 1389 instructions per
+            // get+put instead of 63, `cargo run --release -p tierpool-bench -- --count
+            // tierpool-budget 16777216`.)
+            self.budget
+                .as_ref()
+                .map_or(usize::MAX, |b| b.limit() / CACHE_SHARE),
+            self.zero_on_return,
+            self.clock.epoch(),
+            self.trim_gen.load(Ordering::Relaxed),
+            &self.cache_allowance,
+        );
+        // Born rung if the pool closed or a budget waiter is queued: its owner's first
+        // operation then takes the lock and sees why. (A cache born armed while a waiter
+        // waited kept a charged buffer its owner returned through the fast path, which the
+        // waiter's sweep, having listed the caches before this one existed, never took:
+        // `tests/budget.rs`, the tokio test, hung about one run in ten.)
+        self.caches.attach(&cache, || {
+            self.closed.load(Ordering::Relaxed)
+                || self.budget.as_ref().is_some_and(Budget::under_pressure)
+        });
+        cache
+    }
+
+    /// True if thread caches reserve their room from the depot's allowance (so that a stack
+    /// can hand its buffers to the depot with their room); false where caches cannot be
+    /// reclaimed and count apart.
+    pub(crate) fn caches_share_allowance(&self) -> bool {
+        Arc::ptr_eq(&self.cache_allowance, self.depot.allowance_arc())
+    }
+
+    /// True if returned buffers must have exactly a tier's size to be kept.
+    pub(crate) fn exact_only(&self) -> bool {
+        self.budget.is_some()
+    }
+
+    /// The bytes a buffer of this pool with `tag` was charged (0 without a budget).
+    pub(crate) fn charge_of(&self, tag: Tag) -> usize {
+        match &self.budget {
+            Some(_) => tag.charge(self.classes.sizes()),
+            None => 0,
+        }
+    }
+
+    /// Gives `bytes` of charge back to the budget (nothing without one).
+    pub(crate) fn refund(&self, bytes: usize) {
+        if let Some(b) = &self.budget {
+            b.release(bytes);
+        }
+    }
+
+    /// Takes what a get must be charged beyond `prepaid` (`charge` in all; 0 or `charge`
+    /// already paid), and up to `more` in multiples of `unit` for buffers to keep on a stack.
+    /// Returns the extra taken, or `None` if the charge must wait. Without a budget: `Some(more)`.
+    pub(crate) fn charge(
+        &self,
+        charge: usize,
+        prepaid: usize,
+        more: usize,
+        unit: usize,
+    ) -> Option<usize> {
+        let Some(b) = &self.budget else {
+            return Some(more - more % unit.max(1));
+        };
+        if prepaid >= charge {
+            // Paid; extra room only if free now (nobody waits for it), else none.
+            return Some(b.try_take(0, more, unit).unwrap_or(0));
+        }
+        b.try_take(charge - prepaid, more, unit)
+    }
+
+    /// Bytes in use now (0 without a budget): what is neither free, nor gathered by waiters,
+    /// nor on thread stacks.
+    pub(crate) fn in_use(&self) -> usize {
+        self.budget_stats().map_or(0, |b| b.in_use_bytes)
+    }
+
+    fn budget_stats(&self) -> Option<BudgetStats> {
+        let budget = self.budget.as_ref()?;
+        let cached = self.caches.held_bytes();
+        let a = budget.snapshot();
+        let limit = budget.limit();
+        Some(BudgetStats {
+            limit,
+            in_use_bytes: limit.saturating_sub(a.free + a.queued + cached),
+            peak_in_use_bytes: a.peak,
+            cached_bytes: cached,
+            waiting: a.waiting,
+            waits: a.waits,
+            wait_total: a.wait_total,
+            wait_longest: a.wait_longest,
+            refusals: a.refusals,
+        })
+    }
+
+    /// Claims the tick of `epoch` (true for exactly one caller per epoch) and runs the
+    /// depot's part of it: its decay and, if enough was released, glibc's trim. The caller
+    /// reclaims idle caches (`cache/policy.rs`).
+    ///
+    /// `Relaxed` is enough: the CAS only elects one thread per epoch (a read-modify-write, so
+    /// two threads cannot both win the same epoch), and the decay it runs synchronizes through
+    /// the depot's tier locks, not through this counter.
+    pub(crate) fn claim_tick(&self, epoch: u64) -> bool {
+        let seen = self.tick_epoch.load(Ordering::Relaxed);
+        let won = epoch > seen
+            && self
+                .tick_epoch
+                .compare_exchange(seen, epoch, Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok();
+        if won {
+            self.allocator_trim.released(self.depot.decay(), Why::Decay);
+        }
+        won
+    }
+
+    /// Starts a trim: bumps the generation (each cache acts on it when reclaimed or at its
+    /// owner's next operation). Returns the new generation.
+    pub(crate) fn start_trim(&self) -> u64 {
+        // Relaxed: published to each cache by its ring (`Cache::ring`) or its reclaimer's lock.
+        self.trim_gen.fetch_add(1, Ordering::Relaxed) + 1
+    }
+
+    /// Closes the pool: no buffer is kept from now on. The caller then reclaims (or, without
+    /// a heavy fence, rings) every thread cache.
+    pub(crate) fn close(&self) {
+        // Release: pairs with `is_closed`; published to each cache by its ring, too.
+        self.closed.store(true, Ordering::Release);
+        self.depot.close();
+        // Release: see `closed_pools`.
+        CLOSED_POOLS.fetch_add(1, std::sync::atomic::Ordering::Release);
+    }
+
+    /// A buffer of tier `t` for `n` bytes without a thread cache's stack: straight from the
+    /// depot (with `odd_only`, only one larger than the tier's size: the exact ones are the
+    /// thread cache's to refill), or fresh. Its charge is paid. Returns the buffer and whether
+    /// it was a hit.
+    pub(crate) fn direct_or_fresh(
+        &self,
+        t: usize,
+        n: usize,
+        how: Fresh,
+        odd_only: bool,
+    ) -> Result<(Vec<u8>, bool), AllocError> {
+        let retained = if odd_only {
+            self.depot.take_odd(t)
+        } else {
+            self.depot.take_one(t)
+        };
+        match retained {
+            Some(mut v) => {
+                prepare_hit(&mut v, n, how);
+                Ok((v, true))
+            }
+            None => Ok((alloc_fresh(self.classes.size(t), n, how)?, false)),
+        }
+    }
+
+    /// A get that cannot use a thread cache (the thread is exiting, or a re-entrant call),
+    /// `prepaid` bytes of its charge already taken.
+    #[cold]
+    pub(crate) fn get_direct(
+        &self,
+        n: usize,
+        how: Fresh,
+        prepaid: usize,
+    ) -> Result<Got, AllocError> {
+        let Some(t) = self.classes.for_get(n) else {
+            let (tag, charge) = self.oversize_tag(n);
+            if self.charge(charge, prepaid, 0, 1).is_none() {
+                return Ok(Got::Wait(charge));
+            }
+            let v = alloc_fresh(n, n, how).inspect_err(|_| self.refund(charge))?;
+            self.caches.with_retired(|s| s.oversize += 1);
+            return Ok(Got::Buf(v, tag));
+        };
+        let charge = self.charge_of(Tag::tier(t));
+        if self.charge(charge, prepaid, 0, 1).is_none() {
+            return Ok(Got::Wait(charge));
+        }
+        let (v, hit) = self
+            .direct_or_fresh(t, n, how, false)
+            .inspect_err(|_| self.refund(charge))?;
+        self.caches.with_retired(|s| match hit {
+            true => s.tiers[t].hits += 1,
+            false => s.tiers[t].misses += 1,
+        });
+        Ok(Got::Buf(v, Tag::tier(t)))
+    }
+
+    /// The tag and charge of a buffer above the largest tier for `n` bytes (the charge is 0
+    /// and the tag [`Tag::NONE`] without a budget).
+    pub(crate) fn oversize_tag(&self, n: usize) -> (Tag, usize) {
+        match &self.budget {
+            Some(_) => Tag::oversize(n).unwrap_or((Tag::NONE, 0)),
+            None => (Tag::NONE, 0),
+        }
+    }
+
+    /// A return that cannot use a thread cache.
+    #[cold]
+    pub(crate) fn put_direct(&self, mut v: Vec<u8>, tag: Tag) {
+        self.refund(self.charge_of(tag));
+        scrub(&mut v, self.zero_on_return);
+        let Some(t) = self.classes.for_put(v.capacity()) else {
+            self.caches.with_retired(|s| s.untiered_returned += 1);
+            return;
+        };
+        let cap = v.capacity();
+        let kept = if !self.exact_only() || cap == self.classes.size(t) {
+            self.depot.put_one(t, v).is_ok()
+        } else {
+            false
+        };
+        if !kept {
+            self.allocator_trim.released(cap, Why::Cap);
+        }
+        self.caches.with_retired(|s| {
+            s.tiers[t].returned += 1;
+            if !kept {
+                s.tiers[t].discarded += 1;
+            }
+        });
+    }
+
+    /// Publishes the pool's figures to the `metrics` facade (`telemetry.rs`). Out of line, so
+    /// that the tick that runs it stays small.
+    #[cfg(feature = "metrics")]
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn publish_metrics(&self) {
+        self.published.publish(&self.name, &self.stats());
+    }
+
+    /// The real tag of a buffer that comes back (or leaves the pool) with `tag`: a tracked
+    /// buffer's entry is given back (`holders.rs`); any other tag is itself.
+    #[inline(always)]
+    pub(crate) fn untrack(&self, tag: Tag) -> Tag {
+        #[cfg(feature = "holders")]
+        {
+            self.holders.untrack(tag)
+        }
+        #[cfg(not(feature = "holders"))]
+        {
+            tag
+        }
+    }
+
+    pub(crate) fn stats(&self) -> Stats {
+        let mut s = Stats::empty(self.classes.sizes());
+        self.caches.add_to(&mut s);
+        self.depot.add_to(&mut s);
+        s.budget = self.budget_stats();
+        s.allocator_trims = self.allocator_trim.count();
+        s.released_by_decay = self.allocator_trim.released_for(Why::Decay);
+        s.released_by_trim = self.allocator_trim.released_for(Why::Trim);
+        s.released_at_cap = self.allocator_trim.released_for(Why::Cap);
+        s.finish()
+    }
+}
