@@ -35,7 +35,7 @@ use std::ptr::{self, NonNull};
 use crate::buf::pooled::PooledBuf;
 use crate::buf::shared::PooledBytes;
 
-/// A buffer of an [`AlignedPool`]: its start is a multiple of the pool's alignment, and so is
+/// A buffer of an [`AlignedPool`](crate::AlignedPool): its start is a multiple of the pool's alignment, and so is
 /// its capacity; dropping it returns it to the pool (from any thread).
 ///
 /// It works like a `Vec<u8>` that cannot grow: it dereferences to its `len()` initialized

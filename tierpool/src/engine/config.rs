@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use crate::engine::class::{self, Classes, MAX_TIERS};
+use crate::engine::class::{self, Classes, MAX_ALIGNMENT, MAX_TIERS};
 use crate::engine::error::ConfigError;
 use crate::sys::trim::TrimAllocator;
 
@@ -28,9 +28,6 @@ pub const DEFAULT_THREAD_CACHE_BYTES: usize = 8 << 20;
 /// threads (no Linux `membarrier`: other systems, old kernels). Their room then counts apart
 /// from `max_retained_bytes`, as a per-thread bound, so it is kept small.
 pub const FALLBACK_THREAD_CACHE_BYTES: usize = 2 << 20;
-
-/// The largest alignment an [`AlignedPool`](crate::AlignedPool) takes: 2 MiB (a huge page).
-pub const MAX_ALIGNMENT: usize = 2 << 20;
 
 /// Default decay interval: a buffer idle this long becomes eligible for release.
 pub const DEFAULT_DECAY_INTERVAL: Duration = Duration::from_secs(1);

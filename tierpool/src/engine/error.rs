@@ -27,7 +27,7 @@ pub enum ConfigError {
         /// The offending size.
         size: usize,
     },
-    /// More tiers than [`MAX_TIERS`](crate::MAX_TIERS).
+    /// More tiers than [`MAX_TIERS`](crate::engine::class::MAX_TIERS).
     TooManyTiers {
         /// How many distinct tiers were given.
         count: usize,
@@ -67,7 +67,7 @@ pub enum ConfigError {
         /// The smallest tier size.
         smallest_tier: usize,
     },
-    /// `max_in_use_bytes` is above [`MAX_BUDGET`](crate::MAX_BUDGET).
+    /// `max_in_use_bytes` is above [`MAX_BUDGET`](crate::engine::budget::MAX_BUDGET).
     BudgetTooLarge {
         /// The configured budget.
         max_in_use_bytes: usize,
@@ -108,7 +108,7 @@ impl fmt::Display for ConfigError {
             ConfigError::TooManyTiers { count } => write!(
                 f,
                 "{count} tiers given; at most {} are supported",
-                crate::MAX_TIERS
+                crate::engine::class::MAX_TIERS
             ),
             ConfigError::InvalidRange { min, max } => write!(
                 f,
@@ -148,7 +148,7 @@ impl fmt::Display for ConfigError {
             ConfigError::InvalidAlignment { align } => write!(
                 f,
                 "alignment {align} is not a power of two from 1 to {} bytes",
-                crate::engine::config::MAX_ALIGNMENT
+                crate::engine::class::MAX_ALIGNMENT
             ),
             ConfigError::TierNotAligned { tier, align } => write!(
                 f,
@@ -157,7 +157,7 @@ impl fmt::Display for ConfigError {
             ConfigError::BudgetTooLarge { max_in_use_bytes } => write!(
                 f,
                 "max_in_use_bytes {max_in_use_bytes} is above the largest supported budget, {}",
-                crate::MAX_BUDGET
+                crate::engine::budget::MAX_BUDGET
             ),
         }
     }

@@ -4,11 +4,11 @@
 //!
 //! | file | what it owns |
 //! |---|---|
-//! | `error.rs` | the crate's errors: [`ConfigError`](crate::ConfigError), [`AllocError`](crate::AllocError) |
 //! | `class.rs` | size classes and the O(1) lookup |
+//! | `budget.rs` | the budget on bytes in use: the account and its FIFO of waiters |
+//! | `error.rs` | the crate's errors: [`ConfigError`](crate::ConfigError), [`AllocError`](crate::AllocError) |
 //! | `clock.rs` | the decay intervals |
 //! | `fresh.rs` | making a buffer on a miss, readying one on a hit, cleaning one on return |
-//! | `budget.rs` | the budget on bytes in use: the account and its FIFO of waiters |
 //! | `depot.rs` | the shared depot, its decay, and the allowance that bounds depot and caches together |
 //! | `config.rs` | a pool's validated configuration and the defaults |
 //! | `cache/` | one thread's cache of one pool, and taking a cache over from its owner |
@@ -19,11 +19,11 @@
 //!
 //! Bottom-up: each file imports only those above it in this table.
 
-pub(crate) mod error;
 pub(crate) mod class;
+pub(crate) mod budget;
+pub(crate) mod error;
 pub(crate) mod clock;
 pub(crate) mod fresh;
-pub(crate) mod budget;
 pub(crate) mod depot;
 pub(crate) mod config;
 pub(crate) mod cache;

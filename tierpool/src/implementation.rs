@@ -1,0 +1,363 @@
+//! How tierpool works: the design behind the API, for readers of the source and users who
+//! want to know what a call costs. Nothing here is code; the crate root has the quick start.
+//!
+//! # Sharing a filled buffer: `PooledBytes`
+//!
+//! [`PooledBuf::into_shared`] turns a filled buffer into a [`PooledBytes`]: a read-only view
+//! that is cheap to clone and to slice (`slice`, `split_to`, `split_off`), `Send + Sync`, and
+//! gives the buffer back to its pool exactly once, when the last view is dropped, on whichever
+//! thread that happens (gRPC-Go's reference-counted `mem.Buffer`, in Rust). Its control block is
+//! recycled with the buffer, so in steady state it allocates nothing.
+//!
+//! # Chains of buffers: `PooledChain`
+//!
+//! A message that arrives in several pooled buffers, or is assembled from a header and a body,
+//! need not be copied into one: a [`PooledChain`] is an ordered list of [`PooledBytes`] views
+//! that reads as one byte sequence (gRPC-Go's `BufferSlice`). It splits at any byte offset
+//! without copying payload, writes with one vectored call (`write_to`, `io_slices`, and
+//! `bytes::Buf::chunks_vectored`), reads through `std::io::Read`/`BufRead`, and
+//! [`materialize`](PooledChain::materialize)s into one pooled buffer when a consumer needs
+//! contiguous bytes. And when the last view of a buffer is all that is left,
+//! [`PooledBytes::try_into_mut`] makes it a writable [`PooledBuf`] again.
+//!
+//! # Budgets and backpressure
+//!
+//! `max_retained_bytes` caps what the pool *keeps*; [`Builder::max_in_use_bytes`] caps what it
+//! *hands out*: the total capacity of buffers handed out and not yet returned never exceeds
+//! the budget. A server whose 10,000 connections all start a 4 MiB frame at once then waits
+//! for memory instead of asking the allocator for 40 GiB. Off by default; on, it costs the
+//! fast path nothing either: a budgeted pool's get and return are the same instructions as
+//! an unbudgeted one's (see *How it stays off the fast path* below).
+//!
+//! | way of asking | when the budget has no room |
+//! |---|---|
+//! | [`get`](BufferPool::get), [`get_zeroed`](BufferPool::get_zeroed) | blocks the thread until it fits (like a bounded channel's `send`) |
+//! | [`get_timeout`](BufferPool::get_timeout) | blocks up to a timeout, then [`AllocError::TimedOut`] |
+//! | [`acquire`](BufferPool::acquire)`.await` | waits without blocking the thread (any runtime; cancel-safe) |
+//! | [`try_get`](BufferPool::try_get) | never waits: [`AllocError::OverBudget`], with the figures |
+//!
+//! A request whose charge exceeds the whole budget can never be served: the fallible forms
+//! return [`AllocError::LargerThanBudget`] at once and `get` panics. Waiters are served in
+//! order, so a request for the whole budget is not starved by a stream of small ones.
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! use tierpool::{AllocError, BufferPool};
+//!
+//! let pool = BufferPool::builder().max_in_use_bytes(8 << 20).build()?;
+//! let frame = pool.acquire(4 << 20).await?;          // waits while 8 MiB are out
+//! let refused = pool.try_get(6 << 20).unwrap_err();  // 4 + 6 > 8: refused, never waits
+//! assert!(matches!(refused, AllocError::OverBudget { in_use, .. } if in_use == 4 << 20));
+//! drop(frame);                                        // every way back returns the bytes
+//! let b = pool.stats().budget.expect("budgeted");
+//! assert_eq!((b.in_use_bytes, b.refusals), (0, 1));
+//! # Ok(()) }
+//! ```
+//!
+//! Every way a buffer comes back returns its charge: drop on any thread,
+//! [`PooledBuf::into_vec`] (the bytes leave the pool), the last [`PooledBytes`] view, a
+//! `freeze()`d `Bytes`, a thread exiting, the pool dropped. A buffer is charged its tier's
+//! size (above the largest tier, its size rounded up to 4 KiB), and a budgeted pool keeps
+//! only buffers of exactly a tier's size, so none is handed out with more capacity than it
+//! was charged. [`BudgetStats`] (in [`Stats::budget`]) reports bytes in use, the peak, how
+//! many waited and for how long, and refusals. The [`frame`] reader waits for room for a
+//! whole payload before reading it, so a flood of large frames slows the peers down through
+//! TCP instead of growing the heap.
+//!
+//! **How it stays off the fast path.** Buffers a thread cache holds count as charged, so a
+//! get from a cache and a return to it move a buffer between "held by a cache" and "in use"
+//! without any accounting: the budget's fast path *is* the pool's fast path. Charges are taken
+//! where a buffer leaves the shared side (a refill of a batch from the depot, a fresh
+//! allocation) and refunded where it goes back (a flush to the depot, a release), under the
+//! account's lock, once per batch. A thread cache holds at most `min(max_in_use_bytes / 16,
+//! thread_cache_bytes)`, and a request that would wait takes every cache's buffers back first:
+//! it *sweeps* them, reclaiming each cache from its owner (the same machinery that empties
+//! idle threads' caches, see *How it works*), busy or idle, so that no idle thread can hold
+//! budget a waiter needs and the waiter waits on no thread's cooperation. While anyone waits,
+//! caches keep nothing. The `budget` module's docs (in the source) argue why nothing is
+//! stranded, and loom models check it with the rest of the protocol (no lost wake-up, no
+//! over-grant, cancellation, the sweep).
+//!
+//! # The network path: no buffer held by a waiting connection
+//!
+//! A server that takes a buffer per connection and reads into it holds that buffer while the
+//! connection waits, so its memory follows connections, not traffic (10,000 idle connections
+//! with 16 KiB each: 157 MiB). Two ways out, both measured by the report's `connections`
+//! workload (BENCHMARKS.md):
+//!
+//! - **On tokio (epoll)**, readiness first: `tierpool::io::read_ready(&socket, &pool, n)` (feature
+//!   `tokio`) waits until the socket is readable, holding nothing, and only then takes a
+//!   pooled buffer and reads what is there without blocking; `read_ready_exact` reads a
+//!   message of known size; the `frame` reader holds no buffer between frames.
+//! - **On io_uring**, a provided-buffer ring: `buf_ring::BufRing` (feature `buf-ring`)
+//!   registers a ring of pooled buffers with an io_uring instance; a receive names the ring's
+//!   group instead of a buffer, and the kernel takes a buffer only when data arrives. Each
+//!   completion becomes a [`PooledBytes`] of exactly the bytes received; dropping it gives the
+//!   buffer back to the pool, and `BufRing::replenish` refills the ring from the pool after a
+//!   batch of completions. A budget on bytes in use bounds the ring and the buffers handed
+//!   out together (a dry ring, `ENOBUFS`, is retried once buffers come back); with
+//!   incremental consumption (Linux 6.12) small receives share one large buffer as views.
+//!
+//! ```no_run
+//! # #[cfg(all(target_os = "linux", feature = "buf-ring"))]
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! # let socket = std::net::TcpStream::connect("127.0.0.1:1")?;
+//! use std::os::fd::AsRawFd;
+//! use tierpool::io::buf_ring::BufRing;
+//!
+//! let pool = tierpool::BufferPool::new();
+//! let mut uring = io_uring::IoUring::new(1024)?;
+//! let mut ring = BufRing::builder(&pool).entries(256).buf_size(16 << 10).build(&uring)?;
+//! let recv = ring.recv_multishot(socket.as_raw_fd()).user_data(7);
+//! unsafe { uring.submission().push(&recv)? }; // SAFETY: only the ring's buffers are named
+//! uring.submit_and_wait(1)?;
+//! let completions: Vec<_> = uring.completion().collect();
+//! for cqe in completions {
+//!     // SAFETY: a completion of this ring's receive, passed once.
+//!     if let Some(bytes) = unsafe { ring.complete(&cqe) }? {
+//!         println!("{} bytes from connection {}", bytes.len(), cqe.user_data());
+//!     }
+//! }
+//! ring.replenish();
+//! # Ok(()) }
+//! # #[cfg(not(all(target_os = "linux", feature = "buf-ring")))] fn main() {}
+//! ```
+//!
+//! **What each runtime offers.** None of the io_uring runtimes lets a program stock a
+//! provided-buffer ring from its own pool, so `BufRing` works with the `io-uring` crate's
+//! loop (the tests and the workload each have one of about 60 lines). compio 0.19
+//! (compio-driver 0.12) has one ring per driver for `read_managed`/`recv_managed`: its
+//! buffers, all of one length, come from a `BufferAllocator` type (two static functions, no
+//! state, called when the driver starts and stops) and go back to the ring only when the
+//! program drops them, so a buffer held for long holds a ring slot, and the ring's memory is
+//! fixed for the driver's life. To be stocked from tierpool it would need an allocator with
+//! state, called per refill, and a buffer that returns to the allocator rather than the ring
+//! (or a way to register a ring of the program's own and read the buffer id of a
+//! completion). tokio-uring 0.5 has no provided buffers (the experimental `BufRing` and
+//! `recv_provbuf` of its unreleased main branch allocate their own, one size per ring);
+//! monoio 0.2 has none either (its multishot receive is unmerged). Each would also need to say
+//! when a receive's last completion has been seen, which is how `BufRing` knows that tearing
+//! it down is safe.
+//!
+//! # Direct I/O: `AlignedPool`
+//!
+//! Reads and writes that bypass the page cache (`O_DIRECT`) need buffers whose address, and
+//! whose length and file offset, are multiples of the device's alignment (512 B or 4 KiB). A
+//! `Vec<u8>` cannot promise one, so an [`AlignedPool`] hands out [`AlignedBuf`]s: their start
+//! and capacity are multiples of the pool's alignment (a power of two up to
+//! [`MAX_ALIGNMENT`]), from the same machinery as a [`BufferPool`] (thread caches, depot, cap,
+//! decay, budget, stats, thread exit). [`direct_io_alignment`] (Linux) tells what a file needs,
+//! from `statx` (`STATX_DIOALIGN`) or the device's logical block size, and refuses a
+//! filesystem without direct I/O (tmpfs) with [`DirectIoError::Unsupported`].
+//!
+//! ```no_run
+//! # #[cfg(target_os = "linux")]
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! use std::os::unix::fs::{FileExt, OpenOptionsExt};
+//!
+//! let path = "/var/lib/app/blocks.dat";
+//! let align = tierpool::direct_io_alignment(path)?.pool_alignment();
+//! let pool = tierpool::AlignedPool::new(align.max(4096))?;
+//! let file = std::fs::OpenOptions::new()
+//!     .read(true)
+//!     .custom_flags(libc::O_DIRECT)
+//!     .open(path)?;
+//! let mut block = pool.get_zeroed(64 << 10); // 64 KiB, 4 KiB-aligned, len 64 KiB
+//! file.read_exact_at(&mut block, 0)?; // an offset that is a multiple of the alignment
+//! let shared = block.into_shared(); // views start at the aligned address
+//! # drop(shared); Ok(()) }
+//! # #[cfg(not(target_os = "linux"))] fn main() {}
+//! ```
+//!
+//! With compio, tokio-uring or monoio (the features), an `AlignedBuf` goes into `read_at` and
+//! `write_at` as a `PooledBuf` does; a read fills it from its start up to its capacity (whole
+//! blocks) and sets its length to what was read. The kernel's refusal of an offset or length that is not a
+//! multiple of the alignment (`EINVAL`) comes back as the operation's error, with the buffer
+//! and its contents intact.
+//!
+//! What it costs: an aligned buffer is a pooled `Vec<u8>` of its tier's size plus the
+//! alignment, and an `AlignedBuf` is a window into it that starts at the first aligned
+//! address. So every place that frees a buffer frees it with the layout it was allocated with,
+//! and the pool's fast path is the one a `BufferPool` takes, plus computing the window (see
+//! BENCHMARKS.md, *direct-read*); the price is `align` bytes of address space per buffer
+//! (counted in the pool's figures; slack pages never written cost no memory). An `AlignedBuf`
+//! cannot grow: appending past its capacity panics ([`std::io::Write`] writes what fits), as
+//! it would otherwise lose its alignment. [`AlignedBuf::into_shared`] gives [`PooledBytes`]
+//! views that start at the buffer's aligned start; a slice starting `k` bytes in is aligned as
+//! far as `k` is. As io_uring registered buffers (`IORING_REGISTER_BUFFERS`), aligned pooled
+//! buffers work in tokio-uring's `FixedBufRegistry` (they implement its `IoBufMut`; tested),
+//! and return to the pool once unregistered; the pool does not manage a registered set of
+//! its own (pinned buffers could not be released at decay or the cap: BENCHMARKS.md, issue
+//! 17).
+//!
+//! # How it works
+//!
+//! ```text
+//!   thread A (busy)                       thread B (idle for an interval)     any thread
+//!  ┌──────────────────────────────┐     ┌──────────────────────────────┐
+//!  │ cur ──► Cache (pool P)       │     │ cur ──► Cache (pool P)       │    PooledBuf {
+//!  │   doorbell = P's key         │     │   doorbell = RUNG ◄──────────┼─┐    Vec<u8>,
+//!  │   using = 1 during an op     │     │   using = 0                  │ │    key: u32,
+//!  │   tier 0: [p, p, p]          │     │   tier 0: [] (reclaimed)     │ │    tag: u32 }
+//!  │   tier 1: [p]                │     │                              │ │   drop: push p
+//!  └────────┬─────────────────────┘     └──────────────────────────────┘ │   on this thread's
+//!   empty: take a batch │  full: give the older half            a reclaimer: lock, ring,
+//!           ▼                                                   membarrier, wait for
+//!  ┌──────────────────────────────────────────────────────────┐ using == 0, empty the cache
+//!  │ Depot (pool P): per tier, a lock on its own cache line    │
+//!  │ over a stack of exact-size buffers and one of larger ones │
+//!  │ Allowance: depot contents + every cache's reserved room   │
+//!  │            <= max_retained_bytes                          │
+//!  └──────────────────────────────────────────────────────────┘
+//! ```
+//!
+//! - **Size classes** (`engine/class.rs`): the size is mapped to one of 16 buckets per power of two with
+//!   one `bsr` and two shifts; a table gives the bucket's first candidate tier, and for tiers
+//!   with at most five significant bits (powers of two and their 2/4/8/16-step subdivisions)
+//!   the candidate is always the answer.
+//! - **Thread cache** (`engine/cache/`): per thread and pool, one allocation holding the
+//!   doorbell, the lookup table and a 64-byte line per tier, each tier a stack of raw pointers
+//!   to buffers of exactly its size. The thread-local `cur` slot points at the cache used
+//!   last, so everything a get needs is at a constant offset from one pointer. A get marks the
+//!   thread busy (`using = 1`, a plain store), compares the doorbell with the pool's key, pops
+//!   the pointer at the stack's `head` while it is above the tier's low-water mark, and clears
+//!   the mark; a return checks that the capacity is the tier's size (the buffer carries its
+//!   tier as a hint) and pushes. Other threads ring the doorbell (trim, close, reclaim) by
+//!   overwriting it, which sends the owner's next operation to the slow path at no cost to the
+//!   fast one. Counters are written only by the cache's current owner, with plain stores, and
+//!   hits are derived from the stack's length rather than counted.
+//! - **Reclaim** (`engine/cache/reclaim.rs`, `sys/fence.rs`): another thread may take a cache over and
+//!   empty it. It takes the cache's lock, rings the doorbell, issues Linux's
+//!   `membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)` (one for a whole batch of caches: a full
+//!   memory barrier on every running thread of the process) and waits until it reads
+//!   `using == 0`. This is Dekker's protocol with both fences on the rare side: after the
+//!   barrier, either the owner's busy mark is visible (and the reclaimer waits for the
+//!   operation to end, seeing everything it did), or the owner's next look at its doorbell
+//!   sees it rung, and it steps aside to the lock until the reclaimer is done. The owner pays
+//!   two plain stores and a compiler fence per operation; no locked instruction. The pool's
+//!   tick reclaims caches whose activity did not change since the previous tick (idle for an
+//!   interval), `trim()` and closing reclaim all, a budget waiter sweeps all, and a thread
+//!   that finds the allowance spent takes room from idle ones. Where `membarrier` is not
+//!   available (other systems, old kernels), nothing is reclaimed: caches are rung and give
+//!   up their buffers at their owner's next operation, their room counts apart from
+//!   `max_retained_bytes` (with a smaller default [`FALLBACK_THREAD_CACHE_BYTES`]: the bound
+//!   is then the cap plus each cache's own), and a budgeted pool uses no thread caches.
+//! - **Policy** (`engine/policy.rs`, safe code): what a get or a return does when the fast path
+//!   cannot serve it. Tiers reserve room when first used and grow with use (so the fast path
+//!   checks a limit, not a byte count), batches of half a stack move to and from the depot
+//!   under one lock acquisition, odd-capacity buffers go to the depot, housekeeping runs every
+//!   256 returns to a tier.
+//! - **Depot and allowance** (`engine/depot.rs`): the shared store between thread caches, and the one
+//!   count of what the pool may retain.
+//! - **Buffer handle** (`buf/pooled.rs`, `engine/registry.rs`, `base/key.rs`): a [`PooledBuf`] carries its pool's 32-bit
+//!   *key*, not a reference-counted pointer, so handing it out touches no shared counter, yet
+//!   it is `'static + Send` and may outlive the pool: a closed pool's key resolves to nothing,
+//!   and every cache of it has been emptied, so the buffer is simply freed.
+//! - **Decay** (`engine/clock.rs`): time is cut into intervals; each cache and the depot release at every
+//!   boundary the buffers that stayed below their low-water mark for the whole interval, and
+//!   the pool's tick reclaims idle caches.
+//! - **Thread exit**: a thread-local destructor gives each cache's buffers to its depot, with
+//!   the room they had (so the depot takes all of them), and folds its counters into the
+//!   pool's.
+//!
+//! # Where each part lives
+//!
+//! The library is in layers, one folder each; a folder imports only the folders before it
+//! (`scripts/check_layers.py` checks it in CI), and each folder's `mod.rs` lists its files in
+//! the same bottom-up order.
+//!
+//! | folder | layer | what it holds |
+//! |---|---|---|
+//! | `base/` | 0 | the switch between `std` and loom (`sync.rs`); the two words a buffer carries, its pool's key and its tag (`key.rs`) |
+//! | `sys/` | 1 | the operating system and the allocator: the asymmetric fence (`fence.rs`), giving memory back (`trim.rs`), `statx` for direct I/O (`direct_io.rs`) |
+//! | `observe/` | 2 | what the pool reports: `Stats` and its counters, `metrics` publication, holder tracking |
+//! | `engine/` | 3 | the machinery: size classes, the budget, errors, decay clock, the depot, configuration, the thread caches (`cache/`), a pool's state, the slow path (`policy.rs`), the thread-local table (`local.rs`), the registry |
+//! | `buf/` | 4 | the buffers a user holds: `PooledBuf`, `PooledBytes`, `AlignedBuf`, and their `bytes` traits |
+//! | `pool/` | 5 | what hands them out: `BufferPool` (get, acquire, trimmer), `Builder`, `AlignedPool`, the default pool |
+//! | `io/` | 6 | reading and writing: `PooledChain`, readiness-first reads, frames, provided-buffer rings |
+//! | `compat/` | 7 | other crates' traits: compio, tokio-uring, monoio, `http_body` |
+//!
+//! ## The cache's verbs
+//!
+//! | word | meaning |
+//! |---|---|
+//! | *owner* | the one thread that may touch a cache's stacks now: its own thread (busy mark) or a reclaimer (lock, ring, heavy fence) |
+//! | *ring* | overwrite a cache's doorbell so its owner's next operation takes the slow path |
+//! | *reclaim* | take a cache over from its thread (ring, fence, wait for the busy mark to clear) and empty it |
+//! | *sweep* | reclaim every cache of a pool, busy or idle, so a budget waiter waits on no thread |
+//! | *refill*, *flush* | move a batch of buffers from the depot to a cache, or from a cache to the depot |
+//! | *reserve* | draw room for a tier from the pool's allowance before the cache may hold buffers there |
+//! | *decay* | at an interval boundary, release what stayed below its low-water mark for a whole interval |
+//! | *tick* | the pool's once-per-interval work: depot decay, reclaiming idle caches, publishing metrics |
+//! | *release* | free buffers to the allocator (decay, trim, the cap); counted by reason |
+//! | *retire* | fold a cache's counts into the pool's when its thread exits or the pool closes |
+//! | *close* | the last pool handle went away: every cache gives its buffers up |//!
+//! # Safety and correctness
+//!
+//! Every `unsafe` block has a `// SAFETY:` argument beside it (enforced by
+//! `clippy::undocumented_unsafe_blocks`). The files that hold `unsafe` code, what it relies
+//! on, and what checks it:
+//!
+//! | file | what the `unsafe` does | relies on | checked by |
+//! |---|---|---|---|
+//! | `engine/local.rs` | reaches this thread's table and current cache through raw pointers in a `const` thread-local | at most one reference into the table is live; a thread enters a cache once at a time, also under re-entrancy and at thread exit (module docs) | Miri (lib, semantics, threads, alloc_free, leak), loom (`owner_and_reclaimer`) |
+//! | `engine/cache/block.rs` | builds a cache's one allocation (head, then the tiers) with a custom layout, and frees it as a `Box` | the layout computed once; every slot written once | Miri (every test that makes a cache) |
+//! | `engine/cache/fast.rs` | the fast path: from the doorbell's address to the table and the tier at constant offsets | the block's layout; the owner's busy mark | Miri, loom, the callgrind guard |
+//! | `engine/cache/stack.rs`, `owner.rs` | reading and writing a stack's slots between its bounds; rebuilding a `Vec` from a slot's pointer; the two ways to become a cache's owner | `head <= len <= cap`; a slot holds a buffer of exactly its tier; Dekker's protocol with both fences on the rare side (`owner.rs` docs) | Miri, loom (with the owner's fence removed, loom finds both sides on one stack), stress and soak under TSan |
+//! | `engine/cache/reclaim.rs`, `engine/policy.rs` | taking a seized cache's `Owner` after the heavy fence; a cache nothing else reaches | the fence ran after every seize; the caller is inside no operation | loom, Miri (reclaim), TSan (reclaim) |
+//! | `engine/class.rs` | indexing the bucket table and the size list without bounds checks | every index proved valid at construction (`debug_assert!`s) | Miri, the exhaustive lookup tests |
+//! | `sys/fence.rs` | the `membarrier` system call | two integers, no memory of ours | `fence::tests`, the whole suite once without it |
+//! | `sys/trim.rs` | `malloc_trim`, jemalloc's `mallctl`, mimalloc's `mi_collect` | their C contracts (a NUL-terminated name, no arguments) | the purge tests under each allocator |
+//! | `sys/direct_io.rs` | `statx` and `statfs` into zeroed structs | a NUL-terminated path; the kernel fills the struct or fails | `tests/direct_io.rs` on ext4 and tmpfs |
+//! | `buf/pooled.rs` | the handle's `ManuallyDrop<Vec>`, taken exactly once | `Drop`, `into_parts` and `into_vec` are the only takers, and the last two skip `Drop` | Miri (every test) |
+//! | `buf/shared.rs` | `PooledBytes` reads through a raw pointer into a buffer nothing mutates while a view exists; control blocks move between threads as raw boxes; `try_into_mut` | `Arc`'s counting protocol decides who hands the buffer back | Miri, loom (`last_view`), `tests/chain.rs` |
+//! | `buf/aligned.rs` | the aligned window: slices and spare capacity from a raw start pointer | the window lies in the buffer behind (`start + cap <= end`) | Miri (unit tests, `tests/aligned_model.rs`) |
+//! | `buf/bytes.rs` | `BufMut` for `PooledBuf` (forwarded to `Vec`'s) and `AlignedBuf` (within the capacity) | `BufMut`'s contract | Miri (`--features bytes`) |
+//! | `io/buf_ring.rs` | registers a ring with io_uring, writes its entries, turns completions into views | the ring outlives its registration; a completion is passed once (`complete` is `unsafe` for it) | `tests/buf_ring.rs` on a real io_uring, under LSan |
+//! | `compat/compio.rs`, `tokio_uring.rs`, `monoio.rs` | the runtimes' buffer traits (`set_len`, stable pointers) | the heap pointer stays put while the kernel owns the buffer; lengths are honest | `tests/compio.rs`, `tokio_uring.rs`, `monoio.rs`, `direct_io.rs` on a real io_uring |
+//!
+//! How it is checked (the commands `.ci/run` runs):
+//! - **loom** explores every interleaving of the depot exchange, the cap under contention,
+//!   decay and trim racing with get/put, close racing with returns, the doorbell, counter
+//!   publication vs. `stats()`, a reclaimer taking a cache over while its owner gets and
+//!   returns a buffer, an owner coming back to a cache being reclaimed, the shared views'
+//!   count, and the budget's protocol (no lost wake-up, cancellation, the sweep). Both sides
+//!   of the asymmetric fence are modelled as `SeqCst` fences, which give the same guarantee:
+//!   `RUSTFLAGS="--cfg loom" cargo test -p tierpool --lib --release --target-dir target/loom loom`.
+//! - **Miri** (strict provenance) runs the unit tests and the integration tests that drive the
+//!   thread caches, reclaiming, thread exit, panics, cross-thread hand-off, the budget, the
+//!   aligned buffers and the model test, with the fences as `SeqCst` fences (`.ci/run` lists
+//!   the tests).
+//! - **ThreadSanitizer** runs the threads, stress, soak, budget and reclaim tests with std
+//!   rebuilt under TSan. It does not model `membarrier` or the compiler fence; it checks that
+//!   every access a reclaimer makes is ordered after the owner's by the release store and
+//!   acquire load of the busy mark (or the cache's lock).
+//! - **LeakSanitizer** runs the whole test suite; **cargo-fuzz** drives random operations on
+//!   two pools against invariants, the frame reader on arbitrary bytes, and chains.
+//! - A **model-based** proptest checks long random operation sequences against a reference
+//!   model, exactly (every hit, miss and retained byte); **stress** tests run threads of random
+//!   get / hand-off / drop while another thread reclaims every cache over and over, and check
+//!   by address that no buffer is ever out twice, that contents survive, and that the bound
+//!   holds; the whole suite runs once more without `membarrier` (`TIERPOOL_NO_MEMBARRIER=1`)
+//!   to check the fallback.
+//!
+//! # Performance
+//!
+//! The repository's `BENCHMARKS.md` has every measured figure, each with the command that
+//! produced it, from the comparison report (`cargo run --release -p tierpool-bench`). `.ci/run`
+//! fails if a tierpool get+put at 4 KiB, with or without a budget, costs more than 64
+//! instructions (`cargo run --release -p tierpool-bench -- --count tierpool 4096`).
+
+// The names the docs above link to.
+#[allow(unused_imports)]
+#[cfg(target_os = "linux")]
+use crate::direct_io_alignment;
+#[allow(unused_imports)]
+#[cfg(feature = "tokio")]
+use crate::io::frame;
+#[allow(unused_imports)]
+use crate::{
+    AlignedBuf, AlignedPool, AllocError, BudgetStats, BufferPool, Builder, DirectIoError,
+    PooledBuf, PooledBytes, PooledChain, Stats, FALLBACK_THREAD_CACHE_BYTES, MAX_ALIGNMENT,
+};
