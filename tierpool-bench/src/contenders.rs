@@ -40,14 +40,25 @@ pub fn touch<B: Buf>(buf: &mut B, n: usize) {
 }
 
 /// One get-put: a buffer for `n` bytes, its first and last byte written, given back. The
-/// pointer goes through `black_box`, so no contender's allocation or writes can be optimized
-/// away. The body of the `get-put` and `instructions` workloads.
+/// pointer [`escape`]s, so no contender's allocation or writes can be optimized away. The body
+/// of the `get-put` and `instructions` workloads.
 #[inline(always)]
 pub fn get_put_once<C: Contender>(c: &C, n: usize) {
     let mut b = c.get(std::hint::black_box(n));
     touch(&mut b, n);
-    std::hint::black_box(b.ptr());
+    escape(b.ptr());
     drop(b);
+}
+
+/// Makes `p` (and the memory it points to) visible to the outside at no cost: an empty `asm!`
+/// block that takes the pointer in a register and may read any memory, so neither the
+/// allocation nor the writes before it can be optimized away. `black_box(p)` does the same
+/// through `p`'s address, which some builds computed with an extra `lea` and others did not
+/// (a 1-instruction swing in every count from register allocation alone).
+#[inline(always)]
+pub fn escape(p: *mut u8) {
+    // SAFETY: an empty asm block: it executes nothing.
+    unsafe { std::arch::asm!("/* {0} */", in(reg) p, options(nostack, preserves_flags)) }
 }
 
 /// Copies `src` into the start of the buffer and reads back its first and last bytes,

@@ -57,7 +57,7 @@
 //!
 //! Every way a buffer comes back returns its charge: drop on any thread,
 //! [`PooledBuf::into_vec`] (the bytes leave the pool), the last [`PooledBytes`] view, a
-//! `freeze()`d `Bytes`, a thread exiting, the pool dropped. A buffer is charged its tier's
+//! `Bytes` from `into_bytes()`, a thread exiting, the pool dropped. A buffer is charged its tier's
 //! size (above the largest tier, its size rounded up to 4 KiB), and a budgeted pool keeps
 //! only buffers of exactly a tier's size, so none is handed out with more capacity than it
 //! was charged. [`BudgetStats`] (in [`Stats::budget`]) reports bytes in use, the peak, how
@@ -146,7 +146,7 @@
 //! whose length and file offset, are multiples of the device's alignment (512 B or 4 KiB). A
 //! `Vec<u8>` cannot promise one, so an [`AlignedPool`] hands out [`AlignedBuf`]s: their start
 //! and capacity are multiples of the pool's alignment (a power of two up to
-//! [`MAX_ALIGNMENT`]), from the same machinery as a [`BufferPool`] (thread caches, depot, cap,
+//! [`Builder::MAX_ALIGNMENT`]), from the same machinery as a [`BufferPool`] (thread caches, depot, cap,
 //! decay, budget, stats, thread exit). [`direct_io_alignment`] (Linux) tells what a file needs,
 //! from `statx` (`STATX_DIOALIGN`) or the device's logical block size, and refuses a
 //! filesystem without direct I/O (tmpfs) with [`DirectIoError::Unsupported`].
@@ -158,7 +158,7 @@
 //!
 //! let path = "/var/lib/app/blocks.dat";
 //! let align = tierpool::direct_io_alignment(path)?.pool_alignment();
-//! let pool = tierpool::AlignedPool::new(align.max(4096))?;
+//! let pool = tierpool::AlignedPool::with_alignment(align.max(4096))?;
 //! let file = std::fs::OpenOptions::new()
 //!     .read(true)
 //!     .custom_flags(libc::O_DIRECT)
@@ -241,7 +241,7 @@
 //!   that finds the allowance spent takes room from idle ones. Where `membarrier` is not
 //!   available (other systems, old kernels), nothing is reclaimed: caches are rung and give
 //!   up their buffers at their owner's next operation, their room counts apart from
-//!   `max_retained_bytes` (with a smaller default [`FALLBACK_THREAD_CACHE_BYTES`]: the bound
+//!   `max_retained_bytes` (with a smaller default [`Builder::FALLBACK_THREAD_CACHE_BYTES`]: the bound
 //!   is then the cap plus each cache's own), and a budgeted pool uses no thread caches.
 //! - **Policy** (`engine/policy.rs`, safe code): what a get or a return does when the fast path
 //!   cannot serve it. Tiers reserve room when first used and grow with use (so the fast path
@@ -359,5 +359,5 @@ use crate::io::frame;
 #[allow(unused_imports)]
 use crate::{
     AlignedBuf, AlignedPool, AllocError, BudgetStats, BufferPool, Builder, DirectIoError,
-    PooledBuf, PooledBytes, PooledChain, Stats, FALLBACK_THREAD_CACHE_BYTES, MAX_ALIGNMENT,
+    PooledBuf, PooledBytes, PooledChain, Stats,
 };

@@ -115,22 +115,17 @@ pub use buf::pooled::PooledBuf;
 pub use buf::shared::PooledBytes;
 #[cfg(feature = "http-body")]
 pub use compat::http_body::ViewFrames;
-pub use engine::budget::MAX_BUDGET;
-pub use engine::class::{MAX_ALIGNMENT, MAX_TIERS};
-pub use engine::config::{
-    Builder, DEFAULT_DECAY_INTERVAL, DEFAULT_MAX_RETAINED_BYTES, DEFAULT_MAX_TIER,
-    DEFAULT_MIN_TIER, DEFAULT_STEPS_PER_DOUBLING, DEFAULT_THREAD_CACHE_BYTES,
-    FALLBACK_THREAD_CACHE_BYTES,
-};
 pub use engine::error::{AllocError, ConfigError};
 pub use io::chain::{ChainWriter, PooledChain};
 #[cfg(feature = "holders")]
 #[cfg_attr(docsrs, doc(cfg(feature = "holders")))]
 pub use observe::holders::Holder;
 pub use observe::stats::{BudgetStats, Stats, TierStats};
-pub use pool::aligned::{AcquireAligned, AlignedPool};
-pub use pool::buffer_pool::{Acquire, BufferPool};
+pub use pool::acquire::Acquire;
+pub use pool::buffer_pool::{AlignedPool, BufferPool};
+pub use pool::builder::Builder;
 pub use pool::global::{default_pool, set_default_pool};
+pub use pool::kind::{Aligned, Kind, Plain};
 #[cfg(target_os = "linux")]
 pub use sys::direct_io::{direct_io_alignment, AlignmentSource, DirectIoAlignment, DirectIoError};
 pub use sys::trim::TrimAllocator;

@@ -12,9 +12,9 @@ use loom::thread;
 use crate::base::key::Key;
 use crate::base::sync::Ordering;
 use crate::engine::cache::Owner;
-use crate::engine::config::Builder;
 use crate::engine::depot::Depot;
 use crate::engine::state::PoolState;
+use crate::Builder;
 use loom::sync::Arc;
 
 /// A real key for a model's cache (any non-zero slot: the models use no registry).
@@ -304,9 +304,9 @@ mod reclaim {
     use loom::thread;
 
     use crate::engine::cache::reclaim::Turn;
-    use crate::engine::config::Builder;
     use crate::engine::state::PoolState;
     use crate::engine::{local::for_models as local_for_models, policy};
+    use crate::Builder;
 
     fn pool() -> Arc<PoolState> {
         let config = Builder::new()
@@ -410,9 +410,9 @@ mod budget {
 
     use crate::base::key::Tag;
     use crate::engine::budget::{Budget, Ticket, Wake};
-    use crate::engine::config::Builder;
     use crate::engine::state::PoolState;
     use crate::engine::{local::for_models as local_for_models, policy};
+    use crate::Builder;
 
     /// A waiter for `need` bytes at the budget level, like `Acquire`: enqueues with its waker
     /// on first poll (and then runs `after_enqueue`, the sweep), then polls its ticket.

@@ -146,7 +146,7 @@ fn shared_view_ranges() {
 #[test]
 fn too_many_tiers_is_a_config_error() {
     let e = BufferPool::builder()
-        .tiers(1..=(tierpool::MAX_TIERS + 1))
+        .tiers(1..=(tierpool::Builder::MAX_TIERS + 1))
         .build()
         .unwrap_err();
     assert!(e.to_string().contains("tiers"), "{e}");

@@ -157,7 +157,7 @@ fn every_way_back_returns_the_charge() {
     {
         let mut b = pool.get(4096);
         b.extend_from_slice(b"x");
-        let frozen = b.freeze();
+        let frozen = b.into_bytes();
         assert_eq!(in_use(&pool), 4096);
         drop(frozen);
         assert_eq!(in_use(&pool), 0);

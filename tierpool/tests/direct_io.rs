@@ -122,7 +122,7 @@ impl Fixture {
     fn new(name: &str, size: usize) -> Option<Fixture> {
         let path = dio_path(name);
         let align = dio_file(&path)?.pool_alignment();
-        let pool = AlignedPool::new(align).unwrap();
+        let pool = AlignedPool::with_alignment(align).unwrap();
         write_pattern_direct(&path, &pool, size, 256 << 10);
         Some(Fixture { path, pool, align })
     }

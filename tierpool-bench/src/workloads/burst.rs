@@ -19,7 +19,7 @@ use crate::report::{Output, Record, Timeline};
 pub const SIZE: usize = 16 << 10;
 
 /// The release interval the table's "after" level is taken at (two of them).
-pub const INTERVAL: Duration = tierpool::DEFAULT_DECAY_INTERVAL;
+pub const INTERVAL: Duration = tierpool::Builder::DEFAULT_DECAY_INTERVAL;
 
 /// Shape of one run.
 #[derive(Clone, Copy, Debug)]

@@ -64,7 +64,7 @@ impl Strategy {
     /// For the contender table.
     pub fn description(self) -> &'static str {
         match self {
-            Strategy::Pooled => "direct-read workload: AlignedPool::new(4096), pool.get(block) per block (its tier is exactly the block), read_at / write_at with O_DIRECT through compio's io_uring driver, dropped after the block",
+            Strategy::Pooled => "direct-read workload: AlignedPool::with_alignment(4096), pool.get(block) per block (its tier is exactly the block), read_at / write_at with O_DIRECT through compio's io_uring driver, dropped after the block",
             Strategy::Fresh => "direct-read workload: std::alloc::alloc(Layout::from_size_align(block, 4096)) per block, read_at / write_at with O_DIRECT through compio's io_uring driver, freed after the block",
             Strategy::Reused => "direct-read workload: one std::alloc aligned allocation moved into every read_at / write_at and back (compio returns it with the result): the floor",
         }
@@ -219,7 +219,7 @@ pub fn make_file(path: &Path, size: usize) -> Result<(), String> {
         .custom_flags(libc::O_DIRECT)
         .open(path)
         .map_err(err)?;
-    let pool = AlignedPool::new(align).map_err(|e| e.to_string())?;
+    let pool = AlignedPool::with_alignment(align).map_err(|e| e.to_string())?;
     let block = 1 << 20;
     for pos in (0..size).step_by(block) {
         let mut buf = pool.get(block);
@@ -321,7 +321,7 @@ pub fn run_one(ctx: &Ctx, strategy: Strategy, shape: (Op, usize)) -> Option<Outp
             return None;
         }
     };
-    let pool = AlignedPool::new(align).expect("a valid alignment");
+    let pool = AlignedPool::with_alignment(align).expect("a valid alignment");
     let mut reused = Some(AlignedAlloc::new(block, align));
     let stretch = stretch(ctx.quick);
     let (times, blocks, faults, cpu, counted) = rt.block_on(async {

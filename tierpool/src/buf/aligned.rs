@@ -25,7 +25,7 @@
 //! pages of the slack that are never written cost no memory (RSS). *Direct I/O* in the crate
 //! docs says what that costs measured.
 
-use std::borrow::{Borrow, BorrowMut};
+use std::borrow::BorrowMut;
 use std::fmt;
 use std::io;
 use std::mem::MaybeUninit;
@@ -43,7 +43,7 @@ use crate::buf::shared::PooledBytes;
 /// [`extend_from_slice`](Self::extend_from_slice), [`resize`](Self::resize) and
 /// [`spare_capacity_mut`](Self::spare_capacity_mut) within its capacity, and
 /// [`std::io::Write`] (which, like `&mut [u8]`'s, writes what fits). With the features of the
-/// same names it is a [`bytes::BufMut`], freezes into [`bytes::Bytes`] without a copy, and
+/// same names it is a [`bytes::BufMut`], converts into [`bytes::Bytes`] without a copy (`into_bytes`), and
 /// goes into compio, tokio-uring and monoio operations. Those runtimes read into a buffer from
 /// its start, whatever its length, up to its capacity (a whole number of blocks), and set the
 /// length to what was read; to read into part of it, pass a slice of it (compio's and
@@ -57,7 +57,7 @@ use crate::buf::shared::PooledBytes;
 /// ```
 /// use std::io::Write;
 ///
-/// let pool = tierpool::AlignedPool::new(512)?;
+/// let pool = tierpool::AlignedPool::with_alignment(512)?;
 /// let mut buf = pool.get(512);
 /// buf.write_all(b"a sector")?;
 /// assert_eq!(&buf[..], b"a sector");
@@ -251,7 +251,7 @@ impl AlignedBuf {
     /// of the buffer behind: no longer aligned.)
     ///
     /// ```
-    /// let pool = tierpool::AlignedPool::new(4096)?;
+    /// let pool = tierpool::AlignedPool::with_alignment(4096)?;
     /// let mut block = pool.get(8192);
     /// block.resize(8192, 7);
     /// let all = block.into_shared();
@@ -300,20 +300,8 @@ impl DerefMut for AlignedBuf {
     }
 }
 
-impl AsRef<[u8]> for AlignedBuf {
-    fn as_ref(&self) -> &[u8] {
-        self
-    }
-}
-
 impl AsMut<[u8]> for AlignedBuf {
     fn as_mut(&mut self) -> &mut [u8] {
-        self
-    }
-}
-
-impl Borrow<[u8]> for AlignedBuf {
-    fn borrow(&self) -> &[u8] {
         self
     }
 }
@@ -323,6 +311,8 @@ impl BorrowMut<[u8]> for AlignedBuf {
         self
     }
 }
+
+bytes_like!(AlignedBuf);
 
 impl io::Write for AlignedBuf {
     /// Appends what fits of `data` (like `&mut [u8]`): at capacity, `Ok(0)`, and `write_all`
@@ -352,7 +342,8 @@ impl fmt::Debug for AlignedBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{AlignedPool, AllocError, Builder, ConfigError, MAX_ALIGNMENT};
+    use crate::engine::class::MAX_ALIGNMENT;
+    use crate::{AlignedPool, AllocError, Builder, ConfigError};
     use std::io::Write;
 
     fn aligned(p: *const u8, a: usize) -> bool {
@@ -419,7 +410,7 @@ mod tests {
 
     #[test]
     fn a_returned_buffer_comes_back_aligned_with_nothing_in_it() {
-        let pool = AlignedPool::new(4096).unwrap();
+        let pool = AlignedPool::with_alignment(4096).unwrap();
         let mut b = pool.get(8192);
         let addr = b.as_ptr();
         b.extend_from_slice(&[1; 100]);
@@ -447,7 +438,7 @@ mod tests {
 
     #[test]
     fn write_fills_what_fits_and_extend_checks() {
-        let pool = AlignedPool::new(512).unwrap();
+        let pool = AlignedPool::with_alignment(512).unwrap();
         let mut b = pool.get(512);
         assert_eq!(b.write(&[3; 600]).unwrap(), 512);
         assert_eq!(b.write(&[3; 1]).unwrap(), 0);
@@ -474,7 +465,7 @@ mod tests {
 
     #[test]
     fn zeroed_buffers_are_zero_even_when_reused() {
-        let pool = AlignedPool::new(4096).unwrap();
+        let pool = AlignedPool::with_alignment(4096).unwrap();
         let mut b = pool.get(4096);
         b.resize(4096, 0xff);
         drop(b);
@@ -486,7 +477,7 @@ mod tests {
 
     #[test]
     fn shared_views_keep_the_start_and_return_the_buffer_once() {
-        let pool = AlignedPool::new(4096).unwrap();
+        let pool = AlignedPool::with_alignment(4096).unwrap();
         let mut b = pool.get(3 * 4096);
         for i in 0..3 * 4096 {
             b.extend_from_slice(&[(i / 4096) as u8]);
@@ -533,7 +524,7 @@ mod tests {
 
     #[test]
     fn tiers_are_multiples_of_the_alignment() {
-        let pool = AlignedPool::new(4096).unwrap();
+        let pool = AlignedPool::with_alignment(4096).unwrap();
         let t = pool.tier_sizes();
         assert_eq!(t[0], 4096);
         assert_eq!(*t.last().unwrap(), 16 << 20);
@@ -559,7 +550,7 @@ mod tests {
                 },
             ),
         ] {
-            assert_eq!(AlignedPool::new(align).unwrap_err(), err);
+            assert_eq!(AlignedPool::with_alignment(align).unwrap_err(), err);
         }
         assert_eq!(
             Builder::new()
@@ -584,7 +575,7 @@ mod tests {
 
     #[test]
     fn buffers_cross_threads_and_come_back() {
-        let pool = AlignedPool::new(512).unwrap();
+        let pool = AlignedPool::with_alignment(512).unwrap();
         let bufs: Vec<_> = (0..8).map(|_| pool.get(1024)).collect();
         std::thread::spawn(move || drop(bufs)).join().unwrap();
         let again: Vec<_> = (0..8).map(|_| pool.get(1024)).collect();

@@ -1,5 +1,5 @@
 //! The `bytes` integration (feature `bytes`): [`PooledBuf`] as a [`BufMut`], zero-copy
-//! [`PooledBuf::freeze`] into [`Bytes`], and [`PooledBytes`] as a [`Buf`] and into [`Bytes`].
+//! [`PooledBuf::into_bytes`], and [`PooledBytes`] as a [`Buf`] and into [`Bytes`].
 
 use bytes::buf::UninitSlice;
 use bytes::{Buf, BufMut, Bytes};
@@ -33,15 +33,17 @@ unsafe impl BufMut for PooledBuf {
 }
 
 impl PooledBuf {
-    /// Freezes the contents into a [`Bytes`] without copying; the buffer returns to its pool
-    /// when the last clone or slice of that `Bytes` is dropped. Costs one small allocation
-    /// (`Bytes::from_owner`'s control block); [`into_shared`](Self::into_shared) does not.
+    /// The contents as a [`Bytes`], without copying; the buffer returns to its pool when the
+    /// last clone or slice of that `Bytes` is dropped. Costs one small allocation
+    /// (`Bytes::from_owner`'s control block); [`into_shared`](Self::into_shared), the cheap
+    /// way to a shared form (what `freeze` is in `bytes`), does not, and its
+    /// [`PooledBytes`] converts into `Bytes` without a copy too.
     ///
     /// ```
     /// let pool = tierpool::BufferPool::new();
     /// let mut buf = pool.get(16);
     /// buf.extend_from_slice(b"hello world");
-    /// let bytes = buf.freeze();
+    /// let bytes = buf.into_bytes();
     /// let hello = bytes.slice(..5);
     /// drop(bytes);
     /// assert_eq!(&hello[..], b"hello");
@@ -50,7 +52,7 @@ impl PooledBuf {
     /// ```
     #[must_use = "the buffer goes back to the pool if the Bytes is dropped"]
     #[cfg_attr(docsrs, doc(cfg(feature = "bytes")))]
-    pub fn freeze(self) -> Bytes {
+    pub fn into_bytes(self) -> Bytes {
         Bytes::from_owner(self)
     }
 }
@@ -123,23 +125,22 @@ unsafe impl BufMut for AlignedBuf {
 }
 
 impl AlignedBuf {
-    /// Freezes the contents into a [`Bytes`] without copying (it starts at the buffer's
-    /// aligned start); the buffer returns to its pool when the last clone or slice is
-    /// dropped. One small allocation (`Bytes::from_owner`'s block), as
-    /// [`PooledBuf::freeze`].
+    /// The contents as a [`Bytes`], without copying (it starts at the buffer's aligned
+    /// start); the buffer returns to its pool when the last clone or slice is dropped. One
+    /// small allocation (`Bytes::from_owner`'s block), as [`PooledBuf::into_bytes`].
     ///
     /// ```
-    /// let pool = tierpool::AlignedPool::new(4096)?;
+    /// let pool = tierpool::AlignedPool::with_alignment(4096)?;
     /// let mut block = pool.get(4096);
     /// block.resize(4096, 1);
-    /// let bytes = block.freeze();
+    /// let bytes = block.into_bytes();
     /// assert_eq!(bytes.as_ptr() as usize % 4096, 0);
     /// assert_eq!(bytes.len(), 4096);
     /// # Ok::<(), tierpool::ConfigError>(())
     /// ```
     #[must_use = "the buffer goes back to the pool if the Bytes is dropped"]
     #[cfg_attr(docsrs, doc(cfg(feature = "bytes")))]
-    pub fn freeze(self) -> Bytes {
+    pub fn into_bytes(self) -> Bytes {
         Bytes::from_owner(self)
     }
 }
@@ -150,12 +151,12 @@ mod tests {
     use crate::BufferPool;
 
     #[test]
-    fn buf_mut_and_freeze() {
+    fn buf_mut_and_into_bytes() {
         let pool = BufferPool::new();
         let mut b = pool.get(8);
         b.put_u32(0xdead_beef);
         b.put_slice(b"abc");
-        let frozen = b.freeze();
+        let frozen = b.into_bytes();
         assert_eq!(&frozen[..], b"\xde\xad\xbe\xefabc");
         let mut parts = frozen.clone();
         let head = parts.split_to(4);
@@ -175,8 +176,8 @@ mod tests {
     }
 
     #[test]
-    fn aligned_buf_mut_and_freeze() {
-        let pool = crate::AlignedPool::new(512).unwrap();
+    fn aligned_buf_mut_and_into_bytes() {
+        let pool = crate::AlignedPool::with_alignment(512).unwrap();
         let mut b = pool.get(512);
         b.put_u32(7);
         b.put_bytes(1, 508);
@@ -187,7 +188,7 @@ mod tests {
             over.is_err(),
             "BufMut panics past remaining_mut, as its contract says"
         );
-        let frozen = b.freeze();
+        let frozen = b.into_bytes();
         assert_eq!(frozen.as_ptr() as usize % 512, 0);
         assert_eq!(&frozen[..4], &[0, 0, 0, 7]);
         let tail = frozen.slice(4..);

@@ -4,6 +4,8 @@
 //! pooled buffer) and, with the `bytes` feature, their `bytes::Buf`/`BufMut` implementations.
 //! Imports `engine/` and below.
 
+#[macro_use]
+mod bytes_like;
 pub(crate) mod pooled;
 pub(crate) mod shared;
 pub(crate) mod aligned;

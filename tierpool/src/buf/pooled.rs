@@ -1,15 +1,19 @@
 //! [`PooledBuf`], the buffer handle that goes back to its pool when dropped.
 
-use std::borrow::{Borrow, BorrowMut};
+use std::borrow::BorrowMut;
 use std::fmt;
 use std::io;
 use std::mem::{self, ManuallyDrop};
 use std::ops::{Deref, DerefMut};
 
 use crate::base::key::{Key, Tag};
+use crate::base::sync::Arc;
+use crate::engine::cache::Owner;
 use crate::engine::cache::Pushed;
-use crate::engine::registry;
-use crate::engine::{local, policy};
+use crate::engine::local::{self, SlowOp};
+use crate::engine::state::PoolState;
+use crate::engine::{policy, registry};
+use crate::observe::holders::is_tracked;
 
 /// A `Vec<u8>` on loan from a [`BufferPool`](crate::BufferPool); dropping it returns the buffer.
 ///
@@ -61,46 +65,56 @@ pub(crate) fn give_back(key: Key, tag: Tag, mut v: Vec<u8>) {
             mem::forget(v);
             local::service(key, tag.hint());
         }
-        Pushed::Refused => give_back_slow(v, key, tag),
+        Pushed::Refused => {
+            // The `Vec` goes to the slow path as its parts, in registers: passed whole (by
+            // reference to a copy, the ABI's way for 24 bytes), it can make the compiler keep
+            // `v` in memory on the fast path too (measured: 11 instructions per get+put).
+            let mut v = mem::ManuallyDrop::new(v);
+            give_back_slow(v.as_mut_ptr(), v.len(), v.capacity(), key, tag)
+        }
     }
 }
 
 /// A return the fast path could not take: through this thread's cache's slow path, or
-/// without one.
+/// without one. The buffer comes as the parts of a `Vec` whose ownership passes here.
 #[cold]
 #[inline(never)]
-fn give_back_slow(v: Vec<u8>, key: Key, tag: Tag) {
-    local::slow(
-        key,
-        v,
-        || registry::lookup(key),
-        |o, pool, v| policy::put_slow(o, pool, v, pool.untrack(tag)),
-        |pool, v| match pool {
-            Some(pool) => pool.put_direct(v, pool.untrack(tag)),
-            None => drop(v), // the pool is gone
-        },
-    );
+fn give_back_slow(ptr: *mut u8, len: usize, cap: usize, key: Key, tag: Tag) {
+    // SAFETY: the parts of a `Vec<u8>` the caller gave up (`ManuallyDrop`), so this is its
+    // only owner.
+    let v = unsafe { Vec::from_raw_parts(ptr, len, cap) };
+    local::slow(key, Return { v, key, tag });
 }
 
-/// True if `tag` names a tracked buffer's entry (feature `holders`).
-fn tracked(tag: Tag) -> bool {
-    #[cfg(feature = "holders")]
-    {
-        tag.tracked_index().is_some()
+/// A buffer coming back to the pool with key `key`, on the slow path.
+struct Return {
+    v: Vec<u8>,
+    key: Key,
+    tag: Tag,
+}
+
+impl SlowOp for Return {
+    type Out = ();
+    fn find_pool(&self) -> Option<Arc<PoolState>> {
+        registry::lookup(self.key)
     }
-    #[cfg(not(feature = "holders"))]
-    {
-        let _ = tag;
-        false
+    fn with_cache(self, o: &Owner<'_>, pool: &PoolState) {
+        policy::put_slow(o, pool, self.v, pool.untrack(self.tag));
+    }
+    fn without_cache(self, pool: Option<&PoolState>) {
+        match pool {
+            Some(pool) => pool.put_direct(self.v, pool.untrack(self.tag)),
+            None => drop(self.v), // the pool is gone
+        }
     }
 }
 
 /// Gives the charge recorded in `tag` back to the budget of the pool with key `key`: a
-/// buffer of a budgeted pool left the pool (`into_vec`, `freeze`d bytes).
+/// buffer of a budgeted pool left the pool (`into_vec`, `into_bytes`).
 #[cold]
 pub(crate) fn refund(key: Key, tag: Tag) {
     // A tracked buffer (feature `holders`) leaves its entry too, budget or not.
-    if (!key.budgeted() && !tracked(tag)) || tag == Tag::NONE {
+    if (!key.budgeted() && !is_tracked(tag)) || tag == Tag::NONE {
         return;
     }
     local::with_pool(
@@ -179,23 +193,10 @@ impl DerefMut for PooledBuf {
     }
 }
 
-impl AsRef<[u8]> for PooledBuf {
-    #[inline]
-    fn as_ref(&self) -> &[u8] {
-        &self.buf
-    }
-}
-
 impl AsMut<[u8]> for PooledBuf {
     #[inline]
     fn as_mut(&mut self) -> &mut [u8] {
         &mut self.buf
-    }
-}
-
-impl Borrow<[u8]> for PooledBuf {
-    fn borrow(&self) -> &[u8] {
-        &self.buf
     }
 }
 
@@ -233,49 +234,4 @@ impl fmt::Debug for PooledBuf {
     }
 }
 
-impl PartialEq for PooledBuf {
-    /// Compares the contents (like `Vec<u8>`), not the pools.
-    fn eq(&self, other: &Self) -> bool {
-        self.buf[..] == other.buf[..]
-    }
-}
-
-impl Eq for PooledBuf {}
-
-impl PartialEq<[u8]> for PooledBuf {
-    fn eq(&self, other: &[u8]) -> bool {
-        self.buf[..] == *other
-    }
-}
-
-impl PartialEq<&[u8]> for PooledBuf {
-    fn eq(&self, other: &&[u8]) -> bool {
-        self.buf[..] == **other
-    }
-}
-
-impl PartialEq<Vec<u8>> for PooledBuf {
-    fn eq(&self, other: &Vec<u8>) -> bool {
-        *self.buf == *other
-    }
-}
-
-impl PartialOrd for PooledBuf {
-    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl Ord for PooledBuf {
-    /// Orders by contents, lexicographically (like `Vec<u8>`).
-    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        self.buf[..].cmp(&other.buf[..])
-    }
-}
-
-impl std::hash::Hash for PooledBuf {
-    /// Hashes the contents like `[u8]`, so that it agrees with `Borrow<[u8]>`.
-    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        self.buf[..].hash(state);
-    }
-}
+bytes_like!(PooledBuf);

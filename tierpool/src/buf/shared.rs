@@ -24,9 +24,7 @@
 //! (the protocol of `std::sync::Arc` and `bytes`: increments `Relaxed`, decrements `Release`,
 //! and an `Acquire` load of the count before the last owner touches the block).
 
-use std::borrow::Borrow;
 use std::fmt;
-use std::hash::{Hash, Hasher};
 use std::mem;
 use std::ops::{Bound, Deref, RangeBounds};
 use std::ptr::NonNull;
@@ -402,19 +400,6 @@ impl Deref for PooledBytes {
     }
 }
 
-impl AsRef<[u8]> for PooledBytes {
-    #[inline]
-    fn as_ref(&self) -> &[u8] {
-        self.as_slice()
-    }
-}
-
-impl Borrow<[u8]> for PooledBytes {
-    fn borrow(&self) -> &[u8] {
-        self.as_slice()
-    }
-}
-
 impl fmt::Debug for PooledBytes {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("PooledBytes")
@@ -424,55 +409,12 @@ impl fmt::Debug for PooledBytes {
     }
 }
 
-impl PartialEq for PooledBytes {
-    fn eq(&self, other: &Self) -> bool {
-        self.as_slice() == other.as_slice()
-    }
-}
-
-impl Eq for PooledBytes {}
-
-impl PartialEq<[u8]> for PooledBytes {
-    fn eq(&self, other: &[u8]) -> bool {
-        self.as_slice() == other
-    }
-}
-
-impl PartialEq<&[u8]> for PooledBytes {
-    fn eq(&self, other: &&[u8]) -> bool {
-        self.as_slice() == *other
-    }
-}
-
-impl PartialEq<Vec<u8>> for PooledBytes {
-    fn eq(&self, other: &Vec<u8>) -> bool {
-        self.as_slice() == &other[..]
-    }
-}
-
-impl PartialOrd for PooledBytes {
-    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl Ord for PooledBytes {
-    /// Orders by contents, lexicographically (like `Bytes`).
-    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        self.as_slice().cmp(other.as_slice())
-    }
-}
+bytes_like!(PooledBytes);
 
 impl Default for PooledBytes {
     /// An empty view that belongs to no pool (allocates a control block, or reuses one).
     fn default() -> Self {
         PooledBytes::from(Vec::new())
-    }
-}
-
-impl Hash for PooledBytes {
-    fn hash<H: Hasher>(&self, state: &mut H) {
-        self.as_slice().hash(state);
     }
 }
 

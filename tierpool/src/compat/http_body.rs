@@ -75,54 +75,37 @@ impl Body for ViewFrames {
     }
 }
 
-#[cfg_attr(docsrs, doc(cfg(feature = "http-body")))]
-impl Body for PooledBytes {
-    type Data = PooledBytes;
-    type Error = Infallible;
+/// `Body` for a type that is its own single data frame: the whole of it, taken, then the
+/// end (for [`PooledBytes`] and [`PooledChain`], which are `Default` when empty).
+macro_rules! one_frame_body {
+    ($t:ty, $what:literal) => {
+        #[cfg_attr(docsrs, doc(cfg(feature = "http-body")))]
+        impl Body for $t {
+            type Data = $t;
+            type Error = Infallible;
 
-    /// The whole view as one data frame, then the end.
-    fn poll_frame(
-        self: Pin<&mut Self>,
-        _cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<PooledBytes>, Infallible>>> {
-        let this = self.get_mut();
-        if this.is_empty() {
-            return Poll::Ready(None);
+            #[doc = concat!("The whole ", $what, " as one data frame (no copy), then the end.")]
+            fn poll_frame(
+                self: Pin<&mut Self>,
+                _cx: &mut Context<'_>,
+            ) -> Poll<Option<Result<Frame<$t>, Infallible>>> {
+                let this = self.get_mut();
+                if this.is_empty() {
+                    return Poll::Ready(None);
+                }
+                Poll::Ready(Some(Ok(Frame::data(std::mem::take(this)))))
+            }
+
+            fn is_end_stream(&self) -> bool {
+                self.is_empty()
+            }
+
+            fn size_hint(&self) -> SizeHint {
+                SizeHint::with_exact(self.len() as u64)
+            }
         }
-        Poll::Ready(Some(Ok(Frame::data(std::mem::take(this)))))
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.is_empty()
-    }
-
-    fn size_hint(&self) -> SizeHint {
-        SizeHint::with_exact(self.len() as u64)
-    }
+    };
 }
 
-#[cfg_attr(docsrs, doc(cfg(feature = "http-body")))]
-impl Body for PooledChain {
-    type Data = PooledChain;
-    type Error = Infallible;
-
-    /// The whole chain as one data frame (no copy), then the end.
-    fn poll_frame(
-        self: Pin<&mut Self>,
-        _cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<PooledChain>, Infallible>>> {
-        let this = self.get_mut();
-        if this.is_empty() {
-            return Poll::Ready(None);
-        }
-        Poll::Ready(Some(Ok(Frame::data(std::mem::take(this)))))
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.is_empty()
-    }
-
-    fn size_hint(&self) -> SizeHint {
-        SizeHint::with_exact(self.len() as u64)
-    }
-}
+one_frame_body!(PooledBytes, "view");
+one_frame_body!(PooledChain, "chain");

@@ -50,7 +50,7 @@ use std::time::{Duration, Instant};
 use crate::base::sync::{lock, AtomicBool, Mutex, Ordering};
 
 /// The largest `max_in_use_bytes` (about 8 TiB): what a buffer's tag can record as a charge.
-pub const MAX_BUDGET: usize = crate::base::key::MAX_PAGES * crate::base::key::PAGE;
+pub(crate) const MAX_BUDGET: usize = crate::base::key::MAX_PAGES * crate::base::key::PAGE;
 
 /// Shares of the budget a thread cache may hold: `limit / CACHE_SHARE`.
 pub(crate) const CACHE_SHARE: usize = 16;

@@ -27,10 +27,10 @@ const SUB_BITS: u32 = 4;
 pub(crate) const SUB_BUCKETS: usize = 1 << SUB_BITS;
 
 /// The most tiers a pool may have; tier indices are stored as `u16` in the bucket table.
-pub const MAX_TIERS: usize = 4096;
+pub(crate) const MAX_TIERS: usize = 4096;
 
 /// The largest alignment an [`AlignedPool`](crate::AlignedPool) takes: 2 MiB (a huge page).
-pub const MAX_ALIGNMENT: usize = 2 << 20;
+pub(crate) const MAX_ALIGNMENT: usize = 2 << 20;
 
 /// Maps `n` to its bucket. Buckets are ordered: `a <= b` implies `bucket(a) <= bucket(b)`.
 ///

@@ -27,7 +27,7 @@ pub enum ConfigError {
         /// The offending size.
         size: usize,
     },
-    /// More tiers than [`MAX_TIERS`](crate::engine::class::MAX_TIERS).
+    /// More tiers than [`Builder::MAX_TIERS`](crate::Builder::MAX_TIERS).
     TooManyTiers {
         /// How many distinct tiers were given.
         count: usize,
@@ -67,7 +67,7 @@ pub enum ConfigError {
         /// The smallest tier size.
         smallest_tier: usize,
     },
-    /// `max_in_use_bytes` is above [`MAX_BUDGET`](crate::engine::budget::MAX_BUDGET).
+    /// `max_in_use_bytes` is above [`Builder::MAX_IN_USE_BYTES`](crate::Builder::MAX_IN_USE_BYTES).
     BudgetTooLarge {
         /// The configured budget.
         max_in_use_bytes: usize,
@@ -78,7 +78,7 @@ pub enum ConfigError {
         interval: Duration,
     },
     /// An [`AlignedPool`](crate::AlignedPool)'s alignment is not a power of two, or is above
-    /// [`MAX_ALIGNMENT`](crate::MAX_ALIGNMENT).
+    /// [`Builder::MAX_ALIGNMENT`](crate::Builder::MAX_ALIGNMENT).
     InvalidAlignment {
         /// The offending alignment.
         align: usize,
@@ -225,6 +225,41 @@ pub enum AllocError {
         /// The budget.
         limit: usize,
     },
+}
+
+impl AllocError {
+    /// This error as seen by a caller who asked for `n` bytes (an aligned pool asks the pool
+    /// behind it for more than its caller did).
+    pub(crate) fn with_requested(self, n: usize) -> AllocError {
+        match self {
+            AllocError::CapacityOverflow { .. } => AllocError::CapacityOverflow { requested: n },
+            AllocError::AllocFailed { capacity, .. } => AllocError::AllocFailed {
+                requested: n,
+                capacity,
+            },
+            AllocError::OverBudget { in_use, limit, .. } => AllocError::OverBudget {
+                requested: n,
+                in_use,
+                limit,
+            },
+            AllocError::TimedOut {
+                in_use,
+                limit,
+                waited,
+                ..
+            } => AllocError::TimedOut {
+                requested: n,
+                in_use,
+                limit,
+                waited,
+            },
+            AllocError::LargerThanBudget { charge, limit, .. } => AllocError::LargerThanBudget {
+                requested: n,
+                charge,
+                limit,
+            },
+        }
+    }
 }
 
 impl fmt::Display for AllocError {

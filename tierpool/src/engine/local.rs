@@ -271,33 +271,49 @@ pub(crate) fn with_pool<R>(
 #[cold]
 #[inline(never)]
 pub(crate) fn service(key: Key, hint: u32) {
-    slow(
-        key,
-        (),
-        || None,
-        |o, pool, ()| {
-            o.fold_countdown(hint);
-            policy::service(o, pool);
-        },
-        |_, ()| {},
-    );
+    slow(key, Service { hint });
 }
 
-/// The ladder every slow operation on the pool `key` goes down (module docs): `f` on this
-/// thread's cache for it, which then becomes the current cache (made on first use, with the
-/// pool from `find` if this thread has no cache for it yet); or, if this thread cannot use a
-/// cache now (it is exiting, or the call is re-entrant), `direct` with the pool (from the
-/// table or `find`; `None` if it is gone).
-pub(crate) fn slow<A, R>(
-    key: Key,
-    arg: A,
-    find: impl FnOnce() -> Option<Arc<PoolState>>,
-    f: impl FnOnce(&Owner<'_>, &PoolState, A) -> R,
-    direct: impl FnOnce(Option<&PoolState>, A) -> R,
-) -> R {
+/// [`service`]'s operation: housekeeping, on a cache only.
+struct Service {
+    hint: u32,
+}
+
+impl SlowOp for Service {
+    type Out = ();
+    fn find_pool(&self) -> Option<Arc<PoolState>> {
+        None
+    }
+    fn with_cache(self, o: &Owner<'_>, pool: &PoolState) {
+        o.fold_countdown(self.hint);
+        policy::service(o, pool);
+    }
+    fn without_cache(self, _: Option<&PoolState>) {}
+}
+
+/// One slow operation on a pool: what it does with this thread's cache for the pool, and
+/// what it does without one. [`slow`] picks which, down the ladder (module docs).
+pub(crate) trait SlowOp: Sized {
+    /// What the operation gives back.
+    type Out;
+    /// The pool's state, looked up only when this thread has no cache for the pool yet;
+    /// `None` if the caller cannot tell (then the operation does without a cache).
+    fn find_pool(&self) -> Option<Arc<PoolState>>;
+    /// The operation with this thread's cache `o` of `pool`, which then becomes the current
+    /// cache.
+    fn with_cache(self, o: &Owner<'_>, pool: &PoolState) -> Self::Out;
+    /// The operation where this thread cannot use a cache (it is exiting, or the call is
+    /// re-entrant, or it has none and `find_pool` gave none): with the pool if it is alive.
+    fn without_cache(self, pool: Option<&PoolState>) -> Self::Out;
+}
+
+/// The ladder every slow operation on the pool `key` goes down (module docs): `op` with this
+/// thread's cache for it (made on first use, with the pool from `op.find_pool()`), or, if
+/// this thread cannot use a cache now, without one.
+pub(crate) fn slow<O: SlowOp>(key: Key, op: O) -> O::Out {
     let tried = with_this_thread(|local| {
         if local.busy.get() {
-            return Err((arg, Pool::Unknown(find)));
+            return Err((op, None));
         }
         let table = local.table.get();
         if !table.is_null() {
@@ -306,56 +322,41 @@ pub(crate) fn slow<A, R>(
             // false, so this is the only reference into it until `_busy` drops.
             let table = unsafe { &mut *table };
             if table.entries.contains_key(&key) {
-                return Ok(run(local, table, key, arg, f));
+                return Ok(run(local, table, key, op));
             }
         }
-        attach(local, key, arg, find, f)
+        attach(local, key, op)
     });
     match tried {
         Ok(r) => r,
-        Err((arg, pool)) => direct(pool.get().as_deref(), arg),
-    }
-}
-
-/// The pool for the ladder's last rung: not looked up yet, or known.
-enum Pool<F> {
-    Unknown(F),
-    Known(Option<Arc<PoolState>>),
-}
-
-impl<F: FnOnce() -> Option<Arc<PoolState>>> Pool<F> {
-    fn get(self) -> Option<Arc<PoolState>> {
-        match self {
-            Pool::Unknown(find) => find(),
-            Pool::Known(pool) => pool,
+        Err((op, Some(pool))) => op.without_cache(pool.as_deref()),
+        Err((op, None)) => {
+            let pool = op.find_pool();
+            op.without_cache(pool.as_deref())
         }
     }
 }
 
 /// The rest of [`slow`]: makes this thread's table and its cache for `key` if need be, then
-/// runs `f` on it. Gives `arg` and `find` back if the thread is exiting or there is no live
-/// pool.
+/// runs `op` on it. Gives `op` back, with the pool if it was looked up, if the thread is
+/// exiting or there is no live pool.
 #[cold]
 #[inline(never)]
-fn attach<A, R, F>(
+#[allow(clippy::type_complexity)]
+fn attach<O: SlowOp>(
     local: &Local,
     key: Key,
-    arg: A,
-    find: F,
-    f: impl FnOnce(&Owner<'_>, &PoolState, A) -> R,
-) -> Result<R, (A, Pool<F>)>
-where
-    F: FnOnce() -> Option<Arc<PoolState>>,
-{
+    op: O,
+) -> Result<O::Out, (O, Option<Option<Arc<PoolState>>>)> {
     if local.busy.get() || local.destroyed.get() {
-        return Err((arg, Pool::Unknown(find)));
+        return Err((op, None));
     }
     let _busy = Busy::enter(local);
     if local.table.get().is_null() {
         // Register the exit hook first; if the thread is already exiting, keep no table.
         if GUARD.try_with(|_| ()).is_err() {
             local.destroyed.set(true);
-            return Err((arg, Pool::Unknown(find)));
+            return Err((op, None));
         }
         local.table.set(Box::into_raw(Box::default()));
     }
@@ -363,27 +364,21 @@ where
     let table = unsafe { &mut *local.table.get() };
     table.sweep();
     if let hash_map::Entry::Vacant(slot) = table.entries.entry(key) {
-        let Some(pool) = find() else {
-            return Err((arg, Pool::Known(None)));
+        let Some(pool) = op.find_pool() else {
+            return Err((op, Some(None)));
         };
         if pool.is_closed() {
-            return Err((arg, Pool::Known(Some(pool))));
+            return Err((op, Some(Some(pool))));
         }
         let cache = pool.new_cache(key);
         slot.insert(Entry { cache, pool });
     }
-    Ok(run(local, table, key, arg, f))
+    Ok(run(local, table, key, op))
 }
 
-/// Runs `f` on the table's cache for `key` (`busy` is set, `cur` reset); then makes it the
+/// Runs `op` on the table's cache for `key` (`busy` is set, `cur` reset); then makes it the
 /// current cache, or drops it if it died (its pool closed).
-fn run<A, R>(
-    local: &Local,
-    table: &mut Table,
-    key: Key,
-    arg: A,
-    f: impl FnOnce(&Owner<'_>, &PoolState, A) -> R,
-) -> R {
+fn run<O: SlowOp>(local: &Local, table: &mut Table, key: Key, op: O) -> O::Out {
     let entry = table
         .entries
         .get(&key)
@@ -392,7 +387,7 @@ fn run<A, R>(
     // operation of this thread on it runs while this owner lives (module docs).
     let owner = unsafe { entry.cache.enter() };
     // What the operation leaves to do runs once the owner is gone (`policy::finish`).
-    let r = policy::finish(owner, &entry.pool, |o| f(o, &entry.pool, arg));
+    let r = policy::finish(owner, &entry.pool, |o| op.with_cache(o, &entry.pool));
     if entry.cache.is_dead() {
         table.entries.remove(&key);
     } else {

@@ -433,17 +433,14 @@ pub(crate) fn tick(pool: &PoolState, epoch: u64, turn: Turn) {
     }
     reclaim_idle(pool, &r, true);
     drop(r);
-    #[cfg(feature = "holders")]
     report_overdue(pool);
     pool.allocator_trim.maybe_run(epoch);
-    #[cfg(feature = "metrics")]
     pool.publish_metrics();
 }
 
 /// Reports the async budget waits that have lasted longer than `report_waits_after`
 /// (feature `holders`): a future is polled only when woken, so the tick reports for it. A
 /// report that panics (a subscriber's bug) does not unwind into the operation that ticked.
-#[cfg(feature = "holders")]
 fn report_overdue(pool: &PoolState) {
     let (Some(after), Some(budget)) = (pool.holders.report_after(), pool.budget.as_ref()) else {
         return;
@@ -624,7 +621,7 @@ pub(crate) fn finish<R>(o: Owner<'_>, pool: &PoolState, f: impl FnOnce(&Owner<'_
 mod tests {
     use super::*;
     use crate::base::key::Key;
-    use crate::engine::config::Builder;
+    use crate::Builder;
 
     /// A thread that only gets (refills from the depot, pops) is not idle: decay keeps its
     /// reservation and storage. One that neither returned nor refilled for an interval, with

@@ -13,7 +13,9 @@ use crate::engine::config::Config;
 use crate::engine::depot::{Allowance, Depot};
 use crate::engine::error::AllocError;
 use crate::engine::fresh::{alloc_fresh, prepare_hit, scrub, Fresh};
+use crate::observe::holders::Tracker;
 use crate::observe::stats::{BudgetStats, Stats};
+use crate::observe::telemetry::Published;
 use crate::sys::trim::{AllocatorTrim, Why};
 
 /// Bumped whenever any pool closes, so that thread tables know when to look for dead caches.
@@ -74,12 +76,11 @@ pub(crate) struct PoolState {
     pub(crate) allocator_trim: AllocatorTrim,
     /// The pool's name (`Builder::name`).
     pub(crate) name: String,
-    /// What metrics publication remembers (`telemetry.rs`).
-    #[cfg(feature = "metrics")]
-    published: crate::observe::telemetry::Published,
-    /// The tracked buffers (`holders.rs`).
-    #[cfg(feature = "holders")]
-    pub(crate) holders: crate::observe::holders::Tracker,
+    /// What metrics publication remembers (`observe/telemetry.rs`; nothing without the
+    /// feature `metrics`).
+    published: Published,
+    /// The tracked buffers (`observe/holders.rs`; none without the feature `holders`).
+    pub(crate) holders: Tracker,
 }
 
 impl PoolState {
@@ -121,13 +122,8 @@ impl PoolState {
             budget,
             allocator_trim: AllocatorTrim::new(config.trim_allocator),
             name: config.name,
-            #[cfg(feature = "metrics")]
-            published: Default::default(),
-            #[cfg(feature = "holders")]
-            holders: crate::observe::holders::Tracker::new(
-                config.track_every,
-                config.report_waits_after,
-            ),
+            published: Published::default(),
+            holders: Tracker::new(config.track_every, config.report_waits_after),
         }
     }
 
@@ -371,27 +367,19 @@ impl PoolState {
         });
     }
 
-    /// Publishes the pool's figures to the `metrics` facade (`telemetry.rs`). Out of line, so
-    /// that the tick that runs it stays small.
-    #[cfg(feature = "metrics")]
+    /// Publishes the pool's figures to the `metrics` facade (`observe/telemetry.rs`; nothing
+    /// without the feature). Out of line, so that the tick that runs it stays small.
     #[cold]
     #[inline(never)]
     pub(crate) fn publish_metrics(&self) {
-        self.published.publish(&self.name, &self.stats());
+        self.published.publish(&self.name, || self.stats());
     }
 
     /// The real tag of a buffer that comes back (or leaves the pool) with `tag`: a tracked
     /// buffer's entry is given back (`holders.rs`); any other tag is itself.
     #[inline(always)]
     pub(crate) fn untrack(&self, tag: Tag) -> Tag {
-        #[cfg(feature = "holders")]
-        {
-            self.holders.untrack(tag)
-        }
-        #[cfg(not(feature = "holders"))]
-        {
-            tag
-        }
+        self.holders.untrack(tag)
     }
 
     pub(crate) fn stats(&self) -> Stats {

@@ -48,6 +48,41 @@ struct Entry {
     bytes: usize,
 }
 
+/// Where a get was called.
+pub(crate) type Site = &'static Location<'static>;
+
+/// The caller's [`Site`] (through every `#[track_caller]` function above it).
+#[inline(always)]
+#[track_caller]
+pub(crate) fn site() -> Site {
+    Location::caller()
+}
+
+/// Which gets a pool handle tracks: one in `every` per thread (0: none). Kept in the handle,
+/// so that the get's check needs no load through the pool.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Sampler {
+    every: u32,
+}
+
+impl Sampler {
+    pub(crate) fn new(every: u32) -> Self {
+        Sampler { every }
+    }
+
+    /// True if this thread's get from the pool `key` is to be tracked now.
+    #[inline(always)]
+    pub(crate) fn due(&self, key: Key) -> bool {
+        self.every != 0 && due(key, self.every)
+    }
+}
+
+/// True if `tag` names a tracked buffer's entry.
+#[inline(always)]
+pub(crate) fn is_tracked(tag: Tag) -> bool {
+    tag.tracked_index().is_some()
+}
+
 /// A pool's tracked buffers.
 #[derive(Debug)]
 pub(crate) struct Tracker {
@@ -182,12 +217,7 @@ impl Tracker {
 
     /// The tracked tag of a buffer of `bytes` just taken at `location` (its sample was due,
     /// [`due`]), or `tag` itself once a billion tracked buffers are out.
-    pub(crate) fn track(
-        &self,
-        tag: Tag,
-        bytes: usize,
-        location: &'static Location<'static>,
-    ) -> Tag {
+    pub(crate) fn track(&self, tag: Tag, bytes: usize, location: Site) -> Tag {
         let entry = Entry {
             tag,
             location,

@@ -49,8 +49,9 @@ pub(crate) struct Published {
 }
 
 impl Published {
-    /// Publishes `s`, the figures of the pool named `pool`.
-    pub(crate) fn publish(&self, pool: &str, s: &Stats) {
+    /// Publishes the figures `stats` computes, of the pool named `pool`.
+    pub(crate) fn publish(&self, pool: &str, stats: impl FnOnce() -> Stats) {
+        let s = &stats();
         describe();
         let pool = pool.to_owned();
         let g = |name: &'static str, v: f64| gauge!(name, "pool" => pool.clone()).set(v);

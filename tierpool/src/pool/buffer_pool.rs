@@ -1,34 +1,37 @@
-//! [`BufferPool`], the handle users hold. The state behind it is `PoolState` (`state.rs`);
-//! its gets go through this thread's cache (`cache/`).
+//! [`BufferPool`], the handle users hold, written once for both kinds of pool ([`Kind`]):
+//! plain (`BufferPool`) and aligned ([`AlignedPool`]). The state behind it is `PoolState`
+//! (`engine/state.rs`); its gets go through this thread's cache (`engine/cache/`), and what
+//! the fast path cannot serve through `acquire.rs`.
 
 use std::fmt;
-
-use std::future::Future;
-use std::pin::Pin;
-use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
-use crate::base::key::{Key, Tag};
-use crate::base::sync::{lock, Arc, Weak};
-use crate::buf::pooled::{give_back, PooledBuf};
-use crate::engine::budget::{Budget, Ticket, Wake};
-use crate::engine::cache::reclaim::Turn;
-use crate::engine::config::{Builder, Config};
+use crate::base::key::Tag;
+use crate::buf::pooled::give_back;
+use crate::engine::config::Config;
 use crate::engine::error::{AllocError, ConfigError};
-use crate::engine::fresh::{prepare_hit, Fresh};
-use crate::engine::registry;
-use crate::engine::state::{Got, PoolState};
-use crate::engine::{local, policy};
+use crate::engine::fresh::Fresh;
+use crate::engine::local;
+use crate::engine::policy;
 use crate::observe::stats::Stats;
+use crate::pool::acquire::Acquire;
+use crate::pool::handle::{capacity_overflow, PoolRef, TrimOwn, Wait};
+use crate::pool::kind::{Aligned, Kind, Plain};
 use crate::sys::trim::Why;
+// check_layers: allow pool::builder (a pool and its builder name each other)
+use crate::pool::builder::Builder;
 
-/// A size-tiered pool of `Vec<u8>` buffers, shared across threads.
+/// A size-tiered pool of byte buffers, shared across threads.
 ///
 /// `BufferPool` is a cheap handle: cloning it clones an `Arc`, and every clone serves the same
 /// buffers. It is `Send + Sync`. Several pools can live in one process (one per component or
 /// connection) without slowing each other down: each thread keeps a separate cache per pool.
 /// When the last handle is dropped, the pool's depot is freed at once and buffers still out are
 /// freed when they are dropped.
+///
+/// Its [`Kind`] says what it hands out: [`PooledBuf`](crate::PooledBuf)s (the default, [`Plain`]), or for
+/// direct I/O aligned [`AlignedBuf`](crate::AlignedBuf)s ([`AlignedPool`], made by
+/// [`Builder::build_aligned`]). Everything else is the same for both.
 ///
 /// ```
 /// use tierpool::BufferPool;
@@ -47,71 +50,37 @@ use crate::sys::trim::Why;
 /// assert_eq!(worker.join().unwrap(), 1);
 /// ```
 #[derive(Clone)]
-pub struct BufferPool {
-    key: Key,
-    /// One get in this many is tracked (feature `holders`; 0: none). Kept in the handle, in
-    /// the key's padding, so that the get's check needs no load through the pool.
-    #[cfg(feature = "holders")]
-    track_every: u32,
-    handle: Arc<Handle>,
+pub struct BufferPool<K: Kind = Plain> {
+    pub(crate) core: PoolRef,
+    pub(crate) kind: K,
 }
 
-/// Where a get was called, for tracking holders (feature `holders`); nothing without it.
-#[cfg(feature = "holders")]
-type Site = &'static std::panic::Location<'static>;
-#[cfg(not(feature = "holders"))]
-type Site = NoSite;
-
-/// [`Site`] without the feature: nothing to carry.
-#[cfg(not(feature = "holders"))]
-#[derive(Clone, Copy)]
-struct NoSite;
-
-/// The caller's [`Site`] (through every `#[track_caller]` function above it).
-#[inline(always)]
-#[cfg_attr(feature = "holders", track_caller)]
-fn site() -> Site {
-    #[cfg(feature = "holders")]
-    {
-        std::panic::Location::caller()
-    }
-    #[cfg(not(feature = "holders"))]
-    {
-        NoSite
-    }
-}
-
-/// Closes the pool when the last [`BufferPool`] handle goes away.
-struct Handle {
-    key: Key,
-    state: Arc<PoolState>,
-}
-
-impl Drop for Handle {
-    fn drop(&mut self) {
-        // Every thread cache gives up its buffers now (reclaimed), or, where caches cannot be
-        // reclaimed, at its owner's next operation or exit; this thread's own at once.
-        policy::close_all(&self.state);
-        registry::unregister(self.key);
-        local::slow(
-            self.key,
-            (),
-            || None,
-            |o, pool, ()| policy::service(o, pool),
-            |_, ()| {},
-        );
-        if let Some(trimmer) = lock(&self.state.trimmer).take() {
-            trimmer.unpark();
-        }
-    }
-}
+/// A pool of buffers whose start address and capacity are multiples of an alignment (512 B
+/// or 4 KiB for direct I/O, up to [`Builder::MAX_ALIGNMENT`]), with the same thread caches,
+/// shared depot, cap, decay, budget and statistics as any [`BufferPool`]: its gets give
+/// [`AlignedBuf`](crate::AlignedBuf)s.
+///
+/// Made by [`AlignedPool::with_alignment`] or, to configure it,
+/// [`Builder::build_aligned`]. [`direct_io_alignment`](crate::direct_io_alignment) tells
+/// the alignment a file needs.
+///
+/// ```
+/// let pool = tierpool::AlignedPool::with_alignment(4096)?;
+/// let mut block = pool.get(10_000);
+/// assert_eq!(block.as_ptr() as usize % 4096, 0);
+/// assert_eq!(block.capacity(), 12_288); // a multiple of 4096, at least what was asked
+/// block.resize(block.capacity(), 0); // e.g. for `FileExt::read_exact_at`
+/// assert_eq!(pool.tier_sizes()[..3], [4096, 8192, 12_288]);
+/// # Ok::<(), tierpool::ConfigError>(())
+/// ```
+pub type AlignedPool = BufferPool<Aligned>;
 
 impl BufferPool {
     /// A new pool with the default configuration (a private pool; for the process-wide one,
-    /// see [`default_pool`](crate::default_pool)): geometric tiers with four classes per doubling
-    /// from 256 B to 16 MiB (256, 320, 384, 448, 512, 640, ..., 1 MiB, 1.25 MiB, ..., 16 MiB;
-    /// at most 20% of a buffer is slack), a 64 MiB cap on what the depot and all thread caches retain together, 8 MiB per thread
-    /// cache, and a 1 s decay interval.
+    /// see [`default_pool`](crate::default_pool)): geometric tiers with four classes per
+    /// doubling from 256 B to 16 MiB (256, 320, 384, 448, 512, 640, ..., 1 MiB, 1.25 MiB, ...,
+    /// 16 MiB; at most 20% of a buffer is slack), a 64 MiB cap on what the depot and all
+    /// thread caches retain together, 8 MiB per thread cache, and a 1 s decay interval.
     ///
     /// ```
     /// let pool = tierpool::BufferPool::new();
@@ -130,200 +99,59 @@ impl BufferPool {
     }
 
     pub(crate) fn from_config(config: Config) -> Self {
-        let background = config.background_trim;
-        let state = Arc::new(PoolState::new(config));
-        let key = registry::register(&state);
-        if background {
-            *lock(&state.trimmer) = spawn_trimmer(&state);
-        }
         BufferPool {
-            key,
-            #[cfg(feature = "holders")]
-            track_every: state.holders.every(),
-            handle: Arc::new(Handle { key, state }),
+            core: PoolRef::new(config),
+            kind: Plain,
         }
     }
 
-    fn shared(&self) -> &PoolState {
-        &self.handle.state
+    /// Adopts any `Vec<u8>`, from this pool or not: it is filed under the largest tier whose
+    /// size is `<=` its capacity, or released if it fits no tier or the pool is at its cap.
+    /// Its contents are discarded.
+    ///
+    /// ```
+    /// let pool = tierpool::BufferPool::builder().tiers([1024, 4096]).build()?;
+    /// pool.put(Vec::with_capacity(3000)); // kept in the 1024 tier
+    /// let b = pool.get(1000);
+    /// assert_eq!(b.capacity(), 3000); // never smaller than asked
+    /// # Ok::<(), tierpool::ConfigError>(())
+    /// ```
+    #[inline]
+    pub fn put(&self, buf: Vec<u8>) {
+        give_back(self.core.key, Tag::NONE, buf);
+    }
+}
+
+impl AlignedPool {
+    /// A new pool of buffers aligned to `align`, with the default configuration (tiers
+    /// rounded to the alignment; see [`Builder::build_aligned`]).
+    ///
+    /// # Errors
+    /// [`ConfigError::InvalidAlignment`] if `align` is not a power of two from 1 to
+    /// [`Builder::MAX_ALIGNMENT`].
+    pub fn with_alignment(align: usize) -> Result<AlignedPool, ConfigError> {
+        Builder::new().build_aligned(align)
     }
 
-    #[inline(always)]
-    #[cfg_attr(feature = "holders", track_caller)]
-    fn obtain(&self, n: usize, how: Fresh, wait: Wait) -> Result<PooledBuf, AllocError> {
-        self.obtain_at(n, how, wait, site())
-    }
-
-    /// [`obtain`](Self::obtain), tracked (feature `holders`) as taken at `site`.
-    #[inline(always)]
-    fn obtain_at(
-        &self,
-        n: usize,
-        how: Fresh,
-        wait: Wait,
-        site: Site,
-    ) -> Result<PooledBuf, AllocError> {
-        let _ = site;
-        let (v, tag) = match local::fast_pop(self.key, n) {
-            Some(hit) => {
-                let tag = Tag::from_hint(hit.hint);
-                let mut v = hit.into_vec();
-                prepare_hit(&mut v, n, how);
-                (v, tag)
-            }
-            // The slow path's result comes through memory; taking it apart here, on its own
-            // branch, lets the fast path keep the handle in registers (measured: 17
-            // instructions of stack copies per get+drop otherwise).
-            None => self.acquire_slow(n, how, wait)?.into_parts(),
-        };
-        #[cfg(feature = "holders")]
-        let tag = self.track(tag, v.capacity(), site);
-        Ok(PooledBuf::new(v, self.key, tag))
-    }
-
-    /// [`obtain`](Self::obtain) for the gets that cannot fail (they panic instead): the slow
-    /// path returns a plain handle, which stays in registers (a `Result` with
-    /// [`AllocError`]'s layout merged into the fast path through the stack: 4 instructions).
-    #[inline(always)]
-    #[cfg_attr(feature = "holders", track_caller)]
-    fn obtain_or_panic(&self, n: usize, how: Fresh) -> PooledBuf {
-        let (v, tag) = match local::fast_pop(self.key, n) {
-            Some(hit) => {
-                let tag = Tag::from_hint(hit.hint);
-                let mut v = hit.into_vec();
-                prepare_hit(&mut v, n, how);
-                (v, tag)
-            }
-            None => self.slow_or_panic(n, how).into_parts(),
-        };
-        #[cfg(feature = "holders")]
-        let tag = self.track(tag, v.capacity(), std::panic::Location::caller());
-        PooledBuf::new(v, self.key, tag)
-    }
-
-    #[cold]
-    #[inline(never)]
-    fn slow_or_panic(&self, n: usize, how: Fresh) -> PooledBuf {
-        match self.acquire_slow(n, how, Wait::Until(None)) {
-            Ok(b) => b,
-            Err(e) => get_failed(e),
+    pub(crate) fn from_config_aligned(config: Config, kind: Aligned) -> Self {
+        BufferPool {
+            core: PoolRef::new(config),
+            kind,
         }
     }
 
-    /// Everything a get can need beyond the fast path: the slow path of this thread's cache,
-    /// and with a budget that has no room now, waiting (as `wait` allows) and asking again
-    /// with the charge paid.
-    #[cold]
-    #[inline(never)]
-    fn acquire_slow(&self, n: usize, how: Fresh, wait: Wait) -> Result<PooledBuf, AllocError> {
-        let charge = match self.fetch(n, how, 0)? {
-            Got::Buf(v, tag) => return Ok(PooledBuf::new(v, self.key, tag)),
-            Got::Wait(charge) => self.check_charge(n, charge)?,
-        };
-        self.wait_for(n, charge, wait)?;
-        self.fetch_paid(n, how, charge)
+    /// The alignment of every buffer's start and capacity.
+    pub fn alignment(&self) -> usize {
+        self.kind.align()
     }
+}
 
-    /// A buffer for `n` bytes through this thread's cache, or without one (down the ladder),
-    /// `prepaid` bytes of its charge paid.
-    fn fetch(&self, n: usize, how: Fresh, prepaid: usize) -> Result<Got, AllocError> {
-        local::slow(
-            self.key,
-            n,
-            || Some(Arc::clone(&self.handle.state)),
-            |o, pool, n| policy::get_slow(o, pool, n, how, prepaid),
-            |pool, n| pool.unwrap_or(self.shared()).get_direct(n, how, prepaid),
-        )
-    }
-
-    /// [`fetch`](Self::fetch) with the whole charge paid, which never has to wait.
-    fn fetch_paid(&self, n: usize, how: Fresh, charge: usize) -> Result<PooledBuf, AllocError> {
-        match self.fetch(n, how, charge)? {
-            Got::Buf(v, tag) => Ok(PooledBuf::new(v, self.key, tag)),
-            Got::Wait(_) => unreachable!("a paid get never waits"),
-        }
-    }
-
-    /// The budget, for a pool whose key says it has one.
-    fn budget(&self) -> &Budget {
-        self.shared()
-            .budget
-            .as_ref()
-            .expect("only a pool with a budget asks to wait")
-    }
-
-    /// Refuses a charge that can never be served: larger than the whole budget (or a size
-    /// no allocation can have).
-    fn check_charge(&self, n: usize, charge: usize) -> Result<usize, AllocError> {
-        if n > isize::MAX as usize {
-            return Err(AllocError::CapacityOverflow { requested: n });
-        }
-        let limit = self.budget().limit();
-        if charge > limit {
-            return Err(AllocError::LargerThanBudget {
-                requested: n,
-                charge,
-                limit,
-            });
-        }
-        Ok(charge)
-    }
-
-    /// Takes `charge` bytes of the budget for a get of `n` that found no room: after sweeping
-    /// the thread caches' buffers back into the account if any hold some, then by waiting in
-    /// line as `wait` allows (the queue sweeps the caches again once it is joined).
-    fn wait_for(&self, n: usize, charge: usize, wait: Wait) -> Result<(), AllocError> {
-        let (state, budget) = (self.shared(), self.budget());
-        if self.take_swept(charge) {
-            return Ok(());
-        }
-        let Wait::Until(deadline) = wait else {
-            budget.refused();
-            return Err(AllocError::OverBudget {
-                requested: n,
-                in_use: state.in_use(),
-                limit: budget.limit(),
-            });
-        };
-        let start = Instant::now();
-        let ticket = budget.enqueue(charge, Wake::Thread(std::thread::current()));
-        policy::sweep(state);
-        #[cfg(feature = "holders")]
-        let mut report = || state.holders.report_wait(&state.name, n, start.elapsed());
-        #[cfg(feature = "holders")]
-        let report = state
-            .holders
-            .report_after()
-            .and_then(|after| start.checked_add(after))
-            .map(|at| (at, &mut report as &mut dyn FnMut()));
-        #[cfg(not(feature = "holders"))]
-        let report = None;
-        if !budget.wait(ticket, deadline, report) {
-            return Err(AllocError::TimedOut {
-                requested: n,
-                in_use: state.in_use(),
-                limit: budget.limit(),
-                waited: start.elapsed(),
-            });
-        }
-        Ok(())
-    }
-
-    /// Takes `charge` bytes from the account after sweeping the thread caches into it, if
-    /// they hold anything; false if that was not enough (nothing taken).
-    fn take_swept(&self, charge: usize) -> bool {
-        let state = self.shared();
-        if state.caches.held_bytes() == 0 {
-            return false;
-        }
-        policy::sweep(state);
-        self.budget().try_take(charge, 0, 1).is_some()
-    }
-
+impl<K: Kind> BufferPool<K> {
     /// A buffer with `len() == 0` and `capacity() >= n`, from the smallest tier that fits `n`
     /// (a fresh buffer has exactly that tier's capacity). Above the largest tier, a buffer of
     /// capacity exactly `n` from the heap, not kept when dropped. `get(0)` serves the smallest
-    /// tier.
+    /// tier. An aligned pool's buffer starts at a multiple of the alignment, and its capacity
+    /// is one.
     ///
     /// With a budget on bytes in use ([`Builder::max_in_use_bytes`]), waits (blocking the
     /// thread, like a bounded channel's `send`) until the buffer fits the budget; waiters are
@@ -346,8 +174,13 @@ impl BufferPool {
     #[must_use = "the buffer goes straight back to the pool if unused"]
     #[inline(always)]
     #[cfg_attr(feature = "holders", track_caller)]
-    pub fn get(&self, n: usize) -> PooledBuf {
-        self.obtain_or_panic(n, Fresh::Plain)
+    pub fn get(&self, n: usize) -> K::Buf {
+        match self.kind.inner_size(n) {
+            Ok(m) => self
+                .kind
+                .wrap(self.core.obtain_or_panic(m, Fresh::Plain), 0),
+            Err(_) => capacity_overflow(n),
+        }
     }
 
     /// Like [`get`](Self::get), but never waits and never panics: an impossible size, an
@@ -377,8 +210,8 @@ impl BufferPool {
     #[must_use = "the buffer goes straight back to the pool if unused"]
     #[inline]
     #[cfg_attr(feature = "holders", track_caller)]
-    pub fn try_get(&self, n: usize) -> Result<PooledBuf, AllocError> {
-        self.obtain(n, Fresh::Fallible, Wait::Never)
+    pub fn try_get(&self, n: usize) -> Result<K::Buf, AllocError> {
+        self.obtain(n, Wait::Never)
     }
 
     /// Like [`get`](Self::get), but waits at most `timeout` for room in the budget, and
@@ -406,9 +239,21 @@ impl BufferPool {
     /// ```
     #[must_use = "the buffer goes straight back to the pool if unused"]
     #[cfg_attr(feature = "holders", track_caller)]
-    pub fn get_timeout(&self, n: usize, timeout: Duration) -> Result<PooledBuf, AllocError> {
+    pub fn get_timeout(&self, n: usize, timeout: Duration) -> Result<K::Buf, AllocError> {
         let deadline = Instant::now().checked_add(timeout);
-        self.obtain(n, Fresh::Fallible, Wait::Until(deadline))
+        self.obtain(n, Wait::Until(deadline))
+    }
+
+    /// [`try_get`](Self::try_get) and [`get_timeout`](Self::get_timeout): the size asked of
+    /// the machinery, the get, the handle, and errors that name the size the caller asked.
+    #[inline(always)]
+    #[cfg_attr(feature = "holders", track_caller)]
+    fn obtain(&self, n: usize, wait: Wait) -> Result<K::Buf, AllocError> {
+        let m = self.kind.inner_size(n)?;
+        match self.core.obtain(m, Fresh::Fallible, wait) {
+            Ok(b) => Ok(self.kind.wrap(b, 0)),
+            Err(e) => Err(self.kind.asked(e, n)),
+        }
     }
 
     /// A future that resolves to a buffer for `n` bytes once it fits the budget on bytes in
@@ -435,14 +280,8 @@ impl BufferPool {
     /// # Ok(()) }
     /// ```
     #[cfg_attr(feature = "holders", track_caller)]
-    pub fn acquire(&self, n: usize) -> Acquire<'_> {
-        Acquire {
-            pool: self,
-            n,
-            state: AcquireState::Start,
-            #[cfg(feature = "holders")]
-            site: std::panic::Location::caller(),
-        }
+    pub fn acquire(&self, n: usize) -> Acquire<'_, K> {
+        Acquire::new(&self.core, &self.kind, n)
     }
 
     /// A buffer with `len() == n`, all zeros. Fresh buffers come zeroed from the allocator
@@ -460,37 +299,22 @@ impl BufferPool {
     #[must_use = "the buffer goes straight back to the pool if unused"]
     #[inline]
     #[cfg_attr(feature = "holders", track_caller)]
-    pub fn get_zeroed(&self, n: usize) -> PooledBuf {
-        self.obtain_or_panic(n, Fresh::Zeroed)
-    }
-
-    /// The tag a buffer `v` just taken at `site` leaves with: tracked if this pool tracks
-    /// holders and this thread's sample is due, else `tag` (feature `holders`).
-    #[cfg(feature = "holders")]
-    #[inline(always)]
-    fn track(&self, tag: Tag, cap: usize, site: &'static std::panic::Location<'static>) -> Tag {
-        if self.track_every == 0 || !crate::observe::holders::due(self.key, self.track_every) {
-            return tag;
+    pub fn get_zeroed(&self, n: usize) -> K::Buf {
+        match self.kind.inner_size(n) {
+            // An aligned pool's whole buffer behind is zeroed (`m >= n + align`), the
+            // window's first `n` bytes with it.
+            Ok(m) => self
+                .kind
+                .wrap(self.core.obtain_or_panic(m, Fresh::Zeroed), n),
+            Err(_) => capacity_overflow(n),
         }
-        self.track_slow(tag, cap, site)
-    }
-
-    #[cfg(feature = "holders")]
-    #[cold]
-    #[inline(never)]
-    fn track_slow(
-        &self,
-        tag: Tag,
-        cap: usize,
-        site: &'static std::panic::Location<'static>,
-    ) -> Tag {
-        self.shared().holders.track(tag, cap, site)
     }
 
     /// The buffers handed out and not yet returned, among those tracked
     /// ([`Builder::track_holders`]; feature `holders`), grouped by the call site of the get
     /// that took them, most bytes first: who holds the memory, and for how long. With a
-    /// sample of one get in N, the counts are a sample.
+    /// sample of one get in N, the counts are a sample. An aligned pool's bytes count a tier
+    /// plus the alignment per buffer.
     ///
     /// ```
     /// let pool = tierpool::BufferPool::builder().track_holders(1).build()?;
@@ -505,37 +329,29 @@ impl BufferPool {
     #[cfg(feature = "holders")]
     #[cfg_attr(docsrs, doc(cfg(feature = "holders")))]
     pub fn holders(&self) -> Vec<crate::Holder> {
-        self.shared().holders.holders()
+        self.core.state().holders.holders()
     }
 
-    /// Adopts any `Vec<u8>`, from this pool or not: it is filed under the largest tier whose
-    /// size is `<=` its capacity, or released if it fits no tier or the pool is at its cap.
-    /// Its contents are discarded.
-    ///
-    /// ```
-    /// let pool = tierpool::BufferPool::builder().tiers([1024, 4096]).build()?;
-    /// pool.put(Vec::with_capacity(3000)); // kept in the 1024 tier
-    /// let b = pool.get(1000);
-    /// assert_eq!(b.capacity(), 3000); // never smaller than asked
-    /// # Ok::<(), tierpool::ConfigError>(())
-    /// ```
-    #[inline]
-    pub fn put(&self, buf: Vec<u8>) {
-        give_back(self.key, Tag::NONE, buf);
-    }
-
-    /// A snapshot of the pool's counters. See [`Stats`] for what is exact when.
+    /// A snapshot of the pool's counters. See [`Stats`] for what is exact when. An aligned
+    /// pool's byte figures count what it allocates, a tier plus the alignment per buffer;
+    /// each [`TierStats::size`](crate::TierStats::size) is the aligned tier's size.
     #[must_use]
     pub fn stats(&self) -> Stats {
-        self.shared().stats()
+        let mut stats = self.core.state().stats();
+        let slack = self.kind.slack();
+        for t in &mut stats.tiers {
+            t.size -= slack;
+        }
+        stats
     }
 
     /// Releases retained memory now: everything in the shared depot and in every thread's
-    /// cache, idle threads' included (each is reclaimed: see the crate docs, *How it works*),
-    /// and returns how many bytes that was. A thread in the middle of an operation on its
-    /// cache is waited for (one get or return); no thread is interrupted. Where caches cannot
-    /// be reclaimed (no Linux `membarrier`), only the calling thread's cache and the depot are
-    /// released now, and every other cache at its owner's next operation.
+    /// cache, idle threads' included (each is reclaimed: see
+    /// [`implementation`](crate::implementation), *How it works*), and returns how many bytes
+    /// that was. A thread in the middle of an operation on its cache is waited for (one get
+    /// or return); no thread is interrupted. Where caches cannot be reclaimed (no Linux
+    /// `membarrier`), only the calling thread's cache and the depot are released now, and
+    /// every other cache at its owner's next operation.
     ///
     /// ```
     /// use std::sync::mpsc::channel;
@@ -560,21 +376,12 @@ impl BufferPool {
     /// other.join().unwrap();
     /// ```
     pub fn trim(&self) -> usize {
-        let state = self.shared();
+        let state = self.core.state();
         let caches = match policy::trim_all(state) {
             Some(bytes) => bytes,
             // Caches cannot be reclaimed here: this thread's own releases now, the others at
             // their owners' next operation.
-            None => local::slow(
-                self.key,
-                (),
-                || None,
-                |o, pool, ()| {
-                    o.set_trim_gen(pool.trim_gen.load(std::sync::atomic::Ordering::Relaxed));
-                    policy::release_all(o, pool)
-                },
-                |_, ()| 0,
-            ),
+            None => local::slow(self.core.key, TrimOwn),
         };
         let bytes = caches + state.depot.trim();
         state.allocator_trim.released(bytes, Why::Trim);
@@ -582,20 +389,22 @@ impl BufferPool {
         bytes
     }
 
-    /// The tier sizes, ascending.
+    /// The tier sizes, ascending (an aligned pool's: each a multiple of the alignment).
     pub fn tier_sizes(&self) -> &[usize] {
-        self.shared().classes.sizes()
+        self.kind.tier_sizes(self.core.state().classes.sizes())
     }
 
     /// The pool's name ([`Builder::name`]; `pool-1`, `pool-2`, ... for unnamed pools).
     pub fn name(&self) -> &str {
-        &self.shared().name
+        &self.core.state().name
     }
 
     /// Publishes the pool's figures to the [`metrics`](https://docs.rs/metrics) facade now
     /// (feature `metrics`; the names and labels are listed in the README). The pool also
     /// publishes them at each tick, once per decay interval while it is used or with
     /// [`Builder::background_trim`]; call this for a pool used rarely, or before a scrape.
+    /// An aligned pool's tier labels are the sizes of the pool behind, each tier plus the
+    /// alignment.
     ///
     /// ```
     /// let pool = tierpool::BufferPool::builder().name("rx").build()?;
@@ -606,13 +415,13 @@ impl BufferPool {
     #[cfg(feature = "metrics")]
     #[cfg_attr(docsrs, doc(cfg(feature = "metrics")))]
     pub fn publish_metrics(&self) {
-        self.shared().publish_metrics();
+        self.core.state().publish_metrics();
     }
 
     /// The cap on the bytes the pool retains: the depot and every thread cache together (see
     /// [`Builder::max_retained_bytes`]).
     pub fn max_retained_bytes(&self) -> usize {
-        self.shared().max_retained_bytes
+        self.core.state().max_retained_bytes
     }
 
     /// The most each thread's cache for this pool may hold (under a budget on bytes in use,
@@ -620,182 +429,17 @@ impl BufferPool {
     /// number of threads, the depot and all thread caches together retain at most
     /// [`max_retained_bytes`](Self::max_retained_bytes).
     pub fn thread_cache_bytes(&self) -> usize {
-        self.shared().thread_cache_bytes
+        self.core.state().thread_cache_bytes
     }
 
     /// The budget on bytes in use ([`Builder::max_in_use_bytes`]), if the pool has one.
     pub fn max_in_use_bytes(&self) -> Option<usize> {
-        self.shared().budget.as_ref().map(|b| b.limit())
+        self.core.state().budget.as_ref().map(|b| b.limit())
     }
 
     /// True if both handles refer to the same pool.
-    pub fn same_pool(&self, other: &BufferPool) -> bool {
-        self.key == other.key
-    }
-}
-
-/// How long a get may wait for room in the budget.
-#[derive(Debug, Clone, Copy)]
-enum Wait {
-    Never,
-    /// Until the deadline (`None`: no deadline).
-    Until(Option<Instant>),
-}
-
-/// The panic of [`BufferPool::get`]: a buffer larger than the whole budget.
-#[cold]
-#[inline(never)]
-#[track_caller]
-fn get_failed(e: AllocError) -> ! {
-    panic!("tierpool: {e}")
-}
-
-/// The future returned by [`BufferPool::acquire`].
-#[must_use = "futures do nothing unless polled"]
-#[derive(Debug)]
-pub struct Acquire<'a> {
-    pool: &'a BufferPool,
-    n: usize,
-    state: AcquireState,
-    /// Where `acquire` was called (feature `holders`).
-    #[cfg(feature = "holders")]
-    site: &'static std::panic::Location<'static>,
-}
-
-#[derive(Debug)]
-enum AcquireState {
-    Start,
-    /// In the budget's queue.
-    Waiting {
-        ticket: Ticket,
-        /// The bytes it waits for.
-        charge: usize,
-    },
-    Done,
-}
-
-impl Future for Acquire<'_> {
-    type Output = Result<PooledBuf, AllocError>;
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let this = self.get_mut();
-        let polled = this.poll_buf(cx);
-        #[cfg(feature = "holders")]
-        // A budgeted pool's buffer comes untracked from the budget's path: tracked here, at
-        // the caller of `acquire`. Without a budget `obtain_at` has tracked it there already.
-        let polled = polled.map(|r| {
-            r.map(|b| {
-                let pool = this.pool;
-                if !pool.key.budgeted() {
-                    return b;
-                }
-                let (v, tag) = b.into_parts();
-                let tag = pool.track(tag, v.capacity(), this.site);
-                PooledBuf::new(v, pool.key, tag)
-            })
-        });
-        polled
-    }
-}
-
-impl Acquire<'_> {
-    fn poll_buf(&mut self, cx: &mut Context<'_>) -> Poll<Result<PooledBuf, AllocError>> {
-        let this = self;
-        let pool = this.pool;
-        let n = this.n;
-        if let AcquireState::Start = this.state {
-            if !pool.key.budgeted() {
-                this.state = AcquireState::Done;
-                #[cfg(feature = "holders")]
-                let site = this.site;
-                #[cfg(not(feature = "holders"))]
-                let site = site();
-                return Poll::Ready(pool.obtain_at(n, Fresh::Fallible, Wait::Never, site));
-            }
-            let ready = |this: &mut Self, r| {
-                this.state = AcquireState::Done;
-                Poll::Ready(r)
-            };
-            let charge = match pool.fetch(n, Fresh::Fallible, 0) {
-                Ok(Got::Buf(v, tag)) => return ready(this, Ok(PooledBuf::new(v, pool.key, tag))),
-                Ok(Got::Wait(charge)) => match pool.check_charge(n, charge) {
-                    Ok(c) => c,
-                    Err(e) => return ready(this, Err(e)),
-                },
-                Err(e) => return ready(this, Err(e)),
-            };
-            if pool.take_swept(charge) {
-                return ready(this, pool.fetch_paid(n, Fresh::Fallible, charge));
-            }
-            // The waker goes in with the ticket, so a grant between here and the check below
-            // wakes this task: no lost wake-up.
-            let ticket = pool
-                .budget()
-                .enqueue(charge, Wake::Task(Some(cx.waker().clone())));
-            this.state = AcquireState::Waiting { ticket, charge };
-            policy::sweep(pool.shared());
-        }
-        let AcquireState::Waiting { ticket, charge } = &this.state else {
-            panic!("`Acquire` polled after it completed");
-        };
-        if !pool.budget().poll(ticket, Some(cx.waker())) {
-            return Poll::Pending;
-        }
-        let charge = *charge;
-        this.state = AcquireState::Done;
-        Poll::Ready(pool.fetch_paid(n, Fresh::Fallible, charge))
-    }
-}
-
-impl Drop for Acquire<'_> {
-    /// Cancels the wait: what the request had gathered goes to the next waiter.
-    fn drop(&mut self) {
-        if let AcquireState::Waiting { ticket, .. } =
-            std::mem::replace(&mut self.state, AcquireState::Done)
-        {
-            self.pool.budget().cancel(ticket);
-        }
-    }
-}
-
-/// Starts the background trimmer for `state`: it holds only a weak reference, ticks the pool
-/// just after each interval begins (or when unparked by the pool closing), and exits once the
-/// pool is closed or gone. Returns `None` if the OS refuses to start a thread; the pool then
-/// works without it.
-///
-/// It sleeps until the next interval rather than for an interval: sleeping a fixed interval
-/// drifted, and now and then two wake-ups fell in one interval, where the second cannot tick,
-/// which delayed reclaiming idle caches by an interval (the report's `idle-threads`).
-fn spawn_trimmer(state: &Arc<PoolState>) -> Option<std::thread::Thread> {
-    let weak: Weak<PoolState> = Arc::downgrade(state);
-    let mut wait = state.clock.until_next();
-    std::thread::Builder::new()
-        .name("tierpool-trim".into())
-        .spawn(move || loop {
-            std::thread::park_timeout(wait + Duration::from_millis(1));
-            match weak.upgrade() {
-                Some(state) if !state.is_closed() => {
-                    policy::tick(&state, state.clock.epoch(), Turn::Wait);
-                    wait = state.clock.until_next();
-                }
-                _ => break,
-            }
-        })
-        .ok()
-        .map(|handle| handle.thread().clone())
-}
-
-impl Builder {
-    /// Validates the configuration and builds the pool.
-    ///
-    /// # Errors
-    /// A [`ConfigError`] naming the first invalid value: no tiers, a zero tier, a tier above
-    /// `isize::MAX`, too many tiers, an invalid range or step count, a cap that cannot hold one
-    /// buffer of the smallest tier, a thread cache larger than the cap, a zero interval, or a
-    /// budget on bytes in use below the smallest tier or above
-    /// [`MAX_BUDGET`](crate::MAX_BUDGET).
-    pub fn build(self) -> Result<BufferPool, ConfigError> {
-        Ok(BufferPool::from_config(self.validate()?))
+    pub fn same_pool(&self, other: &BufferPool<K>) -> bool {
+        self.core.key == other.core.key
     }
 }
 
@@ -807,12 +451,13 @@ impl Default for BufferPool {
     }
 }
 
-impl fmt::Debug for BufferPool {
+impl<K: Kind> fmt::Debug for BufferPool<K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let s = self.shared();
+        let s = self.core.state();
         f.debug_struct("BufferPool")
             .field("name", &s.name)
-            .field("key", &self.key)
+            .field("key", &self.core.key)
+            .field("kind", &self.kind)
             .field("tiers", &s.classes.len())
             .field("smallest", &s.classes.size(0))
             .field("largest", &s.classes.max())

@@ -1,10 +1,22 @@
 //! Layer 5, the pools that hand buffers out: [`BufferPool`](crate::BufferPool),
-//! [`AlignedPool`](crate::AlignedPool), the process-wide default pool. Imports `buf/` and
-//! below.
+//! [`AlignedPool`](crate::AlignedPool), the [`Builder`](crate::Builder) that configures both,
+//! the process-wide default pool. Imports `buf/` and below; the files below import those
+//! above them, but for the pool and its builder, which name each other.
+//!
+//! | file | what it holds |
+//! |---|---|
+//! | `kind.rs` | what a pool hands out: [`Plain`](crate::Plain) buffers or [`Aligned`](crate::Aligned) windows |
+//! | `trimmer.rs` | the background trimmer thread |
+//! | `handle.rs` | what every pool handle holds (the key, the state, closing), and the get's fast path |
+//! | `acquire.rs` | the slow get: the one wait on the budget, blocking or async ([`Acquire`](crate::Acquire)) |
+//! | `buffer_pool.rs` | [`BufferPool`](crate::BufferPool): its gets, figures and controls, written once for both kinds |
+//! | `builder.rs` | the [`Builder`](crate::Builder) |
+//! | `global.rs` | the process-wide default pool |
 
+pub(crate) mod kind;
+pub(crate) mod trimmer;
+pub(crate) mod handle;
+pub(crate) mod acquire;
 pub(crate) mod buffer_pool;
-pub(crate) mod aligned;
+pub(crate) mod builder;
 pub(crate) mod global;
-
-pub(crate) use crate::engine::config::Builder;
-pub(crate) use buffer_pool::{Acquire, BufferPool};

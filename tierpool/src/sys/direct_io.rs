@@ -46,7 +46,7 @@ impl DirectIoAlignment {
     ///
     /// ```no_run
     /// let dio = tierpool::direct_io_alignment("/var/lib/db/data.0")?;
-    /// let pool = tierpool::AlignedPool::new(dio.pool_alignment())?;
+    /// let pool = tierpool::AlignedPool::with_alignment(dio.pool_alignment())?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn pool_alignment(&self) -> usize {

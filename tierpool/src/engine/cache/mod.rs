@@ -54,5 +54,4 @@ pub(crate) mod reclaim;
 
 pub(crate) use block::{offset_table, Cache};
 pub(crate) use fast::Pushed;
-#[cfg(all(test, loom))]
 pub(crate) use owner::Owner;

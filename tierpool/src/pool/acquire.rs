@@ -1,0 +1,301 @@
+//! Taking a buffer beyond the fast path: this thread's cache's slow path, and, with a budget
+//! on bytes in use that has no room now, the one wait on the budget's queue, for blocking
+//! callers ([`get`](crate::BufferPool::get), [`get_timeout`](crate::BufferPool::get_timeout))
+//! and async ones ([`acquire`](crate::BufferPool::acquire)) alike.
+//!
+//! Both start the same way ([`PoolRef::begin`]): ask the slow path; if the budget has no room,
+//! sweep the thread caches' buffers back into it and ask again; else join the queue with a
+//! way to be woken (the thread, or the task's waker). A blocking caller then parks until its
+//! ticket is served ([`Budget::wait`]); a future polls the ticket when woken. Either way the
+//! buffer is then taken with its charge paid ([`PoolRef::fetch_paid`]), which never waits.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Instant;
+
+use crate::base::sync::Arc;
+use crate::buf::pooled::PooledBuf;
+use crate::engine::budget::{Budget, Ticket, Wake};
+use crate::engine::cache::Owner;
+use crate::engine::error::AllocError;
+use crate::engine::fresh::Fresh;
+use crate::engine::local::{self, SlowOp};
+use crate::engine::policy;
+use crate::engine::state::{Got, PoolState};
+use crate::observe::holders::{site, Site};
+use crate::pool::handle::{PoolRef, Wait};
+use crate::pool::kind::{Kind, Plain};
+
+/// How the start of a slow get ended: with a buffer, or in the budget's queue.
+enum Begun {
+    Got(PooledBuf),
+    /// Waiting for `charge` bytes of the budget.
+    Queued {
+        ticket: Ticket,
+        charge: usize,
+    },
+}
+
+/// A get on this thread's cache's slow path, or without a cache (down the ladder), with
+/// `prepaid` bytes of its charge already paid.
+struct Get<'a> {
+    n: usize,
+    how: Fresh,
+    prepaid: usize,
+    state: &'a Arc<PoolState>,
+}
+
+impl SlowOp for Get<'_> {
+    type Out = Result<Got, AllocError>;
+    fn find_pool(&self) -> Option<Arc<PoolState>> {
+        Some(Arc::clone(self.state))
+    }
+    fn with_cache(self, o: &Owner<'_>, pool: &PoolState) -> Self::Out {
+        policy::get_slow(o, pool, self.n, self.how, self.prepaid)
+    }
+    fn without_cache(self, pool: Option<&PoolState>) -> Self::Out {
+        pool.unwrap_or(self.state)
+            .get_direct(self.n, self.how, self.prepaid)
+    }
+}
+
+impl PoolRef {
+    /// Everything a blocking get can need beyond the fast path: the slow path of this
+    /// thread's cache, and with a budget that has no room now, waiting (as `wait` allows)
+    /// and then taking the buffer with its charge paid.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn acquire_slow(
+        &self,
+        n: usize,
+        how: Fresh,
+        wait: Wait,
+    ) -> Result<PooledBuf, AllocError> {
+        let begun = self.begin(n, how, || match wait {
+            Wait::Never => None,
+            Wait::Until(_) => Some(Wake::Thread(std::thread::current())),
+        })?;
+        let (ticket, charge) = match begun {
+            Begun::Got(b) => return Ok(b),
+            Begun::Queued { ticket, charge } => (ticket, charge),
+        };
+        let Wait::Until(deadline) = wait else {
+            unreachable!("a get that may not wait is refused, not queued")
+        };
+        self.block(ticket, n, deadline)?;
+        self.fetch_paid(n, how, charge)
+    }
+
+    /// The start every slow get shares: a buffer from the slow path if the budget (if any)
+    /// has room, else, after sweeping the thread caches' buffers back into the account, a
+    /// place in the budget's queue, woken through `wake()`; `wake` giving `None` means the
+    /// get may not wait, and is refused ([`AllocError::OverBudget`]).
+    fn begin(
+        &self,
+        n: usize,
+        how: Fresh,
+        wake: impl FnOnce() -> Option<Wake>,
+    ) -> Result<Begun, AllocError> {
+        let charge = match self.fetch(n, how, 0)? {
+            Got::Buf(v, tag) => return Ok(Begun::Got(PooledBuf::new(v, self.key, tag))),
+            Got::Wait(charge) => self.check_charge(n, charge)?,
+        };
+        if self.take_swept(charge) {
+            return self.fetch_paid(n, how, charge).map(Begun::Got);
+        }
+        let (state, budget) = (self.state(), self.budget());
+        let Some(wake) = wake() else {
+            budget.refused();
+            return Err(AllocError::OverBudget {
+                requested: n,
+                in_use: state.in_use(),
+                limit: budget.limit(),
+            });
+        };
+        // The way to wake goes in with the ticket, so a grant between here and the caller's
+        // first look at the ticket wakes it: no lost wake-up. The queue sweeps the caches
+        // again now that it is joined.
+        let ticket = budget.enqueue(charge, wake);
+        policy::sweep(state);
+        Ok(Begun::Queued { ticket, charge })
+    }
+
+    /// Parks this thread until `ticket` (for a get of `n`) is served, or until the deadline
+    /// ([`AllocError::TimedOut`]). A wait longer than `report_waits_after` names the top
+    /// holders once (feature `holders`).
+    fn block(&self, ticket: Ticket, n: usize, deadline: Option<Instant>) -> Result<(), AllocError> {
+        let (state, budget) = (self.state(), self.budget());
+        let start = Instant::now();
+        let mut report = || state.holders.report_wait(&state.name, n, start.elapsed());
+        let report = state
+            .holders
+            .report_after()
+            .and_then(|after| start.checked_add(after))
+            .map(|at| (at, &mut report as &mut dyn FnMut()));
+        if budget.wait(ticket, deadline, report) {
+            return Ok(());
+        }
+        Err(AllocError::TimedOut {
+            requested: n,
+            in_use: state.in_use(),
+            limit: budget.limit(),
+            waited: start.elapsed(),
+        })
+    }
+
+    /// A buffer for `n` bytes through this thread's cache, or without one (down the ladder),
+    /// `prepaid` bytes of its charge paid.
+    fn fetch(&self, n: usize, how: Fresh, prepaid: usize) -> Result<Got, AllocError> {
+        local::slow(
+            self.key,
+            Get {
+                n,
+                how,
+                prepaid,
+                state: self.state_arc(),
+            },
+        )
+    }
+
+    /// [`fetch`](Self::fetch) with the whole charge paid, which never has to wait.
+    fn fetch_paid(&self, n: usize, how: Fresh, charge: usize) -> Result<PooledBuf, AllocError> {
+        match self.fetch(n, how, charge)? {
+            Got::Buf(v, tag) => Ok(PooledBuf::new(v, self.key, tag)),
+            Got::Wait(_) => unreachable!("a paid get never waits"),
+        }
+    }
+
+    /// The budget, for a pool whose key says it has one.
+    fn budget(&self) -> &Budget {
+        self.state()
+            .budget
+            .as_ref()
+            .expect("only a pool with a budget asks to wait")
+    }
+
+    /// Refuses a charge that can never be served: larger than the whole budget (or a size
+    /// no allocation can have).
+    fn check_charge(&self, n: usize, charge: usize) -> Result<usize, AllocError> {
+        if n > isize::MAX as usize {
+            return Err(AllocError::CapacityOverflow { requested: n });
+        }
+        let limit = self.budget().limit();
+        if charge > limit {
+            return Err(AllocError::LargerThanBudget {
+                requested: n,
+                charge,
+                limit,
+            });
+        }
+        Ok(charge)
+    }
+
+    /// Takes `charge` bytes from the account after sweeping the thread caches into it, if
+    /// they hold anything; false if that was not enough (nothing taken).
+    fn take_swept(&self, charge: usize) -> bool {
+        let state = self.state();
+        if state.caches.held_bytes() == 0 {
+            return false;
+        }
+        policy::sweep(state);
+        self.budget().try_take(charge, 0, 1).is_some()
+    }
+}
+
+/// The future returned by [`BufferPool::acquire`](crate::BufferPool::acquire): a buffer once it fits the budget.
+#[must_use = "futures do nothing unless polled"]
+#[derive(Debug)]
+pub struct Acquire<'a, K: Kind = Plain> {
+    pool: &'a PoolRef,
+    kind: &'a K,
+    /// The size asked.
+    n: usize,
+    state: AcquireState,
+    /// Where `acquire` was called (feature `holders`; nothing without it).
+    site: Site,
+}
+
+#[derive(Debug)]
+enum AcquireState {
+    Start,
+    /// In the budget's queue for a buffer of `m` bytes (the size asked of the machinery).
+    Waiting {
+        ticket: Ticket,
+        m: usize,
+        /// The bytes it waits for.
+        charge: usize,
+    },
+    Done,
+}
+
+impl<'a, K: Kind> Acquire<'a, K> {
+    #[cfg_attr(feature = "holders", track_caller)]
+    pub(crate) fn new(pool: &'a PoolRef, kind: &'a K, n: usize) -> Self {
+        Acquire {
+            pool,
+            kind,
+            n,
+            state: AcquireState::Start,
+            site: site(),
+        }
+    }
+}
+
+impl<K: Kind> Future for Acquire<'_, K> {
+    type Output = Result<K::Buf, AllocError>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.get_mut();
+        let kind = this.kind;
+        this.poll_buf(cx).map(|r| match r {
+            Ok(b) => Ok(kind.wrap(b, 0)),
+            Err(e) => Err(kind.asked(e, this.n)),
+        })
+    }
+}
+
+impl<K: Kind> Acquire<'_, K> {
+    fn poll_buf(&mut self, cx: &mut Context<'_>) -> Poll<Result<PooledBuf, AllocError>> {
+        let pool = self.pool;
+        if let AcquireState::Start = self.state {
+            self.state = AcquireState::Done;
+            let m = match self.kind.inner_size(self.n) {
+                Ok(m) => m,
+                Err(e) => return Poll::Ready(Err(e)),
+            };
+            if !pool.key.budgeted() {
+                return Poll::Ready(pool.obtain_at(m, Fresh::Fallible, Wait::Never, self.site));
+            }
+            let waker = || Some(Wake::Task(Some(cx.waker().clone())));
+            match pool.begin(m, Fresh::Fallible, waker) {
+                Err(e) => return Poll::Ready(Err(e)),
+                Ok(Begun::Got(b)) => return Poll::Ready(Ok(pool.track(b, self.site))),
+                Ok(Begun::Queued { ticket, charge }) => {
+                    self.state = AcquireState::Waiting { ticket, m, charge };
+                }
+            }
+        }
+        let AcquireState::Waiting { ticket, m, charge } = &self.state else {
+            panic!("`Acquire` polled after it completed");
+        };
+        if !pool.budget().poll(ticket, Some(cx.waker())) {
+            return Poll::Pending;
+        }
+        let (m, charge) = (*m, *charge);
+        self.state = AcquireState::Done;
+        let got = pool.fetch_paid(m, Fresh::Fallible, charge);
+        Poll::Ready(got.map(|b| pool.track(b, self.site)))
+    }
+}
+
+impl<K: Kind> Drop for Acquire<'_, K> {
+    /// Cancels the wait: what the request had gathered goes to the next waiter.
+    fn drop(&mut self) {
+        if let AcquireState::Waiting { ticket, .. } =
+            std::mem::replace(&mut self.state, AcquireState::Done)
+        {
+            self.pool.budget().cancel(ticket);
+        }
+    }
+}
