@@ -1,12 +1,18 @@
-//! Layer 4, the buffers a user holds: [`PooledBuf`](crate::PooledBuf) (one owner, a `Vec<u8>`
-//! on loan), [`PooledBytes`](crate::PooledBytes) (shared read-only views, with the recycled
-//! control block they share), [`AlignedBuf`](crate::AlignedBuf) (an aligned window into a
-//! pooled buffer) and, with the `bytes` feature, their `bytes::Buf`/`BufMut` implementations.
-//! Imports `engine/` and below.
+//! Layer 4, the buffers a user holds. Imports `engine/` and below.
+//!
+//! | file | what it holds |
+//! |---|---|
+//! | `bytes_like.rs` | the content traits (eq, ord, hash, `AsRef`, `Borrow`) every handle has, written once |
+//! | `pooled.rs` | [`PooledBuf`](crate::PooledBuf): one owner, a `Vec<u8>` on loan, and the return path |
+//! | `block.rs` | the control block shared views count on, and its recycling |
+//! | `shared.rs` | [`PooledBytes`](crate::PooledBytes): shared, sliceable, read-only views |
+//! | `aligned.rs` | [`AlignedBuf`](crate::AlignedBuf): an aligned window into a pooled buffer |
+//! | `bytes.rs` | (feature `bytes`) `BufMut` for the writable handles, `Buf` for views, into `Bytes` |
 
 #[macro_use]
 mod bytes_like;
 pub(crate) mod pooled;
+pub(crate) mod block;
 pub(crate) mod shared;
 pub(crate) mod aligned;
 #[cfg(feature = "bytes")]

@@ -1,146 +1,20 @@
-//! An io_uring provided-buffer ring fed by the pool (feature `buf-ring`, Linux 5.19 or later).
-//!
-//! A receive that names a buffer group instead of a buffer takes its buffer from the group's
-//! ring only when data arrives, so a connection waiting for data holds no memory: 10,000
-//! mostly idle connections need buffers only for the few that are active (seed 003's memory
-//! that follows traffic, at its furthest). A [`BufRing`] registers such a ring with an
-//! io_uring instance and keeps it stocked from a [`BufferPool`]:
-//!
-//! - each completion that selected a buffer becomes a [`PooledBytes`] holding exactly the bytes
-//!   received ([`BufRing::complete`]); dropping it gives the buffer back to the pool, like any
-//!   pooled buffer, on whichever thread drops it;
-//! - the ring slot the kernel used is refilled from the pool in a batch, with one store of the
-//!   ring's tail, by [`BufRing::replenish`], which the event loop calls after handling a batch
-//!   of completions. A buffer held for long therefore never holds a ring slot: the ring is
-//!   refilled from the pool at once, and the held buffer costs only its bytes;
-//! - under a budget on bytes in use ([`Builder::max_in_use_bytes`]), the ring's buffers and
-//!   those handed out are charged alike, so the budget bounds both: when it has no room the
-//!   slot stays empty ([`BufRingStats::starved`]), a receive that finds the ring empty
-//!   completes with [`RecvError::Dry`] (`ENOBUFS`, counted in [`BufRingStats::dry`]), and the
-//!   loop arms it again once [`replenish`](BufRing::replenish) has put buffers back;
-//! - with **incremental consumption** (`IOU_PBUF_RING_INC`, Linux 6.12), the kernel takes only
-//!   what each receive needs from a buffer, so many small receives share one large buffer as
-//!   views of it ([`Incremental`]).
-//!
-//! The ring does not drive io_uring: it builds the submission entries ([`recv_multishot`],
-//! [`recv`], [`read`]) and reads the completions. Neither compio (0.19), tokio-uring (0.5) nor
-//! monoio (0.2) lets a program stock a ring from its own pool (compio allocates its ring's
-//! buffers itself, of one length, and takes them back only when dropped; the other two have
-//! no provided buffers), so the event loop is the [`io_uring`] crate's, as in its own examples.
-//! See the crate documentation ("The network path") for what each runtime would need.
-//!
-//! [`recv_multishot`]: BufRing::recv_multishot
-//! [`recv`]: BufRing::recv
-//! [`read`]: BufRing::read
-//! [`Builder::max_in_use_bytes`]: crate::Builder::max_in_use_bytes
-//!
-//! # Example
-//!
-//! An echo of what a socket receives, with one multishot receive: one submission for the life
-//! of the connection, a buffer from the ring per arrival.
-//!
-//! ```no_run
-//! use std::io::Write;
-//! use std::os::fd::AsRawFd;
-//! use io_uring::{cqueue, IoUring};
-//! use tierpool::io::buf_ring::{BufRing, RecvError};
-//!
-//! let pool = tierpool::BufferPool::new();
-//! let mut uring = IoUring::new(256)?;
-//! let mut ring = BufRing::builder(&pool).entries(64).buf_size(16 << 10).build(&uring)?;
-//! let (mut a, b) = std::os::unix::net::UnixStream::pair()?;
-//! a.write_all(b"hello")?;
-//!
-//! let entry = ring.recv_multishot(b.as_raw_fd()).user_data(1);
-//! // SAFETY: the entry names only the ring's memory, which outlives the receive.
-//! unsafe { uring.submission().push(&entry)? };
-//! uring.submit_and_wait(1)?;
-//! let cqes: Vec<cqueue::Entry> = uring.completion().collect();
-//! for cqe in cqes {
-//!     // SAFETY: the completion of this ring's receive, passed once.
-//!     match unsafe { ring.complete(&cqe) } {
-//!         Ok(Some(bytes)) => assert_eq!(&bytes[..], b"hello"), // a pooled view
-//!         Ok(None) => {}                  // end of stream
-//!         Err(RecvError::Dry) => {}       // no buffer: arm again after replenish()
-//!         Err(e) => return Err(e.into()),
-//!     }
-//! }
-//! ring.replenish(); // the slot the kernel used gets a new buffer from the pool
-//! # Ok::<(), Box<dyn std::error::Error>>(())
-//! ```
-//!
-//! # Safety argument
-//!
-//! The kernel writes into a ring buffer from the moment it selects it until it posts that
-//! receive's completion; the ring's memory (the entries) it reads until the ring is
-//! unregistered. So:
-//!
-//! - a buffer stays in its slot (owned by the ring, touched by nobody) from the time it is put
-//!   in the ring until a completion names it; only then is it handed out, and only the bytes
-//!   the completion counts (and, with incremental consumption, those of earlier completions
-//!   from the same buffer, which the kernel does not write again);
-//! - the ring counts the receives it built that have not posted their last completion
-//!   ([`BufRing::in_flight`]). Tearing the ring down unregisters it (the kernel selects no
-//!   more), then gives the slots' buffers back to the pool only if no receive is in flight: a
-//!   receive still in flight may have selected one. Otherwise they are kept for the life of
-//!   the process, never freed or reused ([`Closed::leaked`]), which is safe whatever the kernel
-//!   does later;
-//! - the ring keeps its own duplicate of the io_uring descriptor, so the instance (and the
-//!   registration) outlives the program's `IoUring` if that is dropped first, and unregistering
-//!   never reaches another file that took the descriptor's number.
+//! The ring: [`BufRingBuilder`], [`BufRing`] and what it does with the pool (its slots,
+//! their refill, completions into views, teardown), and [`probe`].
 
-use std::alloc::Layout;
 use std::fmt;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
-use std::ptr::NonNull;
-use std::sync::atomic::{AtomicU16, Ordering};
+use std::sync::atomic::Ordering;
 
 use io_uring::{cqueue, opcode, squeue, types};
 
-use crate::{BufferPool, PooledBuf, PooledBytes};
-
-/// `IORING_REGISTER_PBUF_RING`.
-const REGISTER_PBUF_RING: libc::c_uint = 22;
-/// `IORING_UNREGISTER_PBUF_RING`.
-const UNREGISTER_PBUF_RING: libc::c_uint = 23;
-/// `IORING_REGISTER_PBUF_STATUS` (Linux 6.8): the head of a ring.
-const PBUF_STATUS: libc::c_uint = 26;
-/// `IOU_PBUF_RING_INC`: incremental consumption.
-const PBUF_RING_INC: u16 = 2;
-/// The largest ring the kernel accepts (`ring_entries` is at most 2^15).
-pub const MAX_ENTRIES: u16 = 1 << 15;
-/// The page size the ring's memory is aligned to (the kernel needs a page-aligned address; 64
-/// KiB covers every page size Linux uses).
-const RING_ALIGN: usize = 64 << 10;
-
-/// `struct io_uring_buf_reg`.
-#[repr(C)]
-struct BufReg {
-    ring_addr: u64,
-    ring_entries: u32,
-    bgid: u16,
-    flags: u16,
-    resv: [u64; 3],
-}
-
-/// `struct io_uring_buf_status`.
-#[repr(C)]
-struct BufStatus {
-    buf_group: u32,
-    head: u32,
-    resv: [u32; 8],
-}
-
-/// `struct io_uring_buf`: one entry of the ring. The first entry's last two bytes are the
-/// ring's tail (`struct io_uring_buf_ring`), which the kernel reads and only we write.
-#[repr(C)]
-struct Entry {
-    addr: u64,
-    len: u32,
-    bid: u16,
-    resv: u16,
-}
+use super::error::{register_error, BufRingError, RecvError};
+use crate::buf::pooled::PooledBuf;
+use crate::buf::shared::PooledBytes;
+use crate::pool::buffer_pool::BufferPool;
+use crate::sys::uring::{
+    register, ring_head, unregister, unsupported, RingMemory, MAX_ENTRIES, PBUF_RING_INC,
+};
 
 /// Whether the ring uses incremental consumption (`IOU_PBUF_RING_INC`, Linux 6.12), in which
 /// the kernel takes only what each receive needs from a buffer and the next receive goes on
@@ -156,135 +30,6 @@ pub enum Incremental {
     IfSupported,
     /// Incremental, or [`BufRingError::Unsupported`].
     Required,
-}
-
-/// Why a ring could not be made.
-#[derive(Debug)]
-#[non_exhaustive]
-pub enum BufRingError {
-    /// The kernel has no provided-buffer rings (before Linux 5.19), or not the incremental
-    /// consumption that was [`Required`](Incremental::Required) (before 6.12).
-    Unsupported {
-        /// What is missing, and since when Linux has it.
-        feature: &'static str,
-        /// The kernel's answer.
-        source: io::Error,
-    },
-    /// Another ring of this io_uring instance has this buffer group.
-    GroupInUse {
-        /// The group asked for.
-        group: u16,
-    },
-    /// `entries` is not a power of two from 1 to [`MAX_ENTRIES`].
-    InvalidEntries {
-        /// The number asked for.
-        entries: u32,
-    },
-    /// `buf_size` is 0, or above `u32::MAX` (an entry's length is 32 bits).
-    InvalidBufSize {
-        /// The size asked for.
-        size: usize,
-    },
-    /// The descriptor given to [`build`](BufRingBuilder::build) is not an io_uring
-    /// instance's (the kernel said `EOPNOTSUPP`).
-    NotIoUring,
-    /// The system refused something else (duplicating the descriptor, registering).
-    Io(io::Error),
-}
-
-impl fmt::Display for BufRingError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            BufRingError::Unsupported { feature, source } => {
-                write!(f, "this kernel has no {feature} ({source})")
-            }
-            BufRingError::GroupInUse { group } => write!(
-                f,
-                "buffer group {group} is already registered with this io_uring instance"
-            ),
-            BufRingError::InvalidEntries { entries } => write!(
-                f,
-                "a buffer ring has a power of two of entries from 1 to {MAX_ENTRIES}, not {entries}"
-            ),
-            BufRingError::InvalidBufSize { size } => write!(
-                f,
-                "a ring buffer's size is from 1 to {} bytes, not {size}",
-                u32::MAX
-            ),
-            BufRingError::NotIoUring => {
-                write!(f, "the descriptor is not an io_uring instance's")
-            }
-            BufRingError::Io(e) => write!(f, "registering the buffer ring: {e}"),
-        }
-    }
-}
-
-impl std::error::Error for BufRingError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            BufRingError::Unsupported { source, .. } | BufRingError::Io(source) => Some(source),
-            _ => None,
-        }
-    }
-}
-
-/// Why a completion carries no bytes.
-#[derive(Debug)]
-#[non_exhaustive]
-pub enum RecvError {
-    /// The ring had no buffer (`ENOBUFS`): arm the receive again once
-    /// [`replenish`](BufRing::replenish) has put buffers back (under a budget, once buffers
-    /// handed out have been dropped).
-    Dry,
-    /// The completion names a buffer this ring has not lent (or more bytes than it holds), or
-    /// carries data without a buffer: it is not from a receive of this ring (a check that
-    /// catches some mistakes, not all: see [`BufRing::complete`]'s safety section).
-    NotFromRing {
-        /// The buffer id the completion named, if any.
-        bid: Option<u16>,
-    },
-    /// The receive failed.
-    Io(io::Error),
-}
-
-impl fmt::Display for RecvError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            RecvError::Dry => write!(f, "the buffer ring ran dry (ENOBUFS)"),
-            RecvError::NotFromRing { bid: Some(bid) } => {
-                write!(
-                    f,
-                    "the completion names buffer {bid}, which this ring did not lend"
-                )
-            }
-            RecvError::NotFromRing { bid: None } => {
-                write!(
-                    f,
-                    "the completion carries data but selected no buffer of this ring"
-                )
-            }
-            RecvError::Io(e) => write!(f, "receive failed: {e}"),
-        }
-    }
-}
-
-impl std::error::Error for RecvError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            RecvError::Io(e) => Some(e),
-            _ => None,
-        }
-    }
-}
-
-impl From<RecvError> for io::Error {
-    fn from(e: RecvError) -> io::Error {
-        match e {
-            RecvError::Io(e) => e,
-            RecvError::Dry => io::Error::from_raw_os_error(libc::ENOBUFS),
-            other => io::Error::new(io::ErrorKind::InvalidData, other),
-        }
-    }
 }
 
 /// What the kernel offers (from [`probe`]).
@@ -339,110 +84,6 @@ pub fn probe(uring: &impl AsRawFd) -> Result<Support, BufRingError> {
     Err(BufRingError::Io(io::Error::from_raw_os_error(libc::EEXIST)))
 }
 
-/// The kernel's answers for "no such registration" (`EINVAL`: unknown opcode or flag) and "no
-/// io_uring at all" (`ENOSYS`). (`EOPNOTSUPP` is a descriptor that is not an io_uring's.)
-fn unsupported(e: &io::Error) -> bool {
-    matches!(e.raw_os_error(), Some(libc::EINVAL | libc::ENOSYS))
-}
-
-fn register(
-    fd: RawFd,
-    memory: &RingMemory,
-    entries: u16,
-    group: u16,
-    flags: u16,
-) -> io::Result<()> {
-    let reg = BufReg {
-        ring_addr: memory.ptr.as_ptr() as u64,
-        ring_entries: u32::from(entries),
-        bgid: group,
-        flags,
-        resv: [0; 3],
-    };
-    // SAFETY: the kernel reads one `io_uring_buf_reg` from `reg`; the ring memory it names is
-    // page-aligned, zeroed, at least `entries` entries long, and outlives the registration
-    // (every caller unregisters before freeing it).
-    unsafe { io_uring_register(fd, REGISTER_PBUF_RING, (&reg as *const BufReg).cast()) }
-}
-
-/// `io_uring_register(fd, opcode, arg, 1)`.
-///
-/// # Safety
-/// `arg` points to the one argument `opcode` reads or writes, valid for that access.
-unsafe fn io_uring_register(
-    fd: RawFd,
-    opcode: libc::c_uint,
-    arg: *const libc::c_void,
-) -> io::Result<()> {
-    // SAFETY: the caller's contract; the other arguments are plain integers.
-    let r = unsafe { libc::syscall(libc::SYS_io_uring_register, fd, opcode, arg, 1) };
-    if r < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(())
-    }
-}
-
-/// What a refused registration of `group` means; `feature` names what was asked for.
-fn register_error(e: io::Error, group: u16, feature: &'static str) -> BufRingError {
-    match e.raw_os_error() {
-        Some(libc::EEXIST) => BufRingError::GroupInUse { group },
-        Some(libc::EOPNOTSUPP) => BufRingError::NotIoUring,
-        _ if unsupported(&e) => BufRingError::Unsupported { feature, source: e },
-        _ => BufRingError::Io(e),
-    }
-}
-
-/// Unregisters `group`; true if the kernel did (it then reads the ring's memory no more).
-fn unregister(fd: RawFd, group: u16) -> bool {
-    let reg = BufReg {
-        ring_addr: 0,
-        ring_entries: 0,
-        bgid: group,
-        flags: 0,
-        resv: [0; 3],
-    };
-    // SAFETY: the kernel reads one `io_uring_buf_reg` from `reg`.
-    unsafe { io_uring_register(fd, UNREGISTER_PBUF_RING, (&reg as *const BufReg).cast()) }.is_ok()
-}
-
-/// The ring's entries: page-aligned, zeroed memory the kernel reads.
-struct RingMemory {
-    ptr: NonNull<Entry>,
-    layout: Layout,
-}
-
-impl RingMemory {
-    fn new(entries: u16) -> RingMemory {
-        let layout = Layout::from_size_align(
-            usize::from(entries) * std::mem::size_of::<Entry>(),
-            RING_ALIGN,
-        )
-        .expect("at most 2^15 entries of 16 bytes");
-        // SAFETY: the layout's size is not zero (at least one entry).
-        let ptr = unsafe { std::alloc::alloc_zeroed(layout) };
-        let Some(ptr) = NonNull::new(ptr.cast::<Entry>()) else {
-            std::alloc::handle_alloc_error(layout)
-        };
-        RingMemory { ptr, layout }
-    }
-
-    /// The tail, in the first entry's last two bytes.
-    fn tail(&self) -> &AtomicU16 {
-        // SAFETY: the first entry is live for as long as `self`; its `resv` is the ring's
-        // tail, which only this thread writes (the kernel reads it), so an atomic view of it
-        // is sound (`AtomicU16` has `u16`'s size and, here, its alignment).
-        unsafe { AtomicU16::from_ptr(std::ptr::addr_of_mut!((*self.ptr.as_ptr()).resv)) }
-    }
-}
-
-impl Drop for RingMemory {
-    fn drop(&mut self) {
-        // SAFETY: allocated in `new` with this layout.
-        unsafe { std::alloc::dealloc(self.ptr.as_ptr().cast(), self.layout) };
-    }
-}
-
 /// What a ring slot holds.
 enum Slot {
     /// Nothing: the buffer went out with a completion, or the budget had no room.
@@ -494,7 +135,7 @@ pub struct BufRingBuilder {
 }
 
 impl BufRingBuilder {
-    /// Entries in the ring: a power of two from 1 to [`MAX_ENTRIES`] (default 256). Each
+    /// Entries in the ring: a power of two from 1 to [`MAX_ENTRIES`](crate::io::buf_ring::MAX_ENTRIES) (default 256). Each
     /// holds one buffer from the pool while it waits for data.
     pub fn entries(mut self, entries: u32) -> Self {
         self.entries = entries;
@@ -838,26 +479,12 @@ impl BufRing {
     /// cannot say, false: the slot then keeps its buffer, which is safe (at worst the slot is
     /// not reused).
     fn consumed_by_kernel(&self, bid: u16) -> bool {
-        let mut status = BufStatus {
-            buf_group: u32::from(self.group),
-            head: 0,
-            resv: [0; 8],
-        };
-        // SAFETY: the kernel writes one `io_uring_buf_status` into `status`.
-        let asked = unsafe {
-            io_uring_register(
-                self.fd.as_raw_fd(),
-                PBUF_STATUS,
-                (&mut status as *mut BufStatus).cast(),
-            )
-        };
-        if asked.is_err() {
+        let Ok(head) = ring_head(self.fd.as_raw_fd(), self.group) else {
             return false;
-        }
+        };
         // Positions are the ring's 16-bit counters: the entry at `pos` lies in the window
         // `tail - entries .. tail`; it is consumed if it is farther from the tail than the
         // head is.
-        let head = status.head as u16;
         let pos = self.positions[usize::from(bid)];
         self.tail.wrapping_sub(pos) > self.tail.wrapping_sub(head)
     }
@@ -885,13 +512,7 @@ impl BufRing {
             // SAFETY: `index` is within the ring; the kernel reads only the entries between
             // its head and our published tail, and this one is past the tail (the ring holds
             // at most `entries` buffers, one per slot, so the kernel is done with this entry).
-            // Only `addr`, `len` and `bid` are written: the first entry's `resv` is the tail.
-            unsafe {
-                let e = self.memory.ptr.as_ptr().add(index);
-                std::ptr::addr_of_mut!((*e).addr).write(addr as u64);
-                std::ptr::addr_of_mut!((*e).len).write(len);
-                std::ptr::addr_of_mut!((*e).bid).write(bid);
-            }
+            unsafe { self.memory.write_entry(index, addr, len, bid) };
             self.slots[usize::from(bid)] = if self.incremental {
                 Slot::Shared {
                     base: buf.into_shared(),
