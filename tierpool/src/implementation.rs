@@ -188,8 +188,7 @@
 //! far as `k` is. As io_uring registered buffers (`IORING_REGISTER_BUFFERS`), aligned pooled
 //! buffers work in tokio-uring's `FixedBufRegistry` (they implement its `IoBufMut`; tested),
 //! and return to the pool once unregistered; the pool does not manage a registered set of
-//! its own (pinned buffers could not be released at decay or the cap: BENCHMARKS.md, issue
-//! 17).
+//! its own (pinned buffers could not be released at decay or the cap).
 //!
 //! # How it works
 //!

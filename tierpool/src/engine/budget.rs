@@ -87,7 +87,7 @@ struct Waiter {
 }
 
 /// A place in the queue, held by the waiting thread or future. Give it to
-/// [`Budget::cancel`] if the wait ends without [`Budget::is_granted`] returning true.
+/// [`Budget::cancel`] if the wait ends without [`Budget::poll`] returning true.
 #[derive(Debug)]
 #[must_use = "a ticket must be collected or cancelled, or its bytes stay charged"]
 pub(crate) struct Ticket {

@@ -5,7 +5,7 @@
 //! A size `n` is first mapped to a *bucket* in constant time, with one `leading_zeros` and two
 //! shifts: the buckets cut every power-of-two range into [`SUB_BUCKETS`] equal parts (sizes up to
 //! 32 get a bucket each). This is the float-like encoding that jemalloc and mimalloc use for their
-//! size classes, and the integer-log trick of gRPC-Go's `BinaryTieredBufferPool` (seed 000) with
+//! size classes, and the integer-log trick of gRPC-Go's `BinaryTieredBufferPool` (its `mem` package) with
 //! four more bits of resolution.
 //!
 //! At build time every bucket records the first tier that could serve the *smallest* size in it.

@@ -11,7 +11,7 @@ use crate::pool::buffer_pool::{AlignedPool, BufferPool};
 use crate::pool::kind::Aligned;
 use crate::sys::trim::TrimAllocator;
 
-/// Configures and builds a [`BufferPool`](crate::BufferPool).
+/// Configures and builds a [`BufferPool`].
 ///
 /// Every setting has a documented default; [`build`](Builder::build) validates the whole
 /// configuration and names the first offending value in a [`ConfigError`].

@@ -2,7 +2,7 @@
 //!
 //! Libraries that need buffers but take no pool from their caller use [`default_pool`];
 //! an application sets it once, early, with [`set_default_pool`] (gRPC-Go's "settable
-//! process-wide default", seed 000). Per-component pools remain possible alongside it.
+//! process-wide default" in its `mem` package). Per-component pools remain possible alongside it.
 
 use std::sync::OnceLock;
 

@@ -2,8 +2,8 @@
 //!
 //! A receive that names a buffer group instead of a buffer takes its buffer from the group's
 //! ring only when data arrives, so a connection waiting for data holds no memory: 10,000
-//! mostly idle connections need buffers only for the few that are active (seed 003's memory
-//! that follows traffic, at its furthest). A [`BufRing`] registers such a ring with an
+//! mostly idle connections need buffers only for the few that are active (memory that
+//! follows traffic, at its furthest). A [`BufRing`] registers such a ring with an
 //! io_uring instance and keeps it stocked from a [`BufferPool`](crate::BufferPool):
 //!
 //! - each completion that selected a buffer becomes a [`PooledBytes`](crate::PooledBytes) holding exactly the bytes
