@@ -17,9 +17,7 @@ fuzz_target!(|data: &[u8]| {
         .build()
         .unwrap();
     rt.block_on(async {
-        let mut reader = FrameReader::new(data, pool.clone())
-            .max_frame_size(MAX)
-            .initial_buffer_limit(1024);
+        let mut reader = FrameReader::new(data, pool.clone()).max_frame_size(MAX);
         let mut at = 0usize;
         loop {
             match reader.read_frame().await {

@@ -41,8 +41,9 @@ async fn idle_connections_hold_no_buffer_and_every_byte_arrives() {
         clients.push(c);
         let pool = pool.clone();
         servers.push(tokio::spawn(async move {
+            let mut s = s;
             let mut got = Vec::new();
-            while let Some(buf) = read_ready(&s, &pool, 16 << 10).await.unwrap() {
+            while let Some(buf) = read_ready(&mut s, &pool, 16 << 10).await.unwrap() {
                 assert!(!buf.is_empty() && buf.len() <= 16 << 10);
                 got.extend_from_slice(&buf);
             }
@@ -82,7 +83,8 @@ async fn spurious_readiness_gives_the_buffer_back_and_waits_again() {
     let reader = {
         let pool = pool.clone();
         tokio::spawn(async move {
-            let buf = read_ready(&server, &pool, 4096)
+            let mut server = server;
+            let buf = read_ready(&mut server, &pool, 4096)
                 .await
                 .unwrap()
                 .expect("data");
@@ -136,7 +138,7 @@ async fn exact_messages_never_take_the_next_ones_bytes() {
         .await
         .unwrap()
         .is_none());
-    let zero = read_ready(&server, &pool, 0).await.unwrap_err();
+    let zero = read_ready(&mut server, &pool, 0).await.unwrap_err();
     assert_eq!(zero.kind(), std::io::ErrorKind::InvalidInput);
     drop((m1, m2));
     assert_eq!(out(&pool), 0);
@@ -167,7 +169,10 @@ async fn under_a_budget_the_task_waits_for_room_not_the_thread() {
     client.write_all(b"hello").await.unwrap();
     let reader = {
         let pool = pool.clone();
-        tokio::spawn(async move { read_ready(&server, &pool, 1024).await })
+        tokio::spawn(async move {
+            let mut server = server;
+            read_ready(&mut server, &pool, 1024).await
+        })
     };
     tokio::time::sleep(Duration::from_millis(30)).await;
     assert!(!reader.is_finished(), "waits for room in the budget");

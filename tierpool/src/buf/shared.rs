@@ -280,6 +280,42 @@ impl PooledBytes {
         }
     }
 
+    /// The capacity of the buffer this view is of.
+    pub(crate) fn buffer_capacity(&self) -> usize {
+        self.inner().buf.capacity()
+    }
+
+    /// Appends `data` in the room after this view's end, in place, if this is the only view
+    /// of its buffer, nothing lies after it, and `data` fits; false (nothing done) otherwise.
+    /// What a chain does with a small view it is given (`PooledChain::push`).
+    pub(crate) fn try_extend(&mut self, data: &[u8]) -> bool {
+        // `Acquire`: pairs with the `Release` decrements of views dropped on other threads,
+        // whose reads of the bytes then happen before our writes (as in `try_into_mut`).
+        if self.inner().tag == Tag::FOREIGN || self.inner().refs.load(Ordering::Acquire) != 1 {
+            return false;
+        }
+        // SAFETY: the count is 1 and this view holds it, and `&mut self` keeps it from being
+        // cloned meanwhile: this thread has the block to itself (as in `try_into_mut`).
+        let block = unsafe { &mut *self.inner.as_ptr() };
+        let base = block.buf.as_mut_ptr();
+        // SAFETY: the view lies within the buffer's allocation (field invariant).
+        let end = unsafe { self.ptr.offset_from(base) } as usize + self.len;
+        // Nothing may lie after the view (a provided-buffer ring's view may end past the
+        // `Vec`'s length: the kernel wrote up to it), and `data` must fit.
+        if end < block.buf.len() || block.buf.capacity() - end < data.len() {
+            return false;
+        }
+        // SAFETY: `end + data.len()` is within the capacity (checked), the bytes up to `end`
+        // are initialized (this view's, and the ones before it in the buffer), and no other
+        // view exists to read what is written.
+        unsafe {
+            std::ptr::copy_nonoverlapping(data.as_ptr(), base.add(end), data.len());
+            block.buf.set_len(end + data.len());
+        }
+        self.len += data.len();
+        true
+    }
+
     /// Copies this view into a new `Vec`.
     pub fn to_vec(&self) -> Vec<u8> {
         self.as_slice().to_vec()

@@ -5,6 +5,8 @@ use std::collections::VecDeque;
 use std::fmt;
 use std::io::{self, IoSlice};
 
+#[cfg(feature = "tokio")]
+use crate::io::read_buf::{Core, Plain};
 use crate::{AllocError, BufferPool, PooledBuf, PooledBytes};
 
 /// An ordered list of [`PooledBytes`] views that reads as one byte sequence, without copying
@@ -57,6 +59,50 @@ impl PooledChain {
         if !part.is_empty() {
             self.len += part.len();
             self.parts.push_back(part);
+        }
+    }
+
+    /// Appends a view of received bytes, compacting: a view that fills less than half its
+    /// buffer (a short read) is copied into the room after the last view instead, when that
+    /// view is the only one of its buffer and has the room, or else into a buffer from
+    /// `pool` of its own size; its own buffer goes back at once. A chain built from reads
+    /// this way holds at most twice what it has (or one buffer of the pool's smallest tier),
+    /// however short the reads: a peer that sends 4,000 bytes one per read leaves a chain of
+    /// a few small buffers, not 4,000 large ones. Views that fill at least half their buffers
+    /// are appended as [`push`](Self::push) does, without a copy.
+    ///
+    /// ```
+    /// let pool = tierpool::BufferPool::new();
+    /// let mut chain = tierpool::PooledChain::new();
+    /// for byte in b"hello" {
+    ///     let mut read = pool.get(16 << 10); // a 16 KiB buffer per read...
+    ///     read.push(*byte); // ...of which one byte arrived
+    ///     chain.push_compact(read.into_shared(), &pool);
+    /// }
+    /// assert_eq!(chain.to_vec(), b"hello");
+    /// assert_eq!(chain.num_parts(), 1); // one small buffer holds them all
+    /// assert_eq!(chain.parts().next().unwrap().len(), 5);
+    /// ```
+    pub fn push_compact(&mut self, part: PooledBytes, pool: &BufferPool) {
+        if part.is_empty() {
+            return;
+        }
+        if part.len() * 2 >= part.buffer_capacity() {
+            return self.push(part);
+        }
+        if let Some(last) = self.parts.back_mut() {
+            if last.try_extend(&part) {
+                self.len += part.len();
+                return; // `part`'s buffer goes back now
+            }
+        }
+        match pool.try_get(part.len()) {
+            Ok(mut small) => {
+                small.extend_from_slice(&part);
+                self.push(small.into_shared());
+            }
+            // No room for a copy (a budget with none): the view as it is.
+            Err(_) => self.push(part),
         }
     }
 
@@ -385,39 +431,33 @@ impl PooledChain {
     where
         R: tokio::io::AsyncRead + Unpin + ?Sized,
     {
-        use tokio::io::AsyncReadExt;
         let chunk = chunk.max(1);
         let start = self.len;
+        // Each chunk is read into a buffer that follows what arrived: while the stream waits,
+        // the chunk being read holds at most twice its bytes (`io/read_buf.rs`).
+        let mut reading = Core::<Plain>::new(pool.clone());
         loop {
-            let mut buf = pool
-                .acquire(chunk)
-                .await
-                .map_err(|e| io::Error::new(io::ErrorKind::OutOfMemory, e))?;
-            while buf.len() < chunk {
-                let room = chunk - buf.len();
-                let n = match io
-                    .read_buf(&mut bytes::BufMut::limit(&mut *buf, room))
-                    .await
-                {
-                    Ok(n) => n,
-                    Err(e) => {
+            let (buf, complete) = match reading.read_chunk(io, chunk).await {
+                Ok(got) => got,
+                Err(e) => {
+                    if let Some(buf) = reading.take() {
                         self.push(buf.into_shared());
-                        return Err(e);
                     }
-                };
-                if n == 0 {
-                    self.push(buf.into_shared());
-                    return Ok(self.len - start);
+                    return Err(e);
                 }
-                if self.len - start + buf.len() > limit {
-                    self.push(buf.into_shared());
-                    return Err(io::Error::new(
-                        io::ErrorKind::InvalidData,
-                        format!("stream longer than the limit of {limit} bytes"),
-                    ));
-                }
+            };
+            if let Some(buf) = buf {
+                self.push(buf.into_shared());
             }
-            self.push(buf.into_shared());
+            if !complete {
+                return Ok(self.len - start);
+            }
+            if self.len - start > limit {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!("stream longer than the limit of {limit} bytes"),
+                ));
+            }
         }
     }
 }

@@ -15,11 +15,13 @@
 //! - A connection that closes mid-frame is [`FrameError::UnexpectedEof`], which says how many
 //!   bytes were missing.
 //! - A peer that claims a large frame and then trickles bytes does not get the claimed size
-//!   allocated up front: the reader starts with at most
-//!   [`FrameReader::initial_buffer_limit`] bytes (256 KiB) and grows, by [`GROWTH_FACTOR`], only
-//!   when what arrived has filled it. (gRPC-Go allocated the claimed length up front and had to
-//!   revert it.) The price, for frames above the limit, is one copy of what arrived per growth
-//!   (a 1 MiB frame: one 256 KiB copy); raise the limit if your peers are trusted.
+//!   allocated up front (gRPC-Go allocated the claimed length up front and had to revert it):
+//!   the payload's buffer follows what arrived, as a [`ReadBuffer`](crate::io::ReadBuffer)'s
+//!   does. Each read offers 8 KiB to 256 KiB (more after reads that filled their offer), the
+//!   buffer grows geometrically, and before the reader waits for more it holds at most
+//!   `max(2P, T0)` for the `P` bytes of the frame that arrived (`T0` the pool's smallest
+//!   tier). A frame that arrives fast costs a copy per doubling of what arrived beyond the
+//!   first read (a 1 MiB frame in 256 KiB reads: one 256 KiB copy).
 //! - On every error path every buffer goes back to its pool (they are `PooledBuf`s, dropped).
 //!
 //! # Under a budget
@@ -70,6 +72,7 @@ use std::io;
 use bytes::{Buf, BufMut};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
+use crate::io::read_buf::{Core, Plain};
 use crate::{AllocError, BufferPool, PooledBuf, PooledBytes, PooledChain};
 
 /// The longest header a [`FrameFormat`] may have.
@@ -77,14 +80,6 @@ pub const MAX_HEADER_LEN: usize = 16;
 
 /// Default [`FrameReader::max_frame_size`]: 4 MiB, gRPC's default receive limit.
 pub const DEFAULT_MAX_FRAME_SIZE: usize = 4 << 20;
-
-/// Default [`FrameReader::initial_buffer_limit`]: 256 KiB.
-pub const DEFAULT_INITIAL_BUFFER_LIMIT: usize = 256 << 10;
-
-/// How much a payload buffer grows by when it is full and more of the frame is due: a peer
-/// can make the reader hold at most this many times what it actually sent (above the initial
-/// limit), and a large frame costs at most a copy of a quarter of itself.
-pub const GROWTH_FACTOR: usize = 4;
 
 /// A frame header format: a fixed-length header carrying a flag byte and the payload length.
 ///
@@ -251,7 +246,8 @@ pub struct FrameReader<R, F = Grpc> {
     pool: BufferPool,
     format: F,
     max_frame: usize,
-    initial: usize,
+    /// A payload being read (its read sizes carry over from frame to frame).
+    payload: Core<Plain>,
 }
 
 impl<R: AsyncRead + Unpin> FrameReader<R, Grpc> {
@@ -267,24 +263,16 @@ impl<R: AsyncRead + Unpin, F: FrameFormat> FrameReader<R, F> {
         const { assert!(F::HEADER_LEN <= MAX_HEADER_LEN, "frame header too long") };
         FrameReader {
             io,
+            payload: Core::new(pool.clone()),
             pool,
             format,
             max_frame: DEFAULT_MAX_FRAME_SIZE,
-            initial: DEFAULT_INITIAL_BUFFER_LIMIT,
         }
     }
 
     /// Sets the largest payload accepted (default [`DEFAULT_MAX_FRAME_SIZE`]).
     pub fn max_frame_size(mut self, max: usize) -> Self {
         self.max_frame = max;
-        self
-    }
-
-    /// Sets how much is allocated for a payload before any of it has arrived (default
-    /// [`DEFAULT_INITIAL_BUFFER_LIMIT`]); larger payloads grow their buffer as data arrives.
-    /// Not used with a budgeted pool (see the module docs, "Under a budget").
-    pub fn initial_buffer_limit(mut self, bytes: usize) -> Self {
-        self.initial = bytes.max(1);
         self
     }
 
@@ -345,33 +333,43 @@ impl<R: AsyncRead + Unpin, F: FrameFormat> FrameReader<R, F> {
         let Some((flags, len)) = self.read_header().await? else {
             return Ok(None);
         };
-        let mut buf = if self.pool.max_in_use_bytes().is_some() {
+        let buf = if self.pool.max_in_use_bytes().is_some() {
             // Under a budget: wait for room for the whole payload before reading any of it,
             // so a flood of frames slows the peers down (through TCP) instead of growing the
             // heap. All at once, never grown: a reader holding part of the budget while it
             // waits for more could deadlock with others doing the same.
-            self.pool.acquire(len).await?
-        } else {
-            self.pool.try_get(len.min(self.initial))?
-        };
-        while buf.len() < len {
-            if buf.len() == buf.capacity() {
-                // Full, and the data that arrived justifies more: grow (up to the length).
-                let want = len.min(buf.capacity().saturating_mul(GROWTH_FACTOR).max(1));
-                let mut bigger = self.pool.try_get(want)?;
-                bigger.extend_from_slice(&buf);
-                buf = bigger; // the smaller one goes back to the pool
-            }
-            let remaining = len - buf.len();
-            let n = self.io.read_buf(&mut (&mut buf).limit(remaining)).await?;
-            if n == 0 {
+            let mut buf = self.pool.acquire(len).await?;
+            if !crate::io::ready::fill(&mut self.io, &mut buf, len).await? {
                 return Err(FrameError::UnexpectedEof {
                     part: FramePart::Payload,
                     expected: len as u64,
                     received: buf.len() as u64,
                 });
             }
-        }
+            buf
+        } else {
+            // Reads of the payload alone (never into the next frame), into a buffer that
+            // follows what arrived (module docs).
+            let (buf, complete) =
+                self.payload
+                    .read_chunk(&mut self.io, len)
+                    .await
+                    .map_err(|e| {
+                        self.payload.clear();
+                        payload_error(e)
+                    })?;
+            if !complete {
+                return Err(FrameError::UnexpectedEof {
+                    part: FramePart::Payload,
+                    expected: len as u64,
+                    received: buf.map_or(0, |b| b.len()) as u64,
+                });
+            }
+            match buf {
+                Some(buf) => buf,
+                None => self.pool.try_get(0)?,
+            }
+        };
         Ok(Some((flags, buf)))
     }
 
@@ -398,15 +396,24 @@ impl<R: AsyncRead + Unpin, F: FrameFormat> FrameReader<R, F> {
         let mut chain = PooledChain::new();
         while chain.len() < len {
             let want = chunk.min(len - chain.len());
-            let mut buf = self.pool.acquire(want).await?;
-            if !crate::io::ready::fill(&mut self.io, &mut buf, want).await? {
+            let (buf, complete) =
+                self.payload
+                    .read_chunk(&mut self.io, want)
+                    .await
+                    .map_err(|e| {
+                        self.payload.clear();
+                        payload_error(e)
+                    })?;
+            if let Some(b) = buf {
+                chain.push(b.into_shared());
+            }
+            if !complete {
                 return Err(FrameError::UnexpectedEof {
                     part: FramePart::Payload,
                     expected: len as u64,
-                    received: (chain.len() + buf.len()) as u64,
+                    received: chain.len() as u64,
                 });
             }
-            chain.push(buf.into_shared());
         }
         Ok(Some((flags, chain)))
     }
@@ -420,6 +427,17 @@ impl<R: AsyncRead + Unpin, F: FrameFormat> FrameReader<R, F> {
             .read_frame()
             .await?
             .map(|(flags, buf)| (flags, buf.into_shared())))
+    }
+}
+
+/// A payload read's error: the pool's [`AllocError`] as itself, anything else as I/O.
+fn payload_error(e: io::Error) -> FrameError {
+    match e
+        .get_ref()
+        .and_then(|inner| inner.downcast_ref::<AllocError>())
+    {
+        Some(alloc) => FrameError::Alloc(alloc.clone()),
+        None => FrameError::Io(e),
     }
 }
 

@@ -5,9 +5,14 @@
 //!
 //! (Layer 6 of the crate: imports the pools and buffers below it.)
 
+#[cfg(feature = "tokio")]
+pub(crate) mod read_buf;
 pub(crate) mod chain;
 #[cfg(feature = "tokio")]
 mod ready;
+#[cfg(feature = "tokio-util")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tokio-util")))]
+pub mod codec;
 #[cfg(feature = "tokio")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
 pub mod frame;
@@ -15,6 +20,9 @@ pub mod frame;
 #[cfg_attr(docsrs, doc(cfg(all(feature = "buf-ring", target_os = "linux"))))]
 pub mod buf_ring;
 
+#[cfg(feature = "tokio")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
+pub use read_buf::ReadBuffer;
 #[cfg(feature = "tokio")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
 pub use ready::{read_ready, read_ready_exact, ReadReady};

@@ -29,31 +29,32 @@
 //! let (server, _) = listener.accept().await?;
 //! client.write_all(b"ping").await?;
 //! // Waits for readability holding nothing; then one pooled buffer, filled without blocking.
-//! let buf = tierpool::io::read_ready(&server, &pool, 16 << 10).await?.expect("data");
+//! let mut server = server;
+//! let buf = tierpool::io::read_ready(&mut server, &pool, 16 << 10).await?.expect("data");
 //! assert_eq!(&buf[..], b"ping");
 //! drop(client);
 //! drop(buf);
-//! assert!(tierpool::io::read_ready(&server, &pool, 16 << 10).await?.is_none()); // end of stream
+//! assert!(tierpool::io::read_ready(&mut server, &pool, 16 << 10).await?.is_none()); // end of stream
 //! # Ok(()) }
 //! ```
 
 use std::future::Future;
 use std::io;
 
+use std::future::poll_fn;
+use std::pin::Pin;
+use std::task::Poll;
+
 use bytes::BufMut;
-use tokio::io::AsyncReadExt;
+use tokio::io::{AsyncRead, AsyncReadExt, ReadBuf};
 
 use crate::{BufferPool, PooledBuf};
 
-/// A socket that can wait until it is readable and then read without blocking: tokio's TCP
-/// and Unix streams and their read halves.
+/// A socket that can wait until it is readable without reading: tokio's TCP and Unix streams
+/// and their read halves.
 pub trait ReadReady {
     /// Waits until the socket may be readable (possibly spuriously).
     fn readable(&self) -> impl Future<Output = io::Result<()>> + Send + '_;
-
-    /// Reads what is there into `buf` without waiting: the count (0 at the end of the
-    /// stream), or [`io::ErrorKind::WouldBlock`] if nothing is.
-    fn try_read_buf<B: BufMut>(&self, buf: &mut B) -> io::Result<usize>;
 }
 
 macro_rules! read_ready_for {
@@ -62,10 +63,6 @@ macro_rules! read_ready_for {
         impl ReadReady for $t {
             fn readable(&self) -> impl Future<Output = io::Result<()>> + Send + '_ {
                 <$t>::readable(self)
-            }
-
-            fn try_read_buf<B: BufMut>(&self, buf: &mut B) -> io::Result<usize> {
-                <$t>::try_read_buf(self, buf)
             }
         }
     )*};
@@ -85,20 +82,29 @@ read_ready_for!(
 
 /// Waits until `io` is readable, then takes a buffer for `n` bytes from `pool` and reads what
 /// is there into it, at most `n` bytes: `Some(buffer)` with 1 to `n` bytes, or `None` at the
-/// end of the stream. While it waits it holds no buffer. With a budget on bytes in use the buffer is
-/// taken with [`BufferPool::acquire`] (the task waits for room, not the thread).
+/// end of the stream. While it waits it holds no buffer. With a budget on bytes in use the
+/// buffer is taken with [`BufferPool::acquire`] (the task waits for room, not the thread).
+///
+/// The read is the socket's `poll_read`, which, when it finds less than it was offered,
+/// tells tokio the socket is drained: the next call waits for readiness without a system
+/// call (one receive per message that arrives in one piece).
+///
+/// The buffer is `n` bytes whatever arrived: to gather short reads into a
+/// [`PooledChain`](crate::PooledChain) without holding a buffer per read, append them with
+/// [`push_compact`](crate::PooledChain::push_compact); to parse a byte stream, a
+/// [`ReadBuffer`](crate::io::ReadBuffer) keeps what arrived in one contiguous buffer that
+/// follows traffic.
 ///
 /// # Errors
 /// The socket's error, the pool's [`AllocError`](crate::AllocError) (kind
 /// [`io::ErrorKind::OutOfMemory`]: a size the pool cannot serve), or
-/// [`io::ErrorKind::InvalidInput`] for `n == 0` (a read that could never return data). Cancel safe: dropping the
-/// future loses no data (a read either completed, and its buffer is returned, or did not
-/// happen).
-pub async fn read_ready<R: ReadReady>(
-    io: &R,
-    pool: &BufferPool,
-    n: usize,
-) -> io::Result<Option<PooledBuf>> {
+/// [`io::ErrorKind::InvalidInput`] for `n == 0` (a read that could never return data).
+/// Cancel safe: dropping the future loses no data (a read either completed, and its buffer
+/// is returned, or did not happen).
+pub async fn read_ready<R>(io: &mut R, pool: &BufferPool, n: usize) -> io::Result<Option<PooledBuf>>
+where
+    R: ReadReady + AsyncRead + Unpin,
+{
     if n == 0 {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
@@ -108,12 +114,24 @@ pub async fn read_ready<R: ReadReady>(
     loop {
         io.readable().await?;
         let mut buf = take(pool, n).await?;
-        match io.try_read_buf(&mut (&mut buf).limit(n)) {
-            Ok(0) => return Ok(None),
-            Ok(_) => return Ok(Some(buf)),
+        let got = poll_fn(|cx| {
+            let mut rb = ReadBuf::uninit(&mut buf.spare_capacity_mut()[..n]);
+            match Pin::new(&mut *io).poll_read(cx, &mut rb) {
+                Poll::Pending => Poll::Ready(None),
+                Poll::Ready(r) => Poll::Ready(Some(r.map(|()| rb.filled().len()))),
+            }
+        })
+        .await;
+        match got {
             // Spurious readiness: the buffer goes back (to this thread's cache), and we wait.
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
-            Err(e) => return Err(e),
+            None => continue,
+            Some(Ok(0)) => return Ok(None),
+            Some(Ok(k)) => {
+                // SAFETY: `poll_read` initialized the first `k` bytes of the spare capacity.
+                unsafe { buf.set_len(k) };
+                return Ok(Some(buf));
+            }
+            Some(Err(e)) => return Err(e),
         }
     }
 }
@@ -144,7 +162,7 @@ where
     if n == 0 {
         return Ok(Some(take(pool, 0).await?));
     }
-    let Some(mut buf) = read_ready(&*io, pool, n).await? else {
+    let Some(mut buf) = read_ready(io, pool, n).await? else {
         return Ok(None);
     };
     if !fill(io, &mut buf, n).await? {

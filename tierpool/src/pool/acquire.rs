@@ -207,13 +207,36 @@ impl PoolRef {
 #[must_use = "futures do nothing unless polled"]
 #[derive(Debug)]
 pub struct Acquire<'a, K: Kind = Plain> {
-    pool: &'a PoolRef,
-    kind: &'a K,
+    pool: Held<'a, K>,
     /// The size asked.
     n: usize,
     state: AcquireState,
     /// Where `acquire` was called (feature `holders`; nothing without it).
     site: Site,
+}
+
+/// The pool an [`Acquire`] takes from: borrowed (`acquire`), or a handle of its own
+/// (`acquire_owned`, a `'static` future).
+#[derive(Debug)]
+enum Held<'a, K: Kind> {
+    Borrowed(&'a PoolRef, &'a K),
+    Owned(PoolRef, K),
+}
+
+impl<K: Kind> Held<'_, K> {
+    fn pool(&self) -> &PoolRef {
+        match self {
+            Held::Borrowed(p, _) => p,
+            Held::Owned(p, _) => p,
+        }
+    }
+
+    fn kind(&self) -> &K {
+        match self {
+            Held::Borrowed(_, k) => k,
+            Held::Owned(_, k) => k,
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -232,13 +255,24 @@ enum AcquireState {
 impl<'a, K: Kind> Acquire<'a, K> {
     #[cfg_attr(feature = "holders", track_caller)]
     pub(crate) fn new(pool: &'a PoolRef, kind: &'a K, n: usize) -> Self {
+        Acquire::with(Held::Borrowed(pool, kind), n)
+    }
+
+    #[cfg_attr(feature = "holders", track_caller)]
+    fn with(pool: Held<'a, K>, n: usize) -> Self {
         Acquire {
             pool,
-            kind,
             n,
             state: AcquireState::Start,
             site: site(),
         }
+    }
+}
+
+impl<K: Kind> Acquire<'static, K> {
+    #[cfg_attr(feature = "holders", track_caller)]
+    pub(crate) fn new_owned(pool: PoolRef, kind: K, n: usize) -> Self {
+        Acquire::with(Held::Owned(pool, kind), n)
     }
 }
 
@@ -247,8 +281,9 @@ impl<K: Kind> Future for Acquire<'_, K> {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.get_mut();
-        let kind = this.kind;
-        this.poll_buf(cx).map(|r| match r {
+        let polled = this.poll_buf(cx);
+        let kind = this.pool.kind();
+        polled.map(|r| match r {
             Ok(b) => Ok(kind.wrap(b, 0)),
             Err(e) => Err(kind.asked(e, this.n)),
         })
@@ -257,10 +292,10 @@ impl<K: Kind> Future for Acquire<'_, K> {
 
 impl<K: Kind> Acquire<'_, K> {
     fn poll_buf(&mut self, cx: &mut Context<'_>) -> Poll<Result<PooledBuf, AllocError>> {
-        let pool = self.pool;
+        let pool = self.pool.pool();
         if let AcquireState::Start = self.state {
             self.state = AcquireState::Done;
-            let m = match self.kind.inner_size(self.n) {
+            let m = match self.pool.kind().inner_size(self.n) {
                 Ok(m) => m,
                 Err(e) => return Poll::Ready(Err(e)),
             };
@@ -295,7 +330,7 @@ impl<K: Kind> Drop for Acquire<'_, K> {
         if let AcquireState::Waiting { ticket, .. } =
             std::mem::replace(&mut self.state, AcquireState::Done)
         {
-            self.pool.budget().cancel(ticket);
+            self.pool.pool().budget().cancel(ticket);
         }
     }
 }

@@ -284,6 +284,26 @@ impl<K: Kind> BufferPool<K> {
         Acquire::new(&self.core, &self.kind, n)
     }
 
+    /// [`acquire`](Self::acquire), as a `'static` future that holds a handle to the pool
+    /// (like tokio's `Semaphore::acquire_owned`): for code that keeps the wait in a struct of
+    /// its own, such as a `Stream` or a `poll` function, or spawns it.
+    ///
+    /// # Errors
+    /// As [`acquire`](Self::acquire).
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let pool = tierpool::BufferPool::builder().max_in_use_bytes(1 << 20).build()?;
+    /// let waiting = tokio::spawn(pool.acquire_owned(4096)); // 'static: can be spawned
+    /// assert!(waiting.await??.capacity() >= 4096);
+    /// # Ok(()) }
+    /// ```
+    #[cfg_attr(feature = "holders", track_caller)]
+    pub fn acquire_owned(&self, n: usize) -> Acquire<'static, K> {
+        Acquire::new_owned(self.core.clone(), self.kind.clone(), n)
+    }
+
     /// A buffer with `len() == n`, all zeros. Fresh buffers come zeroed from the allocator
     /// (`calloc`, which is free for pages fresh from the OS); reused ones are zeroed up to `n`.
     /// With a budget, waits like [`get`](Self::get).

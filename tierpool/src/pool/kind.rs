@@ -18,7 +18,7 @@ use crate::engine::error::AllocError;
 /// ([`PooledBuf`]) or, for direct I/O, [`Aligned`] ones ([`AlignedBuf`]).
 ///
 /// Sealed: these two are the kinds there are.
-pub trait Kind: sealed::Sealed + Clone + Send + Sync + fmt::Debug + 'static {
+pub trait Kind: sealed::Sealed + Clone + Send + Sync + Unpin + fmt::Debug + 'static {
     /// The buffer handle a get returns.
     type Buf: Send + Sync + fmt::Debug;
 }

@@ -1,0 +1,693 @@
+//! [`ReadBuffer`]: a pooled, contiguous, growable read buffer whose memory follows traffic.
+//!
+//! # How much it holds
+//!
+//! A connection's read buffer holds memory only while it has unread bytes, and then at most
+//! `max(2P, T0)` of it for `P` unread bytes (`T0` the pool's smallest tier), however the bytes
+//! arrive: a peer that trickles a frame one byte per packet pins twice what it sent, not a
+//! 16 KiB buffer per byte. The rules, shared by [`ReadBuffer`], the decoder bridge
+//! ([`FramedRead`](crate::io::codec::FramedRead)) and the frame reader:
+//!
+//! - **Drained, it goes back.** When every byte has been consumed the buffer returns to the
+//!   pool before the next wait, so an idle connection holds nothing.
+//! - **A read offers enough.** Each read offers at least 8 KiB (tokio-util's `FramedRead`
+//!   starts with 8 KiB, so no more receives than it), twice as much after a read that filled
+//!   its offer (more is waiting), up to 256 KiB, and back down after reads that used little.
+//!   With nothing unread, the read goes into a buffer taken for it from the pool; a read
+//!   that finds nothing (`Pending`) gives that buffer straight back.
+//! - **Reads append without amplifying.** With bytes unread and room for the offer, the read
+//!   goes into the room. Without room, it goes into a buffer of its own, and its bytes are
+//!   then copied after the unread ones, where they fit (after moving the unread ones to the
+//!   start, if that makes room), or into a buffer of the largest tier that holds both twice
+//!   over (geometric growth: copying stays linear in the bytes received).
+//! - **A wait holds at most twice what is pending.** Before a read returns `Pending`, a buffer
+//!   larger than `max(2P, T0)` is replaced by one of the largest tier up to `2P` (copying the
+//!   `P` bytes): what a large read offer, a decoder's `reserve` or the bytes consumed since
+//!   had left over.
+//!
+//! The bound needs tiers at most a factor of two apart, which every generated tier set
+//! (the default, [`power_of_two_tiers`](crate::Builder::power_of_two_tiers),
+//! [`geometric_tiers`](crate::Builder::geometric_tiers)) is; above the largest tier,
+//! buffers are exact.
+
+use std::future::{poll_fn, Future};
+use std::io;
+use std::mem::MaybeUninit;
+use std::pin::Pin;
+use std::task::{ready, Context, Poll};
+
+use tokio::io::{AsyncRead, ReadBuf};
+
+use crate::buf::pooled::PooledBuf;
+use crate::buf::shared::PooledBytes;
+use crate::engine::error::AllocError;
+use crate::pool::acquire::Acquire;
+use crate::pool::buffer_pool::BufferPool;
+
+/// The least a read offers: tokio-util's `FramedRead` starts with an 8 KiB buffer.
+pub(crate) const MIN_READ: usize = 8 << 10;
+/// The most a read offers.
+pub(crate) const MAX_READ: usize = 256 << 10;
+
+/// How much the next read offers: Netty's adaptive guess, between [`MIN_READ`] and
+/// [`MAX_READ`]. Doubled after a read that filled its offer; halved after four reads in a
+/// row that used less than a quarter of it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Sizer {
+    guess: usize,
+    short: u8,
+    /// The last read filled its offer: more is probably waiting.
+    full: bool,
+}
+
+impl Sizer {
+    pub(crate) fn new() -> Sizer {
+        Sizer {
+            guess: MIN_READ,
+            short: 0,
+            full: false,
+        }
+    }
+
+    /// What the next read offers.
+    pub(crate) fn offer(&self) -> usize {
+        self.guess
+    }
+
+    /// A read of `n` bytes into an offer of `offered`.
+    pub(crate) fn record(&mut self, n: usize, offered: usize) {
+        self.full = n >= offered;
+        if n >= offered {
+            self.guess = (self.guess * 2).min(MAX_READ);
+            self.short = 0;
+        } else if n < self.guess / 4 {
+            self.short += 1;
+            if self.short >= 4 {
+                self.guess = (self.guess / 2).max(MIN_READ);
+                self.short = 0;
+            }
+        } else {
+            self.short = 0;
+        }
+    }
+}
+
+/// Where a held buffer's unread bytes live: a pooled `Vec` ([`Plain`]), or, lent to a
+/// tokio-util decoder, a `BytesMut` made of one (`codec.rs`). [`Core`] runs the rules of the
+/// module docs on either.
+pub(crate) trait Store: Sized {
+    /// The unread bytes.
+    fn unread(&self) -> &[u8];
+    /// Room after the unread bytes in this allocation.
+    fn spare(&self) -> usize;
+    /// The allocation's size: what this buffer holds.
+    fn held(&self) -> usize;
+    /// The room after the unread bytes, to read into.
+    fn spare_mut(&mut self) -> &mut [MaybeUninit<u8>];
+    /// Marks the first `n` bytes of the room filled.
+    ///
+    /// # Safety
+    /// They are initialized, and `n <= spare()`.
+    unsafe fn filled(&mut self, n: usize);
+    /// Moves the unread bytes to the allocation's start if that is cheap (they are no more
+    /// than the bytes consumed before them), making room after them.
+    fn compact(&mut self);
+    /// A store of `buf`'s bytes, all unread.
+    fn adopt(buf: PooledBuf) -> Self;
+    /// Gives the memory back: to its pool where the allocation is still the pooled one and
+    /// nothing else shares it.
+    fn release(self);
+}
+
+/// A pooled `Vec`: the unread bytes are `buf[start..]`.
+#[derive(Debug)]
+pub(crate) struct Plain {
+    buf: PooledBuf,
+    start: usize,
+}
+
+impl Plain {
+    /// The buffer, its unread bytes at the start.
+    pub(crate) fn into_buf(mut self) -> PooledBuf {
+        if self.start > 0 {
+            let end = self.buf.len();
+            self.buf.copy_within(self.start..end, 0);
+            self.buf.truncate(end - self.start);
+        }
+        self.buf
+    }
+}
+
+impl Store for Plain {
+    fn unread(&self) -> &[u8] {
+        &self.buf[self.start..]
+    }
+    fn spare(&self) -> usize {
+        self.buf.capacity() - self.buf.len()
+    }
+    fn held(&self) -> usize {
+        self.buf.capacity()
+    }
+    fn spare_mut(&mut self) -> &mut [MaybeUninit<u8>] {
+        self.buf.spare_capacity_mut()
+    }
+    unsafe fn filled(&mut self, n: usize) {
+        let len = self.buf.len() + n;
+        // SAFETY: the caller's contract: `n` more bytes are initialized, within the capacity.
+        unsafe { self.buf.set_len(len) };
+    }
+    fn compact(&mut self) {
+        let unread = self.buf.len() - self.start;
+        if self.start > 0 && self.start >= unread {
+            let end = self.buf.len();
+            self.buf.copy_within(self.start..end, 0);
+            self.buf.truncate(unread);
+            self.start = 0;
+        }
+    }
+    fn adopt(buf: PooledBuf) -> Self {
+        Plain { buf, start: 0 }
+    }
+    fn release(self) {
+        drop(self.buf);
+    }
+}
+
+/// The largest tier of `pool` from `lo` to `hi` bytes, if one is; above the largest tier,
+/// `hi` itself (the pool allocates oversize buffers exactly).
+fn tier_between(pool: &BufferPool, lo: usize, hi: usize) -> Option<usize> {
+    let tiers = pool.tier_sizes();
+    let largest = *tiers.last()?;
+    if hi > largest && lo > largest {
+        return Some(hi);
+    }
+    let i = tiers.partition_point(|&t| t <= hi);
+    let t = *tiers.get(i.checked_sub(1)?)?;
+    (t >= lo).then_some(t)
+}
+
+/// The rules of the module docs, on a store `S`: the held buffer (none while nothing is
+/// unread), the read sizer, and a wait for room in the pool's budget.
+#[derive(Debug)]
+pub(crate) struct Core<S> {
+    pub(crate) slot: Option<S>,
+    sizer: Sizer,
+    pool: BufferPool,
+    /// A get waiting for room in the budget (budgeted pools only), kept across polls.
+    acquiring: Option<Box<Acquire<'static>>>,
+    /// Bytes read that did not fit the buffer held, waiting for a larger one (under a
+    /// budget, for room in it): `poll_read` moves both into it before reading again.
+    stash: Option<PooledBuf>,
+    /// The smallest tier: what the bound allows whatever is pending.
+    floor: usize,
+}
+
+impl<S: Store> Core<S> {
+    pub(crate) fn new(pool: BufferPool) -> Self {
+        let floor = pool.tier_sizes()[0];
+        Core {
+            slot: None,
+            sizer: Sizer::new(),
+            pool,
+            acquiring: None,
+            stash: None,
+            floor,
+        }
+    }
+
+    pub(crate) fn pool(&self) -> &BufferPool {
+        &self.pool
+    }
+
+    /// Unread bytes.
+    pub(crate) fn unread_len(&self) -> usize {
+        self.slot.as_ref().map_or(0, |s| s.unread().len())
+    }
+
+    /// What the held buffers take (0 if none).
+    pub(crate) fn held(&self) -> usize {
+        self.slot.as_ref().map_or(0, Store::held) + self.stash.as_ref().map_or(0, |b| b.capacity())
+    }
+
+    /// Gives back every buffer held, unread bytes and all.
+    pub(crate) fn clear(&mut self) {
+        self.stash = None;
+        self.acquiring = None;
+        if let Some(s) = self.slot.take() {
+            s.release();
+        }
+    }
+
+    /// Gives the buffer back if nothing in it is unread.
+    pub(crate) fn release_if_drained(&mut self) {
+        if self.slot.as_ref().is_some_and(|s| s.unread().is_empty()) {
+            if let Some(s) = self.slot.take() {
+                s.release();
+            }
+        }
+    }
+
+    /// Before a wait: holds nothing if nothing is unread, else at most `max(2P, T0)`.
+    pub(crate) fn park(&mut self) {
+        self.release_if_drained();
+        let Some(s) = &self.slot else { return };
+        let p = s.unread().len();
+        let bound = (2 * p).max(self.floor);
+        if s.held() <= bound {
+            return;
+        }
+        // Replace it with the largest tier up to the bound that holds the unread bytes. A
+        // get that cannot wait: under a budget with no room for it, the buffer stays as it
+        // is until the next wait.
+        let size = tier_between(&self.pool, p, bound).unwrap_or(p);
+        if let Ok(mut buf) = self.pool.try_get(size) {
+            let old = self.slot.take().expect("checked above");
+            buf.extend_from_slice(old.unread());
+            old.release();
+            self.slot = Some(S::adopt(buf));
+        }
+    }
+
+    /// A buffer of at least `n` bytes from the pool, waiting (asynchronously) for room in
+    /// the budget.
+    fn poll_take(&mut self, cx: &mut Context<'_>, n: usize) -> Poll<io::Result<PooledBuf>> {
+        if self.acquiring.is_none() {
+            match self.pool.try_get(n) {
+                Ok(buf) => return Poll::Ready(Ok(buf)),
+                Err(AllocError::OverBudget { .. }) => {
+                    self.acquiring = Some(Box::new(self.pool.acquire_owned(n)));
+                }
+                Err(e) => return Poll::Ready(Err(alloc_error(e))),
+            }
+        }
+        let fut = self.acquiring.as_mut().expect("set above");
+        let got = ready!(Pin::new(&mut **fut).poll(cx));
+        self.acquiring = None;
+        Poll::Ready(got.map_err(alloc_error))
+    }
+
+    /// One read from `io`, of at most `limit` bytes (at least 1): `Ready(Ok(n))` with the
+    /// bytes appended to the unread ones (`n == 0`: the end of the stream, or `limit == 0`),
+    /// or `Pending` (the buffer then held is within the bound).
+    pub(crate) fn poll_read<R: AsyncRead + ?Sized>(
+        &mut self,
+        cx: &mut Context<'_>,
+        mut io: Pin<&mut R>,
+        limit: usize,
+    ) -> Poll<io::Result<usize>> {
+        if let Some(n) = self.stash.as_ref().map(|b| b.len()) {
+            // The last read's bytes wait for a larger buffer: get it (waiting for room
+            // under a budget, holding what was read), then report them.
+            ready!(self.poll_grow(cx, 0))?;
+            return Poll::Ready(Ok(n));
+        }
+        if limit == 0 {
+            return Poll::Ready(Ok(0));
+        }
+        self.release_if_drained();
+        let want = self.sizer.offer().min(limit);
+        // Room for the offer in the buffer held: read into it. Without room, after a read
+        // that filled its offer (the peer is sending faster than we read), grow first, so the
+        // bytes land in place: a large frame costs one copy per doubling of what arrived.
+        if let Some(s) = &mut self.slot {
+            if s.spare() < want {
+                s.compact();
+            }
+            if s.spare() < want && self.sizer.full {
+                ready!(self.poll_grow(cx, want))?;
+            }
+        }
+        if let Some(s) = &mut self.slot {
+            if s.spare() >= want {
+                let n = match read_into(cx, io.as_mut(), &mut s.spare_mut()[..want]) {
+                    Poll::Pending => {
+                        self.park();
+                        return Poll::Pending;
+                    }
+                    Poll::Ready(r) => r?,
+                };
+                // SAFETY: `read_into` initialized `n <= want <= spare` bytes of the room.
+                unsafe { s.filled(n) };
+                self.sizer.record(n, want);
+                return Poll::Ready(Ok(n));
+            }
+        }
+        // A buffer for this read.
+        let mut fresh = match self.poll_take(cx, want) {
+            Poll::Ready(r) => r?,
+            Poll::Pending => {
+                self.park();
+                return Poll::Pending;
+            }
+        };
+        let n = match read_into(cx, io, &mut fresh.spare_capacity_mut()[..want]) {
+            // Nothing to read: the buffer goes straight back, nothing is held for the wait.
+            Poll::Pending => {
+                drop(fresh);
+                self.park();
+                return Poll::Pending;
+            }
+            Poll::Ready(r) => r?,
+        };
+        // SAFETY: `read_into` initialized the first `n` bytes of the spare capacity.
+        unsafe { fresh.set_len(n) };
+        self.sizer.record(n, want);
+        if n == 0 {
+            return Poll::Ready(Ok(0));
+        }
+        if self.append(fresh) {
+            return Poll::Ready(Ok(n));
+        }
+        ready!(self.poll_grow(cx, 0))?;
+        Poll::Ready(Ok(n))
+    }
+
+    /// Puts `fresh`'s bytes after the unread ones: adopts it if nothing is unread, else
+    /// copies them into the room left (after compacting). False if they do not fit: `fresh`
+    /// then waits in the stash for [`poll_grow`](Self::poll_grow).
+    fn append(&mut self, fresh: PooledBuf) -> bool {
+        let Some(s) = &mut self.slot else {
+            self.slot = Some(S::adopt(fresh));
+            return true;
+        };
+        let n = fresh.len();
+        if s.spare() < n {
+            s.compact();
+        }
+        if s.spare() < n {
+            self.stash = Some(fresh);
+            return false;
+        }
+        let room = &mut s.spare_mut()[..n];
+        // SAFETY: `MaybeUninit<u8>` and `u8` have the same layout, and writing initialized
+        // bytes over uninitialized ones is always sound.
+        let room = unsafe { &mut *(room as *mut [MaybeUninit<u8>] as *mut [u8]) };
+        room.copy_from_slice(&fresh);
+        // SAFETY: the `n` bytes were just written, within the room.
+        unsafe { s.filled(n) };
+        true
+    }
+
+    /// Moves the unread bytes and the stash into a buffer of the largest tier that holds
+    /// them and `room` more twice over (geometric growth: copying stays linear in the bytes
+    /// received), waiting for room under a budget.
+    fn poll_grow(&mut self, cx: &mut Context<'_>, room: usize) -> Poll<io::Result<()>> {
+        let p = self.slot.as_ref().map_or(0, |s| s.unread().len());
+        let total = p + self.stash.as_ref().map_or(0, |b| b.len()) + room;
+        let size = tier_between(&self.pool, total, 2 * total).unwrap_or(total);
+        let mut bigger = ready!(self.poll_take(cx, size))?;
+        if let Some(s) = self.slot.take() {
+            bigger.extend_from_slice(s.unread());
+            s.release();
+        }
+        if let Some(stash) = self.stash.take() {
+            bigger.extend_from_slice(&stash);
+        }
+        self.slot = Some(S::adopt(bigger));
+        Poll::Ready(Ok(()))
+    }
+}
+
+impl Core<Plain> {
+    /// Reads from `io` until `want` bytes are unread or the stream ends, and takes them as a
+    /// buffer (none if none arrived): `(buffer, complete)`. While it waits it holds at most
+    /// `max(2P, T0)` for the `P` bytes that arrived (module docs). On an error the bytes
+    /// read so far stay unread in `self` (take them with [`take`](Self::take)).
+    pub(crate) async fn read_chunk<R: AsyncRead + Unpin + ?Sized>(
+        &mut self,
+        io: &mut R,
+        want: usize,
+    ) -> io::Result<(Option<PooledBuf>, bool)> {
+        while self.unread_len() < want {
+            let remaining = want - self.unread_len();
+            if poll_fn(|cx| self.poll_read(cx, Pin::new(&mut *io), remaining)).await? == 0 {
+                return Ok((self.take(), false));
+            }
+        }
+        Ok((self.take(), true))
+    }
+
+    /// The unread bytes, as a buffer of their own (at its start), and nothing held.
+    pub(crate) fn take(&mut self) -> Option<PooledBuf> {
+        self.slot.take().map(Plain::into_buf)
+    }
+}
+
+/// An [`AllocError`] as the `io::Error` a read returns (kind `OutOfMemory`).
+pub(crate) fn alloc_error(e: AllocError) -> io::Error {
+    io::Error::new(io::ErrorKind::OutOfMemory, e)
+}
+
+/// `AsyncRead::poll_read` into `room`: the bytes read (initialized there).
+fn read_into<R: AsyncRead + ?Sized>(
+    cx: &mut Context<'_>,
+    io: Pin<&mut R>,
+    room: &mut [MaybeUninit<u8>],
+) -> Poll<io::Result<usize>> {
+    let mut rb = ReadBuf::uninit(room);
+    ready!(io.poll_read(cx, &mut rb))?;
+    Poll::Ready(Ok(rb.filled().len()))
+}
+
+/// A pooled, contiguous, growable read buffer: reads append to it, a parser looks at the
+/// unread bytes as one `&[u8]`, and frames are split off as [`PooledBytes`] without a copy.
+/// Its memory follows traffic: drained, its buffer goes back to the pool, so an idle
+/// connection holds nothing; with `P` bytes unread it holds at most `max(2P, T0)` (`T0` the
+/// pool's smallest tier) while it waits, however the bytes arrive (module docs).
+///
+/// For a parser that is not a tokio-util decoder: look at [`unread`](Self::unread) (or
+/// [`find`](Self::find) a delimiter), consume with [`advance`](Self::advance) or take a frame
+/// with [`split_to`](Self::split_to), and read more with [`read_from`](Self::read_from) when
+/// what is there is not a whole frame. For a tokio-util `Decoder`, use
+/// [`FramedRead`](crate::io::codec::FramedRead) (feature `tokio-util`).
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> std::io::Result<()> {
+/// use tierpool::io::ReadBuffer;
+///
+/// let pool = tierpool::BufferPool::new();
+/// let mut input: &[u8] = b"PING\r\nECHO hi\r\n";
+/// let mut buf = ReadBuffer::new(pool);
+/// let mut lines = Vec::new();
+/// loop {
+///     while let Some(end) = buf.find(b"\r\n") {
+///         let line = buf.split_to(end + 2); // a view of the pooled buffer, no copy
+///         lines.push(line);
+///     }
+///     if buf.read_from(&mut input).await? == 0 {
+///         break; // the end of the stream
+///     }
+/// }
+/// assert_eq!(lines, [&b"PING\r\n"[..], b"ECHO hi\r\n"]);
+/// assert_eq!(buf.held_bytes(), 0); // drained: nothing held
+/// # Ok(()) }
+/// ```
+#[derive(Debug)]
+pub struct ReadBuffer {
+    core: Core<Plain>,
+    /// After a split: the unread bytes as a view of the buffer the frames share.
+    rest: Option<PooledBytes>,
+    /// The most unread bytes it may hold (`max_len`).
+    max_len: usize,
+}
+
+impl ReadBuffer {
+    /// An empty read buffer taking its buffers from `pool`; it holds nothing until bytes
+    /// arrive.
+    pub fn new(pool: BufferPool) -> Self {
+        ReadBuffer {
+            core: Core::new(pool),
+            rest: None,
+            max_len: usize::MAX,
+        }
+    }
+
+    /// Refuses to hold more than `bytes` unread bytes: a read that finds that many already
+    /// unread (a frame larger than a parser would ever take) fails with
+    /// [`io::ErrorKind::InvalidData`] and the buffer is given back. Default: no limit.
+    pub fn max_len(mut self, bytes: usize) -> Self {
+        self.max_len = bytes.max(1);
+        self
+    }
+
+    /// The unread bytes.
+    pub fn unread(&self) -> &[u8] {
+        match &self.rest {
+            Some(rest) => rest,
+            None => self.core.slot.as_ref().map_or(&[], Store::unread),
+        }
+    }
+
+    /// The number of unread bytes.
+    pub fn len(&self) -> usize {
+        self.unread().len()
+    }
+
+    /// True if nothing is unread.
+    pub fn is_empty(&self) -> bool {
+        self.unread().is_empty()
+    }
+
+    /// The capacity of the pooled buffer it holds now (0 when it holds none). Frames split
+    /// off and still alive are not counted: they hold their buffer themselves.
+    pub fn held_bytes(&self) -> usize {
+        self.core.held()
+    }
+
+    /// Where `needle` first occurs in the unread bytes (a delimiter such as `b"\r\n"`).
+    pub fn find(&self, needle: &[u8]) -> Option<usize> {
+        find(self.unread(), needle)
+    }
+
+    /// Consumes `n` unread bytes.
+    ///
+    /// # Panics
+    /// If `n > len()`.
+    pub fn advance(&mut self, n: usize) {
+        assert!(
+            n <= self.len(),
+            "advance({n}) past the {} unread bytes",
+            self.len()
+        );
+        match &mut self.rest {
+            Some(rest) => {
+                rest.advance(n);
+                if rest.is_empty() {
+                    self.rest = None;
+                }
+            }
+            None => {
+                if let Some(s) = &mut self.core.slot {
+                    s.start += n;
+                }
+                self.core.release_if_drained();
+            }
+        }
+    }
+
+    /// Takes the first `n` unread bytes as a view of the pooled buffer, without a copy. The
+    /// buffer returns to the pool when the last of its views (and this read buffer) let go.
+    ///
+    /// # Panics
+    /// If `n > len()`.
+    pub fn split_to(&mut self, n: usize) -> PooledBytes {
+        assert!(
+            n <= self.len(),
+            "split_to({n}) past the {} unread bytes",
+            self.len()
+        );
+        let mut rest = match self.rest.take() {
+            Some(rest) => rest,
+            None => match self.core.slot.take() {
+                Some(Plain { buf, start }) => {
+                    let mut view = buf.into_shared();
+                    view.advance(start);
+                    view
+                }
+                None => return PooledBytes::default(),
+            },
+        };
+        let frame = rest.split_to(n);
+        if !rest.is_empty() {
+            self.rest = Some(rest);
+        }
+        frame
+    }
+
+    /// Gives back the buffer and drops every unread byte.
+    pub fn clear(&mut self) {
+        self.rest = None;
+        self.core.clear();
+    }
+
+    /// Makes the unread bytes a plain buffer again before a read: the one the views share if
+    /// none of them is left (after moving the bytes to its start), else a copy.
+    fn unshare(&mut self) {
+        let Some(rest) = self.rest.take() else { return };
+        let buf = match rest.try_into_mut() {
+            Ok(buf) => buf,
+            Err(rest) => {
+                let p = rest.len();
+                let size = tier_between(self.core.pool(), p, 2 * p).unwrap_or(p);
+                let mut buf = self.core.pool().get(size);
+                buf.extend_from_slice(&rest);
+                buf
+            }
+        };
+        self.core.slot = Some(Plain::adopt(buf));
+    }
+
+    /// Reads once from `io`, appending to the unread bytes: how many arrived (0 at the end of
+    /// the stream). With nothing unread it holds no buffer while `io` has nothing to read, and
+    /// a buffer is taken only for a read that has data (module docs).
+    ///
+    /// # Errors
+    /// `io`'s error; [`io::ErrorKind::OutOfMemory`] if the pool cannot serve a buffer;
+    /// [`io::ErrorKind::InvalidData`] if [`max_len`](Self::max_len) bytes are already unread.
+    pub fn poll_read_from<R: AsyncRead + ?Sized>(
+        &mut self,
+        cx: &mut Context<'_>,
+        io: Pin<&mut R>,
+    ) -> Poll<io::Result<usize>> {
+        if self.len() >= self.max_len {
+            let held = self.len();
+            self.clear();
+            return Poll::Ready(Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!(
+                    "{held} bytes unread and no frame: more than the limit of {} bytes",
+                    self.max_len
+                ),
+            )));
+        }
+        self.unshare();
+        let limit = self.max_len - self.len();
+        self.core.poll_read(cx, io, limit)
+    }
+
+    /// [`poll_read_from`](Self::poll_read_from) as a future.
+    ///
+    /// # Errors
+    /// As [`poll_read_from`](Self::poll_read_from).
+    pub async fn read_from<R: AsyncRead + Unpin + ?Sized>(
+        &mut self,
+        io: &mut R,
+    ) -> io::Result<usize> {
+        poll_fn(|cx| self.poll_read_from(cx, Pin::new(&mut *io))).await
+    }
+}
+
+/// Where `needle` first occurs in `hay`.
+pub(crate) fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    match needle {
+        [] => Some(0),
+        [b] => hay.iter().position(|x| x == b),
+        [first, rest @ ..] => {
+            let mut from = 0;
+            while let Some(i) = hay[from..].iter().position(|x| x == first) {
+                let at = from + i;
+                if hay[at + 1..].starts_with(rest) {
+                    return Some(at);
+                }
+                from = at + 1;
+            }
+            None
+        }
+    }
+}
+
+#[cfg(feature = "bytes")]
+impl bytes::Buf for ReadBuffer {
+    fn remaining(&self) -> usize {
+        self.len()
+    }
+
+    fn chunk(&self) -> &[u8] {
+        self.unread()
+    }
+
+    fn advance(&mut self, n: usize) {
+        ReadBuffer::advance(self, n);
+    }
+}
