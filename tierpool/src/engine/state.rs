@@ -122,7 +122,7 @@ impl PoolState {
             budget,
             allocator_trim: AllocatorTrim::new(config.trim_allocator),
             name: config.name,
-            published: Published::default(),
+            published: Default::default(),
             holders: Tracker::new(config.track_every, config.report_waits_after),
         }
     }

@@ -46,6 +46,10 @@ use crate::{AllocError, BufferPool, PooledBuf, PooledBytes};
 pub struct PooledChain {
     parts: VecDeque<PooledBytes>,
     len: usize,
+    /// The last view, when [`push_compact`](Self::push_compact) made it (the address of its
+    /// first byte): a buffer of copied short reads, which a short read that does not fit
+    /// may move to a larger one.
+    compacted: Option<usize>,
 }
 
 impl PooledChain {
@@ -88,22 +92,44 @@ impl PooledChain {
             return;
         }
         if part.len() * 2 >= part.buffer_capacity() {
+            self.compacted = None;
             return self.push(part);
         }
-        if let Some(last) = self.parts.back_mut() {
+        let last = self.parts.back_mut();
+        if let Some(last) = last {
             if last.try_extend(&part) {
                 self.len += part.len();
                 return; // `part`'s buffer goes back now
             }
         }
-        match pool.try_get(part.len()) {
-            Ok(mut small) => {
-                small.extend_from_slice(&part);
-                self.push(small.into_shared());
-            }
+        // A buffer for the short reads: the last view's bytes too when this chain made it of
+        // short reads (so they share one buffer that grows geometrically), sized to hold the
+        // bytes at most twice over.
+        let regrow = match (self.parts.back(), self.compacted) {
+            (Some(last), Some(addr)) => last.as_ptr() as usize == addr,
+            _ => false,
+        };
+        let before = if regrow {
+            self.parts.back().map_or(0, PooledBytes::len)
+        } else {
+            0
+        };
+        let total = before + part.len();
+        let size = pool.size_within(total, 2 * total).unwrap_or(total);
+        let Ok(mut tail) = pool.try_get(size) else {
             // No room for a copy (a budget with none): the view as it is.
-            Err(_) => self.push(part),
+            self.compacted = None;
+            return self.push(part);
+        };
+        if regrow {
+            let old = self.parts.pop_back().expect("checked above");
+            self.len -= old.len();
+            tail.extend_from_slice(&old);
         }
+        tail.extend_from_slice(&part);
+        let tail = tail.into_shared();
+        self.compacted = Some(tail.as_ptr() as usize);
+        self.push(tail);
     }
 
     /// Appends the views of `other`, in order.

@@ -1,7 +1,42 @@
-//! Reading and writing with pooled buffers: messages that span several buffers
-//! ([`PooledChain`](crate::PooledChain)), readiness-first reads that take a buffer only when
-//! data has arrived ([`read_ready`], feature `tokio`), length-prefixed frames ([`frame`],
-//! feature `tokio`) and io_uring provided-buffer rings ([`buf_ring`], feature `buf-ring`).
+//! Reading and writing with pooled buffers, so that a connection's memory follows its traffic.
+//!
+//! | what | for |
+//! |---|---|
+//! | [`ReadBuffer`] (feature `tokio`) | any protocol: a contiguous read buffer held only while bytes are unread, frames split off as views |
+//! | [`codec::FramedRead`], [`codec::FramedWrite`] (feature `tokio-util`) | tokio-util `Decoder`s and `Encoder`s, unchanged, over pooled buffers |
+//! | [`BufWriter`] (feature `tokio`) | tokio's `BufWriter`, holding its buffer only while bytes wait to be written |
+//! | [`frame`] (feature `tokio`) | length-prefixed frames (gRPC's header, or your own) into pooled buffers |
+//! | [`read_ready`] (feature `tokio`) | one read into a pooled buffer taken once a tokio socket is readable |
+//! | [`PooledChain`](crate::PooledChain) | a message that spans several buffers, read and written as one |
+//! | [`buf_ring`] (feature `buf-ring`) | io_uring provided-buffer rings stocked from the pool |
+//!
+//! # Porting a protocol server
+//!
+//! A server written against tokio-util's codecs changes its imports and passes a pool; its
+//! decoder and encoder stay as they are (the [`codec`] module's docs list the lines). One
+//! with a parser over a `BytesMut` (mini-redis's `Connection`, say) keeps its parser and reads
+//! into a [`ReadBuffer`] instead, and writes through a [`BufWriter`]:
+//!
+//! ```text
+//! - buffer: BytesMut::with_capacity(4 * 1024),        // 4 KiB per connection, for good
+//! - stream: tokio::io::BufWriter::new(socket),         // 8 KiB per connection, for good
+//! + buffer: tierpool::io::ReadBuffer::new(pool.clone()),           // held while bytes are unread
+//! + stream: tierpool::io::BufWriter::new(socket, pool.clone()),    // held while bytes are unwritten
+//!   ...
+//! - if 0 == self.stream.read_buf(&mut self.buffer).await? { ... }
+//! + if 0 == self.buffer.read_from(&mut self.stream).await? { ... }
+//! - parse(&self.buffer[..]) ...; self.buffer.advance(len);
+//! + parse(self.buffer.unread()) ...; self.buffer.advance(len);
+//! ```
+//!
+//! A process that uses only [`default_pool`](crate::default_pool) needs no more: it runs the
+//! background trimmer, so a server that goes quiet gives its buffers back within a few
+//! seconds. A pool of your own wants
+//! [`background_trim(true)`](crate::Builder::background_trim) for the same.
+//!
+//! The repository's `examples/kv_server.rs` is a Redis-protocol server built this way, with a
+//! tokio-util decoder, run in both modes (`--mode pooled` and `--mode baseline`) by the
+//! report's `redis` workload.
 //!
 //! (Layer 6 of the crate: imports the pools and buffers below it.)
 
@@ -10,6 +45,8 @@ pub(crate) mod read_buf;
 pub(crate) mod chain;
 #[cfg(feature = "tokio")]
 mod ready;
+#[cfg(feature = "tokio")]
+mod write_buf;
 #[cfg(feature = "tokio-util")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tokio-util")))]
 pub mod codec;
@@ -26,3 +63,6 @@ pub use read_buf::ReadBuffer;
 #[cfg(feature = "tokio")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
 pub use ready::{read_ready, read_ready_exact, ReadReady};
+#[cfg(feature = "tokio")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
+pub use write_buf::BufWriter;

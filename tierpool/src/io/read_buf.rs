@@ -173,19 +173,6 @@ impl Store for Plain {
     }
 }
 
-/// The largest tier of `pool` from `lo` to `hi` bytes, if one is; above the largest tier,
-/// `hi` itself (the pool allocates oversize buffers exactly).
-fn tier_between(pool: &BufferPool, lo: usize, hi: usize) -> Option<usize> {
-    let tiers = pool.tier_sizes();
-    let largest = *tiers.last()?;
-    if hi > largest && lo > largest {
-        return Some(hi);
-    }
-    let i = tiers.partition_point(|&t| t <= hi);
-    let t = *tiers.get(i.checked_sub(1)?)?;
-    (t >= lo).then_some(t)
-}
-
 /// The rules of the module docs, on a store `S`: the held buffer (none while nothing is
 /// unread), the read sizer, and a wait for room in the pool's budget.
 #[derive(Debug)]
@@ -259,7 +246,7 @@ impl<S: Store> Core<S> {
         // Replace it with the largest tier up to the bound that holds the unread bytes. A
         // get that cannot wait: under a budget with no room for it, the buffer stays as it
         // is until the next wait.
-        let size = tier_between(&self.pool, p, bound).unwrap_or(p);
+        let size = self.pool.size_within(p, bound).unwrap_or(p);
         if let Ok(mut buf) = self.pool.try_get(size) {
             let old = self.slot.take().expect("checked above");
             buf.extend_from_slice(old.unread());
@@ -271,14 +258,40 @@ impl<S: Store> Core<S> {
     /// A buffer of at least `n` bytes from the pool, waiting (asynchronously) for room in
     /// the budget.
     fn poll_take(&mut self, cx: &mut Context<'_>, n: usize) -> Poll<io::Result<PooledBuf>> {
+        self.poll_take_between(cx, n, n)
+    }
+
+    /// A buffer of `preferred` bytes if the pool has it now, else of `least`, waiting for
+    /// room in the budget for that. Under a budget that could never hold `least` beside the
+    /// buffers held now (a frame too large to grow into: growing copies, so the old and the
+    /// new buffer are out at once), an error instead of a wait that would never end.
+    fn poll_take_between(
+        &mut self,
+        cx: &mut Context<'_>,
+        least: usize,
+        preferred: usize,
+    ) -> Poll<io::Result<PooledBuf>> {
         if self.acquiring.is_none() {
-            match self.pool.try_get(n) {
-                Ok(buf) => return Poll::Ready(Ok(buf)),
-                Err(AllocError::OverBudget { .. }) => {
-                    self.acquiring = Some(Box::new(self.pool.acquire_owned(n)));
+            for size in [preferred, least] {
+                match self.pool.try_get(size) {
+                    Ok(buf) => return Poll::Ready(Ok(buf)),
+                    Err(AllocError::OverBudget { .. }) => {}
+                    Err(e) => return Poll::Ready(Err(alloc_error(e))),
                 }
-                Err(e) => return Poll::Ready(Err(alloc_error(e))),
             }
+            let limit = self.pool.max_in_use_bytes().unwrap_or(usize::MAX);
+            let charge = self.pool.size_for(least);
+            let held = self.held();
+            if held.saturating_add(charge) > limit {
+                return Poll::Ready(Err(io::Error::new(
+                    io::ErrorKind::OutOfMemory,
+                    format!(
+                        "a buffer of {charge} bytes beside the {held} held can never fit the \
+                         budget of {limit} bytes"
+                    ),
+                )));
+            }
+            self.acquiring = Some(Box::new(self.pool.acquire_owned(least)));
         }
         let fut = self.acquiring.as_mut().expect("set above");
         let got = ready!(Pin::new(&mut **fut).poll(cx));
@@ -393,9 +406,12 @@ impl<S: Store> Core<S> {
     /// received), waiting for room under a budget.
     fn poll_grow(&mut self, cx: &mut Context<'_>, room: usize) -> Poll<io::Result<()>> {
         let p = self.slot.as_ref().map_or(0, |s| s.unread().len());
-        let total = p + self.stash.as_ref().map_or(0, |b| b.len()) + room;
-        let size = tier_between(&self.pool, total, 2 * total).unwrap_or(total);
-        let mut bigger = ready!(self.poll_take(cx, size))?;
+        let have = p + self.stash.as_ref().map_or(0, |b| b.len());
+        let total = have + room;
+        let size = self.pool.size_within(total, 2 * total).unwrap_or(total);
+        // At least what is there and a byte more; under a budget with no room for the
+        // preferred size, that is what the wait is for.
+        let mut bigger = ready!(self.poll_take_between(cx, have + 1, size))?;
         if let Some(s) = self.slot.take() {
             bigger.extend_from_slice(s.unread());
             s.release();
@@ -609,7 +625,7 @@ impl ReadBuffer {
             Ok(buf) => buf,
             Err(rest) => {
                 let p = rest.len();
-                let size = tier_between(self.core.pool(), p, 2 * p).unwrap_or(p);
+                let size = self.core.pool().size_within(p, 2 * p).unwrap_or(p);
                 let mut buf = self.core.pool().get(size);
                 buf.extend_from_slice(&rest);
                 buf

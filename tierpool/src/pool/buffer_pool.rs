@@ -414,6 +414,32 @@ impl<K: Kind> BufferPool<K> {
         self.kind.tier_sizes(self.core.state().classes.sizes())
     }
 
+    /// The capacity a get of `n` bytes gives: the smallest tier that holds `n`, or `n` above
+    /// the largest tier.
+    #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
+    pub(crate) fn size_for(&self, n: usize) -> usize {
+        let tiers = self.tier_sizes();
+        tiers
+            .get(tiers.partition_point(|&t| t < n))
+            .copied()
+            .unwrap_or(n)
+    }
+
+    /// The largest size from `lo` to `hi` bytes that a get serves exactly: the largest tier
+    /// in that range, or `hi` above the largest tier (the pool allocates oversize buffers
+    /// exactly); `None` if no tier lies in the range. What a buffer that must hold `lo` bytes
+    /// and at most `hi` is asked for (growing and shrinking read buffers).
+    pub(crate) fn size_within(&self, lo: usize, hi: usize) -> Option<usize> {
+        let tiers = self.tier_sizes();
+        let largest = *tiers.last()?;
+        if lo > largest {
+            return Some(hi);
+        }
+        let i = tiers.partition_point(|&t| t <= hi);
+        let t = *tiers.get(i.checked_sub(1)?)?;
+        (t >= lo).then_some(t)
+    }
+
     /// The pool's name ([`Builder::name`]; `pool-1`, `pool-2`, ... for unnamed pools).
     pub fn name(&self) -> &str {
         &self.core.state().name

@@ -1,0 +1,664 @@
+//! tokio-util's codecs over pooled buffers (`tierpool::io::codec`): the same frames as
+//! tokio-util's own `FramedRead` for every way the input can be cut, the memory bound while
+//! a frame is pending, every buffer back; and tokio-util's own `framed_read.rs` and
+//! `framed_write.rs` cases, ported.
+#![cfg(feature = "tokio-util")]
+
+mod common;
+
+use std::collections::VecDeque;
+use std::io;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use bytes::{Buf, BufMut, BytesMut};
+use futures_util::{SinkExt, StreamExt};
+use proptest::prelude::*;
+use tierpool::io::codec::{FramedRead, FramedWrite};
+use tierpool::BufferPool;
+use tokio::io::{AsyncRead, ReadBuf};
+use tokio_util::codec::{AnyDelimiterCodec, BytesCodec, Decoder, LengthDelimitedCodec, LinesCodec};
+
+/// What a mock read returns next.
+#[derive(Debug, Clone)]
+enum Op {
+    Data(Vec<u8>),
+    Pending,
+    Err(io::ErrorKind),
+}
+
+/// An `AsyncRead` that plays `ops` in order (then the end of the stream), delivering no more
+/// of a chunk than the read offers (the rest stays for the next read), and counting the reads
+/// that delivered data.
+#[derive(Debug)]
+struct Mock {
+    ops: VecDeque<Op>,
+    reads: usize,
+}
+
+impl Mock {
+    fn new(ops: impl IntoIterator<Item = Op>) -> Mock {
+        Mock {
+            ops: ops.into_iter().collect(),
+            reads: 0,
+        }
+    }
+}
+
+impl AsyncRead for Mock {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        match self.ops.pop_front() {
+            None => Poll::Ready(Ok(())),
+            Some(Op::Pending) => {
+                cx.waker().wake_by_ref();
+                Poll::Pending
+            }
+            Some(Op::Err(kind)) => Poll::Ready(Err(io::Error::from(kind))),
+            Some(Op::Data(mut d)) => {
+                let n = d.len().min(buf.remaining());
+                buf.put_slice(&d[..n]);
+                if n < d.len() {
+                    self.ops.push_front(Op::Data(d.split_off(n)));
+                }
+                self.reads += 1;
+                Poll::Ready(Ok(()))
+            }
+        }
+    }
+}
+
+/// Everything a stream yields until its end: frames, and errors by kind.
+async fn collect<S, T, E>(mut s: S) -> Vec<Result<T, String>>
+where
+    S: futures_util::Stream<Item = Result<T, E>> + Unpin,
+    E: std::fmt::Display,
+{
+    let mut out = Vec::new();
+    while let Some(item) = s.next().await {
+        let failed = item.is_err();
+        out.push(item.map_err(|e| e.to_string()));
+        if failed {
+            // tokio-util's streams end once after an error; both are read to that point.
+            break;
+        }
+    }
+    out
+}
+
+fn rt() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap()
+}
+
+/// The pooled stream and tokio-util's give the same items over the same reads; the pooled one
+/// makes no more reads, and gives every buffer back.
+fn same_as_tokio_util<D, F>(make: F, ops: Vec<Op>) -> Result<(), TestCaseError>
+where
+    D: Decoder + Unpin,
+    D::Item: PartialEq + std::fmt::Debug,
+    D::Error: std::fmt::Display,
+    F: Fn() -> D,
+{
+    // A budget that never binds: its account is exact, also for buffers that leave the pool
+    // with frames sharing them (they are freed with the last frame, their charge refunded).
+    let pool = BufferPool::builder()
+        .max_in_use_bytes(1 << 30)
+        .build()
+        .unwrap();
+    rt().block_on(async {
+        let mut theirs = tokio_util::codec::FramedRead::new(Mock::new(ops.clone()), make());
+        let expected = collect(&mut theirs).await;
+        let mut ours = FramedRead::new(Mock::new(ops), make(), pool.clone());
+        let got = collect(&mut ours).await;
+        prop_assert_eq!(&got, &expected);
+        prop_assert!(
+            ours.get_ref().reads <= theirs.get_ref().reads,
+            "reads: pooled {} > tokio-util {}",
+            ours.get_ref().reads,
+            theirs.get_ref().reads
+        );
+        drop((ours, got, expected));
+        Ok(())
+    })?;
+    let in_use = pool.stats().budget.expect("budgeted").in_use_bytes;
+    prop_assert_eq!(in_use, 0, "every buffer back or let go: {}", pool.stats());
+    Ok(())
+}
+
+/// `input` cut at `cuts` (sorted offsets), with a `Pending` before each piece where `waits`
+/// says so.
+fn cut(input: &[u8], cuts: &[usize], waits: &[bool]) -> Vec<Op> {
+    let mut points: Vec<usize> = cuts.iter().map(|&c| c % (input.len() + 1)).collect();
+    points.push(0);
+    points.push(input.len());
+    points.sort_unstable();
+    points.dedup();
+    let mut ops = Vec::new();
+    for (i, w) in points.windows(2).enumerate() {
+        if waits.get(i).copied().unwrap_or(false) {
+            ops.push(Op::Pending);
+        }
+        ops.push(Op::Data(input[w[0]..w[1]].to_vec()));
+    }
+    ops
+}
+
+fn lines() -> impl Strategy<Value = Vec<u8>> {
+    proptest::collection::vec(
+        prop_oneof![
+            Just(b'\n'),
+            Just(b'a'),
+            Just(b'b'),
+            Just(0xffu8),
+            Just(b'\r')
+        ],
+        0..400,
+    )
+}
+
+fn length_delimited() -> impl Strategy<Value = Vec<u8>> {
+    proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..3000), 0..8).prop_map(
+        |frames| {
+            let mut out = Vec::new();
+            for f in frames {
+                out.put_u32(f.len() as u32);
+                out.extend_from_slice(&f);
+            }
+            out
+        },
+    )
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: if cfg!(miri) { 4 } else { 96 }, ..ProptestConfig::default() })]
+
+    #[test]
+    fn lines_are_the_same_for_every_cut(
+        input in lines(),
+        cuts in proptest::collection::vec(any::<usize>(), 0..40),
+        waits in proptest::collection::vec(any::<bool>(), 0..40),
+        max in prop_oneof![Just(usize::MAX), 1usize..40],
+    ) {
+        same_as_tokio_util(move || LinesCodec::new_with_max_length(max), cut(&input, &cuts, &waits))?;
+    }
+
+    #[test]
+    fn length_delimited_frames_are_the_same_for_every_cut(
+        input in length_delimited(),
+        cuts in proptest::collection::vec(any::<usize>(), 0..60),
+        waits in proptest::collection::vec(any::<bool>(), 0..60),
+    ) {
+        same_as_tokio_util(LengthDelimitedCodec::new, cut(&input, &cuts, &waits))?;
+    }
+
+    #[test]
+    fn delimited_chunks_are_the_same_for_every_cut(
+        input in lines(),
+        cuts in proptest::collection::vec(any::<usize>(), 0..40),
+        waits in proptest::collection::vec(any::<bool>(), 0..40),
+        max in prop_oneof![Just(usize::MAX), 1usize..40],
+    ) {
+        same_as_tokio_util(
+            move || AnyDelimiterCodec::new_with_max_length(b"\n\r".to_vec(), b";".to_vec(), max),
+            cut(&input, &cuts, &waits),
+        )?;
+    }
+
+    /// `BytesCodec` hands out whatever a read brought, so its chunks follow the reads: the
+    /// bytes, in order, are what must be the same.
+    #[test]
+    fn raw_bytes_are_the_same_for_every_cut(
+        input in proptest::collection::vec(any::<u8>(), 0..20_000),
+        cuts in proptest::collection::vec(any::<usize>(), 0..30),
+        waits in proptest::collection::vec(any::<bool>(), 0..30),
+    ) {
+        let pool = BufferPool::new();
+        let ops = cut(&input, &cuts, &waits);
+        let got: Vec<u8> = rt().block_on(async {
+            let ours = FramedRead::new(Mock::new(ops), BytesCodec::new(), pool.clone());
+            let chunks: Vec<BytesMut> = ours.map(Result::unwrap).collect().await;
+            chunks.concat()
+        });
+        prop_assert!(got == input, "{} bytes, {} expected", got.len(), input.len());
+    }
+
+    /// The bound: whenever the stream waits, the pooled buffer held is at most twice the bytes
+    /// pending, or one buffer of the smallest tier, however the frame arrives (here: one
+    /// frame of up to 64 KiB, cut anywhere, a `Pending` after every piece).
+    #[test]
+    fn a_pending_frame_holds_at_most_twice_its_bytes(
+        len in 1usize..65536,
+        cuts in proptest::collection::vec(any::<usize>(), 0..200),
+    ) {
+        let pool = BufferPool::new();
+        let floor = pool.tier_sizes()[0];
+        let mut frame = Vec::new();
+        frame.put_u32(len as u32);
+        frame.extend((0..len).map(|i| i as u8));
+        let waits = vec![true; 300];
+        let ops = cut(&frame, &cuts, &waits);
+        rt().block_on(async {
+            let mut ours = FramedRead::new(Mock::new(ops), LengthDelimitedCodec::new(), pool.clone());
+            let waker = futures_util::task::noop_waker();
+            let mut cx = Context::from_waker(&waker);
+            loop {
+                match ours.poll_next_unpin(&mut cx) {
+                    Poll::Pending => {
+                        let p = ours.read_buffer().len();
+                        prop_assert!(
+                            ours.held_bytes() <= (2 * p).max(floor),
+                            "{} held for {p} pending", ours.held_bytes()
+                        );
+                    }
+                    Poll::Ready(Some(got)) => {
+                        let got = got.unwrap();
+                        prop_assert_eq!(got.len(), len);
+                        prop_assert!(got.iter().enumerate().all(|(i, &b)| b == i as u8));
+                    }
+                    Poll::Ready(None) => break,
+                }
+            }
+            prop_assert_eq!(ours.held_bytes(), 0);
+            Ok(())
+        })?;
+    }
+}
+
+/// A trickle, the attack of the issue: 4,000 bytes of one line arriving one per read. The
+/// pooled stream holds about what arrived; tokio-util's holds its 8 KiB from the start.
+#[test]
+fn a_trickle_holds_what_arrived_not_a_buffer_per_byte() {
+    let pool = BufferPool::new();
+    let mut ops = Vec::new();
+    for _ in 0..4000 {
+        ops.push(Op::Data(b"x".to_vec()));
+        ops.push(Op::Pending);
+    }
+    ops.push(Op::Data(b"\n".to_vec()));
+    rt().block_on(async {
+        let mut ours = FramedRead::new(Mock::new(ops), LinesCodec::new(), pool.clone());
+        let waker = futures_util::task::noop_waker();
+        let mut cx = Context::from_waker(&waker);
+        let mut most = 0;
+        let line = loop {
+            match ours.poll_next_unpin(&mut cx) {
+                Poll::Pending => most = most.max(ours.held_bytes()),
+                Poll::Ready(item) => break item.unwrap().unwrap(),
+            }
+        };
+        assert_eq!(line.len(), 4000);
+        assert!(most <= 8000, "held {most} for 4,000 bytes");
+        assert_eq!(ours.held_bytes(), 0);
+    });
+    let s = pool.stats();
+    assert_eq!(s.gets, s.returned);
+}
+
+/// An idle stream holds nothing: pending reads give their buffer straight back.
+#[test]
+fn an_idle_stream_holds_nothing() {
+    let pool = BufferPool::new();
+    rt().block_on(async {
+        let ops = (0..10).map(|_| Op::Pending);
+        let mut ours = FramedRead::new(Mock::new(ops), LinesCodec::new(), pool.clone());
+        let waker = futures_util::task::noop_waker();
+        let mut cx = Context::from_waker(&waker);
+        for _ in 0..10 {
+            assert!(ours.poll_next_unpin(&mut cx).is_pending());
+            assert_eq!(ours.held_bytes(), 0);
+        }
+    });
+}
+
+/// A frame larger than the configured limit: a clear error, the buffer back, the stream ended
+/// once (tokio-util's behaviour after an error).
+#[test]
+fn a_frame_over_the_limit_is_an_error_and_nothing_is_kept() {
+    let pool = BufferPool::new();
+    rt().block_on(async {
+        let ops = vec![Op::Data(vec![b'a'; 5000])];
+        let mut ours =
+            FramedRead::new(Mock::new(ops), LinesCodec::new(), pool.clone()).max_frame_len(1000);
+        let err = ours.next().await.unwrap().unwrap_err();
+        assert!(err.to_string().contains("limit of 1000"), "{err}");
+        assert_eq!(ours.held_bytes(), 0);
+        assert!(ours.next().await.is_none());
+    });
+    let s = pool.stats();
+    assert_eq!(s.gets, s.returned);
+}
+
+/// A read error mid-frame ends the stream once with the error; the buffer goes back.
+#[test]
+fn a_read_error_mid_frame_gives_everything_back() {
+    let pool = BufferPool::new();
+    rt().block_on(async {
+        let ops = vec![
+            Op::Data(b"half a li".to_vec()),
+            Op::Err(io::ErrorKind::ConnectionReset),
+        ];
+        let mut ours = FramedRead::new(Mock::new(ops), LinesCodec::new(), pool.clone());
+        assert!(ours.next().await.unwrap().is_err());
+        assert!(ours.next().await.is_none());
+    });
+    let s = pool.stats();
+    assert_eq!(s.gets, s.returned);
+}
+
+/// Frames that share the read buffer (`LengthDelimitedCodec`'s `split_to`), kept past the
+/// buffer's drain: their bytes stay right, and the pool's books balance (the allocation goes
+/// with the frames, its charge back to the pool).
+#[test]
+fn frames_that_outlive_the_buffer_keep_their_bytes() {
+    let pool = BufferPool::builder()
+        .max_in_use_bytes(64 << 20)
+        .build()
+        .unwrap();
+    let mut input = Vec::new();
+    for i in 0..50u8 {
+        input.put_u32(100);
+        input.extend([i; 100]);
+    }
+    rt().block_on(async {
+        let ops = vec![Op::Data(input)];
+        let ours = FramedRead::new(Mock::new(ops), LengthDelimitedCodec::new(), pool.clone());
+        let frames: Vec<BytesMut> = ours.map(Result::unwrap).collect().await;
+        assert_eq!(frames.len(), 50);
+        for (i, f) in frames.iter().enumerate() {
+            assert!(f.iter().all(|&b| b == i as u8));
+        }
+    });
+    let b = pool.stats().budget.unwrap();
+    assert_eq!(b.in_use_bytes, 0, "every charge back");
+}
+
+// ---- tokio-util's tests/framed_read.rs, ported (their decoder, our stream) ----
+
+struct U32Decoder;
+
+impl Decoder for U32Decoder {
+    type Item = u32;
+    type Error = io::Error;
+    fn decode(&mut self, buf: &mut BytesMut) -> io::Result<Option<u32>> {
+        if buf.len() < 4 {
+            return Ok(None);
+        }
+        Ok(Some(buf.split_to(4).get_u32()))
+    }
+}
+
+fn framed(ops: Vec<Op>) -> (FramedRead<Mock, U32Decoder>, BufferPool) {
+    let pool = BufferPool::new();
+    (
+        FramedRead::new(Mock::new(ops), U32Decoder, pool.clone()),
+        pool,
+    )
+}
+
+fn poll_once(s: &mut FramedRead<Mock, U32Decoder>) -> Poll<Option<io::Result<u32>>> {
+    let waker = futures_util::task::noop_waker();
+    s.poll_next_unpin(&mut Context::from_waker(&waker))
+}
+
+#[test]
+fn read_multi_frame_in_packet() {
+    let (mut s, _pool) = framed(vec![Op::Data(
+        b"\x00\x00\x00\x00\x00\x00\x00\x01\x00\x00\x00\x02".to_vec(),
+    )]);
+    assert_eq!(
+        poll_once(&mut s).map(|o| o.map(Result::unwrap)),
+        Poll::Ready(Some(0))
+    );
+    assert_eq!(
+        poll_once(&mut s).map(|o| o.map(Result::unwrap)),
+        Poll::Ready(Some(1))
+    );
+    assert_eq!(
+        poll_once(&mut s).map(|o| o.map(Result::unwrap)),
+        Poll::Ready(Some(2))
+    );
+    assert!(matches!(poll_once(&mut s), Poll::Ready(None)));
+}
+
+#[test]
+fn read_multi_frame_across_packets() {
+    let (mut s, _pool) = framed(vec![
+        Op::Data(b"\x00\x00\x00\x00".to_vec()),
+        Op::Data(b"\x00\x00\x00\x01".to_vec()),
+        Op::Data(b"\x00\x00\x00\x02".to_vec()),
+    ]);
+    for want in 0..3 {
+        assert_eq!(
+            poll_once(&mut s).map(|o| o.map(Result::unwrap)),
+            Poll::Ready(Some(want))
+        );
+    }
+    assert!(matches!(poll_once(&mut s), Poll::Ready(None)));
+}
+
+#[test]
+fn read_not_ready() {
+    let (mut s, _pool) = framed(vec![
+        Op::Pending,
+        Op::Data(b"\x00\x00\x00\x00".to_vec()),
+        Op::Data(b"\x00\x00\x00\x01".to_vec()),
+    ]);
+    assert!(poll_once(&mut s).is_pending());
+    assert_eq!(
+        poll_once(&mut s).map(|o| o.map(Result::unwrap)),
+        Poll::Ready(Some(0))
+    );
+    assert_eq!(
+        poll_once(&mut s).map(|o| o.map(Result::unwrap)),
+        Poll::Ready(Some(1))
+    );
+    assert!(matches!(poll_once(&mut s), Poll::Ready(None)));
+}
+
+#[test]
+fn read_partial_then_not_ready() {
+    let (mut s, _pool) = framed(vec![
+        Op::Data(b"\x00\x00".to_vec()),
+        Op::Pending,
+        Op::Data(b"\x00\x00\x00\x00\x00\x01\x00\x00\x00\x02".to_vec()),
+    ]);
+    assert!(poll_once(&mut s).is_pending());
+    for want in 0..3 {
+        assert_eq!(
+            poll_once(&mut s).map(|o| o.map(Result::unwrap)),
+            Poll::Ready(Some(want))
+        );
+    }
+    assert!(matches!(poll_once(&mut s), Poll::Ready(None)));
+}
+
+#[test]
+fn read_err() {
+    let (mut s, _pool) = framed(vec![Op::Err(io::ErrorKind::Other)]);
+    match poll_once(&mut s) {
+        Poll::Ready(Some(Err(e))) => assert_eq!(e.kind(), io::ErrorKind::Other),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn read_partial_then_err() {
+    let (mut s, _pool) = framed(vec![
+        Op::Data(b"\x00\x00".to_vec()),
+        Op::Err(io::ErrorKind::Other),
+    ]);
+    match poll_once(&mut s) {
+        Poll::Ready(Some(Err(e))) => assert_eq!(e.kind(), io::ErrorKind::Other),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn read_partial_would_block_then_err() {
+    let (mut s, _pool) = framed(vec![
+        Op::Data(b"\x00\x00".to_vec()),
+        Op::Pending,
+        Op::Err(io::ErrorKind::Other),
+    ]);
+    assert!(poll_once(&mut s).is_pending());
+    match poll_once(&mut s) {
+        Poll::Ready(Some(Err(e))) => assert_eq!(e.kind(), io::ErrorKind::Other),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn huge_size() {
+    // tokio-util's reads 32 KiB of zeros through a decoder of 32 KiB frames.
+    struct Big;
+    impl Decoder for Big {
+        type Item = u32;
+        type Error = io::Error;
+        fn decode(&mut self, buf: &mut BytesMut) -> io::Result<Option<u32>> {
+            if buf.len() < 32 * 1024 {
+                return Ok(None);
+            }
+            buf.advance(32 * 1024);
+            Ok(Some(0))
+        }
+    }
+    let data = vec![0u8; 32 * 1024];
+    let pool = BufferPool::new();
+    let mut s = FramedRead::new(&data[..], Big, pool.clone());
+    rt().block_on(async {
+        assert_eq!(s.next().await.unwrap().unwrap(), 0);
+        assert!(s.next().await.is_none());
+    });
+}
+
+#[test]
+fn data_remaining_is_error() {
+    let (mut s, _pool) = framed(vec![Op::Data(b"\x00\x00\x00\x00\x00".to_vec())]);
+    assert_eq!(
+        poll_once(&mut s).map(|o| o.map(Result::unwrap)),
+        Poll::Ready(Some(0))
+    );
+    assert!(matches!(poll_once(&mut s), Poll::Ready(Some(Err(_)))));
+}
+
+#[test]
+fn multi_frames_on_eof() {
+    struct MyDecoder(Vec<u32>);
+    impl Decoder for MyDecoder {
+        type Item = u32;
+        type Error = io::Error;
+        fn decode(&mut self, _: &mut BytesMut) -> io::Result<Option<u32>> {
+            unreachable!();
+        }
+        fn decode_eof(&mut self, _: &mut BytesMut) -> io::Result<Option<u32>> {
+            if self.0.is_empty() {
+                return Ok(None);
+            }
+            Ok(Some(self.0.remove(0)))
+        }
+    }
+    let pool = BufferPool::new();
+    let mut s = FramedRead::new(Mock::new([]), MyDecoder(vec![0, 1, 2, 3]), pool);
+    rt().block_on(async {
+        for want in 0..4 {
+            assert_eq!(s.next().await.unwrap().unwrap(), want);
+        }
+        assert!(s.next().await.is_none());
+    });
+}
+
+#[test]
+fn read_eof_then_resume() {
+    let (mut s, _pool) = framed(vec![
+        Op::Data(b"\x00\x00\x00\x01".to_vec()),
+        Op::Data(Vec::new()),
+        Op::Data(b"\x00\x00\x00\x02".to_vec()),
+        Op::Data(Vec::new()),
+        Op::Data(Vec::new()),
+    ]);
+    // An empty chunk is an end of stream; tokio-util's stream ends and may be read again.
+    assert_eq!(
+        poll_once(&mut s).map(|o| o.map(Result::unwrap)),
+        Poll::Ready(Some(1))
+    );
+    assert!(matches!(poll_once(&mut s), Poll::Ready(None)));
+    assert_eq!(
+        poll_once(&mut s).map(|o| o.map(Result::unwrap)),
+        Poll::Ready(Some(2))
+    );
+    assert!(matches!(poll_once(&mut s), Poll::Ready(None)));
+    assert!(matches!(poll_once(&mut s), Poll::Ready(None)));
+}
+
+// ---- tokio-util's tests/framed_write.rs, ported ----
+
+#[test]
+fn write_multi_frame_in_packet_then_the_buffer_goes_back() {
+    let pool = BufferPool::new();
+    rt().block_on(async {
+        let mut out = FramedWrite::new(Vec::new(), LengthDelimitedCodec::new(), pool.clone());
+        for i in 0..3u8 {
+            out.feed(bytes::Bytes::from(vec![i; 3])).await.unwrap();
+        }
+        assert!(out.held_bytes() > 0, "buffered until flushed");
+        SinkExt::<bytes::Bytes>::flush(&mut out).await.unwrap();
+        assert_eq!(out.held_bytes(), 0, "flushed: the buffer is back");
+        let want: Vec<u8> = (0..3u8).flat_map(|i| [0, 0, 0, 3, i, i, i]).collect();
+        assert_eq!(out.get_ref(), &want);
+    });
+    let s = pool.stats();
+    assert_eq!(s.gets, s.returned);
+}
+
+#[test]
+fn write_hits_backpressure() {
+    // tokio-util's: with a boundary of 8 bytes per item, feeding more than the boundary makes
+    // `poll_ready` write out first; every item arrives, in order.
+    const ITER: usize = 2 * 1024;
+    let pool = BufferPool::new();
+    rt().block_on(async {
+        let mut out = FramedWrite::new(Vec::new(), LinesCodec::new(), pool.clone());
+        out.set_backpressure_boundary(ITER * 8);
+        for i in 0..=ITER * 2 {
+            out.feed(i.to_string()).await.unwrap();
+        }
+        SinkExt::<String>::flush(&mut out).await.unwrap();
+        let text = String::from_utf8(out.get_ref().clone()).unwrap();
+        let got: Vec<usize> = text.lines().map(|l| l.parse().unwrap()).collect();
+        assert_eq!(got, (0..=ITER * 2).collect::<Vec<_>>());
+        assert_eq!(out.held_bytes(), 0);
+    });
+}
+
+/// `BufWriter`: small writes are buffered, large ones pass through, and the buffer is held
+/// only while bytes wait.
+#[test]
+fn buf_writer_holds_a_buffer_only_while_bytes_wait() {
+    use tokio::io::AsyncWriteExt;
+    let pool = BufferPool::new();
+    rt().block_on(async {
+        let mut w = tierpool::io::BufWriter::new(Vec::new(), pool.clone());
+        assert_eq!(w.held_bytes(), 0);
+        w.write_all(b"small").await.unwrap();
+        assert!(w.held_bytes() > 0);
+        assert!(w.get_ref().is_empty(), "buffered");
+        let big = vec![7u8; 100_000];
+        w.write_all(&big).await.unwrap(); // flushes the small bytes, then passes through
+        assert_eq!(w.held_bytes(), 0);
+        assert_eq!(&w.get_ref()[..5], b"small");
+        w.write_all(b"tail").await.unwrap();
+        w.shutdown().await.unwrap();
+        assert_eq!(w.held_bytes(), 0);
+        let mut want = b"small".to_vec();
+        want.extend(&big);
+        want.extend(b"tail");
+        assert_eq!(w.get_ref(), &want);
+    });
+    let s = pool.stats();
+    assert_eq!(s.gets, s.returned);
+}
