@@ -21,7 +21,8 @@ const COLORS: [RGBColor; 12] = [
     RGBColor(100, 100, 255),
 ];
 
-type Error = Box<dyn std::error::Error>;
+/// What drawing a chart can fail with.
+pub type Error = Box<dyn std::error::Error>;
 
 /// The line style of the `i`th series: its colour, and a thicker line for tierpool.
 fn series_style(i: usize, name: &str) -> ShapeStyle {
