@@ -177,7 +177,7 @@ fn real_main(args: Args) -> Result<(), String> {
         return Ok(());
     }
     if let Some(path) = &args.render {
-        return render_into(path, args.into.as_deref(), args.charts_into.as_deref());
+        return render::into_document(path, args.into.as_deref(), args.charts_into.as_deref());
     }
     if alloc::current() != Allocator::System {
         return Err(format!(
@@ -274,75 +274,6 @@ fn child(a: &Args) -> Result<(), String> {
     std::io::stdout()
         .write_all(json.as_bytes())
         .map_err(|e| e.to_string())
-}
-
-/// `--render FILE`: the report's tables from a `results.json`, between the markers of the
-/// document `into` (or on stdout), and its charts and `results.json` copied into
-/// `charts_into`, where the tables' chart links point.
-fn render_into(json: &Path, into: Option<&Path>, charts_into: Option<&Path>) -> Result<(), String> {
-    let text = std::fs::read_to_string(json).map_err(|e| format!("{}: {e}", json.display()))?;
-    let report: Report = serde_json::from_str(&text)
-        .map_err(|e| format!("{}: not a report: {e}", json.display()))?;
-    // Links relative to the document, to where the charts are copied.
-    let link = match (into, charts_into) {
-        (Some(doc), Some(dir)) => relative_to(dir, doc.parent().unwrap_or(Path::new(""))),
-        (None, Some(dir)) => dir.display().to_string(),
-        (_, None) => "docs/bench".into(),
-    };
-    let body = render::markdown(&report, &render::Style::section(&link), None);
-    if let Some(dir) = charts_into {
-        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-        let from = json.parent().unwrap_or(Path::new("."));
-        for w in &report.workloads {
-            let svg = from.join(format!("{w}.svg"));
-            let to = dir.join(format!("{w}.svg"));
-            std::fs::copy(&svg, &to)
-                .map_err(|e| format!("copying {} to {}: {e}", svg.display(), to.display()))?;
-        }
-        let to = dir.join("results.json");
-        if std::fs::canonicalize(json).ok() != std::fs::canonicalize(&to).ok() {
-            write(&to, &text)?;
-        }
-        eprintln!(
-            "copied {} charts and results.json into {}",
-            report.workloads.len(),
-            dir.display()
-        );
-    }
-    match into {
-        Some(doc) => {
-            let old =
-                std::fs::read_to_string(doc).map_err(|e| format!("{}: {e}", doc.display()))?;
-            let new = render::splice(&old, &body).map_err(|e| format!("{}: {e}", doc.display()))?;
-            write(doc, &new)?;
-            eprintln!("rendered {} into {}", json.display(), doc.display());
-        }
-        None => print!("{body}"),
-    }
-    Ok(())
-}
-
-/// `dir` as a path relative to the directory `base` (both as given, made absolute from the
-/// current directory): the chart links of a document in `base`.
-fn relative_to(dir: &Path, base: &Path) -> String {
-    let abs = |p: &Path| {
-        let p = if p.is_absolute() {
-            p.to_path_buf()
-        } else {
-            std::env::current_dir().unwrap_or_default().join(p)
-        };
-        p.components()
-            .filter(|c| !matches!(c, std::path::Component::CurDir))
-            .collect::<Vec<_>>()
-            .iter()
-            .map(|c| c.as_os_str().to_string_lossy().into_owned())
-            .collect::<Vec<_>>()
-    };
-    let (d, b) = (abs(dir), abs(base));
-    let common = d.iter().zip(&b).take_while(|(x, y)| x == y).count();
-    let mut parts: Vec<String> = vec!["..".into(); b.len() - common];
-    parts.extend(d[common..].iter().cloned());
-    parts.join("/")
 }
 
 #[cfg(test)]

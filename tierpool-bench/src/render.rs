@@ -204,6 +204,79 @@ pub fn splice(doc: &str, body: &str) -> Result<String, String> {
     ))
 }
 
+/// `--render FILE`: the report's tables from a `results.json`, between the markers of the
+/// document `into` (or on stdout), and its charts and `results.json` copied into
+/// `charts_into`, where the tables' chart links point.
+pub fn into_document(
+    json: &Path,
+    into: Option<&Path>,
+    charts_into: Option<&Path>,
+) -> Result<(), String> {
+    let text = std::fs::read_to_string(json).map_err(|e| format!("{}: {e}", json.display()))?;
+    let report: Report = serde_json::from_str(&text)
+        .map_err(|e| format!("{}: not a report: {e}", json.display()))?;
+    // Links relative to the document, to where the charts are copied.
+    let link = match (into, charts_into) {
+        (Some(doc), Some(dir)) => relative_to(dir, doc.parent().unwrap_or(Path::new(""))),
+        (None, Some(dir)) => dir.display().to_string(),
+        (_, None) => "docs/bench".into(),
+    };
+    let body = markdown(&report, &Style::section(&link), None);
+    if let Some(dir) = charts_into {
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        let from = json.parent().unwrap_or(Path::new("."));
+        for w in &report.workloads {
+            let svg = from.join(format!("{w}.svg"));
+            let to = dir.join(format!("{w}.svg"));
+            std::fs::copy(&svg, &to)
+                .map_err(|e| format!("copying {} to {}: {e}", svg.display(), to.display()))?;
+        }
+        let to = dir.join("results.json");
+        if std::fs::canonicalize(json).ok() != std::fs::canonicalize(&to).ok() {
+            std::fs::write(&to, &text).map_err(|e| format!("{}: {e}", to.display()))?;
+        }
+        eprintln!(
+            "copied {} charts and results.json into {}",
+            report.workloads.len(),
+            dir.display()
+        );
+    }
+    match into {
+        Some(doc) => {
+            let old =
+                std::fs::read_to_string(doc).map_err(|e| format!("{}: {e}", doc.display()))?;
+            let new = splice(&old, &body).map_err(|e| format!("{}: {e}", doc.display()))?;
+            std::fs::write(doc, new).map_err(|e| format!("{}: {e}", doc.display()))?;
+            eprintln!("rendered {} into {}", json.display(), doc.display());
+        }
+        None => print!("{body}"),
+    }
+    Ok(())
+}
+
+/// `dir` as a path relative to the directory `base` (both as given, made absolute from the
+/// current directory): the chart links of a document in `base`.
+pub fn relative_to(dir: &Path, base: &Path) -> String {
+    let abs = |p: &Path| {
+        let p = if p.is_absolute() {
+            p.to_path_buf()
+        } else {
+            std::env::current_dir().unwrap_or_default().join(p)
+        };
+        p.components()
+            .filter(|c| !matches!(c, std::path::Component::CurDir))
+            .collect::<Vec<_>>()
+            .iter()
+            .map(|c| c.as_os_str().to_string_lossy().into_owned())
+            .collect::<Vec<_>>()
+    };
+    let (d, b) = (abs(dir), abs(base));
+    let common = d.iter().zip(&b).take_while(|(x, y)| x == y).count();
+    let mut parts: Vec<String> = vec!["..".into(); b.len() - common];
+    parts.extend(d[common..].iter().cloned());
+    parts.join("/")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -286,6 +359,19 @@ mod tests {
             md.matches("| tierpool | 4 KiB |").count(),
             section.matches("| tierpool | 4 KiB |").count()
         );
+    }
+
+    #[test]
+    fn chart_links_are_relative_to_the_document() {
+        assert_eq!(
+            relative_to(Path::new("docs/bench"), Path::new("")),
+            "docs/bench"
+        );
+        assert_eq!(
+            relative_to(Path::new("/a/b/c"), Path::new("/a/d")),
+            "../b/c"
+        );
+        assert_eq!(relative_to(Path::new("./x/"), Path::new(".")), "x");
     }
 
     #[test]
