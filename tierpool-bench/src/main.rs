@@ -44,7 +44,8 @@ struct Cli {
     #[arg(long, value_name = "FILE")]
     validate: Option<PathBuf>,
     /// Write the report's tables from a results.json (its charts beside it) and exit: on
-    /// stdout, or between the <!-- report:begin --> and <!-- report:end --> lines of --into
+    /// stdout, or between the <!-- report:begin --> and <!-- report:end --> lines of --into;
+    /// with --out, redraw the charts and write report.md and index.html into DIR
     #[arg(long, value_name = "FILE")]
     render: Option<PathBuf>,
     /// With --render: the Markdown document whose marked section is replaced
@@ -177,6 +178,9 @@ fn real_main(args: Args) -> Result<(), String> {
         return Ok(());
     }
     if let Some(path) = &args.render {
+        if let Some(dir) = &args.out {
+            return render::into_dir(path, dir);
+        }
         return render::into_document(path, args.into.as_deref(), args.charts_into.as_deref());
     }
     if alloc::current() != Allocator::System {

@@ -86,8 +86,11 @@ figure.chart svg { display: block; max-width: 100%; height: auto; border: 1px so
 .missing { color: #b00020; font-weight: bold; }
 .table { overflow-x: auto; max-width: 100%; }
 table { border-collapse: collapse; font-size: 13px; font-variant-numeric: tabular-nums; }
-th, td { padding: 3px 8px; border-bottom: 1px solid #e6e6e6; white-space: nowrap; }
-th { background: #eef1f5; text-align: left; position: sticky; top: 0; }
+th, td { padding: 3px 7px; border-bottom: 1px solid #e6e6e6; white-space: nowrap; }
+th { background: #eef1f5; text-align: left; position: sticky; top: 0; vertical-align: bottom;
+  white-space: normal; overflow-wrap: break-word; min-width: 4.6em; max-width: 7em; }
+td:first-child { white-space: normal; min-width: 11em; max-width: 20em; }
+td:nth-child(2), td:nth-child(3) { white-space: normal; max-width: 10em; }
 th.num, td.num { text-align: right; }
 tr.ours td:first-child { font-weight: 600; }
 tr.ours { background: #fdf1f1; }

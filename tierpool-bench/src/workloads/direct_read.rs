@@ -436,7 +436,8 @@ impl super::Scenario for DirectRead {
             .ok_or_else(|| "io_uring or direct I/O refused".into())
     }
 
-    /// The disk bounds MB/s: the chart shows what each buffer costs in CPU time.
+    /// The disk bounds MB/s: the chart shows what each buffer costs in CPU time, reads and
+    /// writes in panels of their own.
     fn chart(
         &self,
         path: &std::path::Path,
@@ -452,7 +453,7 @@ impl super::Scenario for DirectRead {
                 Some(c)
             })
             .collect();
-        crate::chart::by_param(
+        crate::chart::panels_by_group(
             path,
             "direct-read: CPU time per MiB of O_DIRECT reads and writes, by buffer",
             &cpu.iter().collect::<Vec<_>>(),

@@ -597,6 +597,20 @@ impl super::Scenario for Http {
     fn child(&self, ctx: &Ctx, _: &super::ChildArgs) -> Result<Option<Output>, String> {
         run(ctx).map(Some)
     }
+
+    /// A panel per body size, each with its own scale.
+    fn chart(
+        &self,
+        path: &std::path::Path,
+        data: &super::ChartData,
+    ) -> Result<(), crate::chart::Error> {
+        crate::chart::panels_by_group(
+            path,
+            "http: time per request (1/throughput), by body size",
+            data.rows,
+            data.order,
+        )
+    }
 }
 
 #[cfg(test)]

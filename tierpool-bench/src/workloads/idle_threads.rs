@@ -289,4 +289,18 @@ impl super::Scenario for IdleThreads {
         let t = args.shape(thread_counts(ctx.quick), "thread count")?;
         Ok(Some(run_one(ctx, s, t)))
     }
+
+    /// A panel per thread count, each with its own scale.
+    fn chart(
+        &self,
+        path: &std::path::Path,
+        data: &super::ChartData,
+    ) -> Result<(), crate::chart::Error> {
+        crate::chart::panels_by_group(
+            path,
+            "idle-threads: process RSS after the threads went idle, by thread count",
+            data.rows,
+            data.order,
+        )
+    }
 }
