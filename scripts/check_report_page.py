@@ -12,7 +12,7 @@ will do): DIR/index.html beside results.json and one <workload>.svg per workload
    (`<span id="charts-loaded" data-count="N">`) and the page's height;
 2. checks that number equals the charts expected (the workloads in DIR/results.json, else the
    page's figures);
-3. takes a full-page PNG screenshot (1400 px wide, as tall as the page, at most 30,000 px)
+3. takes a full-page PNG screenshot (1400 px wide, as tall as the page, at most 40,000 px)
    into SCREENSHOT.png;
 4. checks the screenshot is not blank: it decodes the PNG with zlib (no packages beyond
    Python's own) and counts the distinct colours and the share of pixels that are not the
@@ -33,7 +33,7 @@ import tempfile
 import zlib
 
 WIDTH = 1400
-MAX_HEIGHT = 30_000
+MAX_HEIGHT = 40_000
 FLAGS = [
     "--headless",
     "--no-sandbox",

@@ -3,7 +3,8 @@
 //!
 //! `cargo run --release -p tierpool-bench` runs every workload against every contender and
 //! prints one Markdown table per workload; it also writes `target/tierpool-report/results.json`
-//! (one record per measurement) and one SVG chart per workload. See `--help`.
+//! (one record per measurement), `report.md`, one SVG chart per workload and `index.html` (the
+//! report as one page). See `--help` and `README.md`.
 //!
 //! Layout:
 //! - [`alloc`]: the global allocator (glibc, mimalloc or jemalloc per process) with an
