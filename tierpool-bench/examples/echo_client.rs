@@ -11,6 +11,7 @@
 use std::time::Duration;
 
 use tierpool::BufferPool;
+use tierpool_bench::choice::Choice as _;
 use tierpool_bench::streaming::{run_client, Strategy};
 
 #[tokio::main]

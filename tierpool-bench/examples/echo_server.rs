@@ -9,6 +9,7 @@
 //! ```
 
 use tierpool::BufferPool;
+use tierpool_bench::choice::Choice as _;
 use tierpool_bench::streaming::{serve, Strategy};
 
 #[tokio::main]

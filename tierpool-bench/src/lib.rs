@@ -3,15 +3,21 @@
 //!
 //! `cargo run --release -p tierpool-bench` runs every workload against every contender and
 //! prints one Markdown table per workload; it also writes `target/tierpool-report/results.json`
-//! (one record per measurement) and one SVG chart per workload. See `--help`.
+//! (one record per measurement), `report.md`, one SVG chart per workload and `index.html` (the
+//! report as one page). See `--help` and `README.md`.
 //!
 //! Layout:
 //! - [`alloc`]: the global allocator (glibc, mimalloc or jemalloc per process) with an
 //!   allocation counter, and RSS;
 //! - [`contenders`]: every contender behind one `get(n)` interface;
 //! - [`measure`]: calibrated, interleaved samples and their median/min/max;
-//! - [`workloads`]: one module per workload;
+//! - [`workloads`]: one module per workload, each with its [`workloads::Scenario`], and the
+//!   list of them in report order ([`workloads::Workload::ALL`]);
+//! - [`choice`]: a workload's strategies, declared once ([`choices!`]);
+//! - [`children`]: the child processes the report starts;
 //! - [`report`]: records, tables, `results.json` and its validation;
+//! - [`render`]: a report's Markdown (`report.md`, or a document's marked section) and charts;
+//! - [`page`]: the report as one HTML page (`index.html`);
 //! - [`chart`]: the SVG charts;
 //! - [`progress`]: the run's progress bars (indicatif), or plain lines off a terminal;
 //! - [`streaming`]: the loopback streaming server and client (the `streaming` workload and the
@@ -24,9 +30,13 @@
 
 pub mod alloc;
 pub mod chart;
+pub mod children;
+pub mod choice;
 pub mod contenders;
 pub mod measure;
+pub mod page;
 pub mod progress;
+pub mod render;
 pub mod report;
 pub mod streaming;
 pub mod workloads;

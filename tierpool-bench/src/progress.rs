@@ -24,32 +24,11 @@ struct Bars {
 
 static BARS: OnceLock<Bars> = OnceLock::new();
 
-/// Seconds a workload usually takes in the full run (2 cores; `--quick` is proportionally
-/// shorter): the weights of the overall bar.
-fn weight(w: Workload) -> u64 {
-    match w {
-        Workload::Lookup => 8,
-        Workload::GetPut => 25,
-        Workload::Instructions => 70,
-        Workload::Mixed => 20,
-        Workload::CrossThread => 15,
-        Workload::Burst => 30,
-        Workload::Threads => 20,
-        Workload::Streaming => 40,
-        Workload::Budget => 15,
-        Workload::FileRead => 15,
-        Workload::IdleThreads => 35,
-        Workload::DirectRead => 60,
-        Workload::Connections => 30,
-        Workload::Http => 170,
-    }
-}
-
 /// Starts the bars for a run of `workloads` (the parent only). Without a terminal on stderr
 /// the bars are hidden and [`line`] prints plain lines.
 pub fn start(workloads: &[Workload]) {
     let multi = MultiProgress::with_draw_target(ProgressDrawTarget::stderr());
-    let total = multi.add(ProgressBar::new(workloads.iter().map(|&w| weight(w)).sum()));
+    let total = multi.add(ProgressBar::new(workloads.iter().map(|w| w.weight()).sum()));
     total.set_style(
         ProgressStyle::with_template(
             "{prefix:>12} [{bar:40}] {percent:>3}%  elapsed {elapsed_precise}, about {eta} left",
@@ -87,7 +66,7 @@ pub fn begin(w: Workload, i: usize, n: usize) {
 pub fn end(w: Workload, secs: f64) {
     line(&format!("  {w} done in {secs:.1} s"));
     if let Some(b) = BARS.get() {
-        b.total.inc(weight(w));
+        b.total.inc(w.weight());
     }
 }
 

@@ -127,11 +127,46 @@ fn ratio(x: f64, r: Option<f64>) -> String {
     }
 }
 
-/// The Markdown table of one workload's records: for each parameter and metric, one row per
+/// A table of figures: a header, which columns are numbers (right-aligned), and the cells,
+/// as text. Written as Markdown ([`Table::markdown`]) or HTML (`crate::page`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Table {
+    /// Column names.
+    pub header: Vec<String>,
+    /// True for a column of numbers.
+    pub numeric: Vec<bool>,
+    /// One row of cells per record.
+    pub rows: Vec<Vec<String>>,
+}
+
+impl Table {
+    /// The table in Markdown, numbers right-aligned.
+    pub fn markdown(&self) -> String {
+        let mut out = String::from("|");
+        for h in &self.header {
+            let _ = write!(out, " {h} |");
+        }
+        out.push_str("\n|");
+        for &n in &self.numeric {
+            out.push_str(if n { "---:|" } else { "---|" });
+        }
+        out.push('\n');
+        for row in &self.rows {
+            out.push('|');
+            for c in row {
+                let _ = write!(out, " {c} |");
+            }
+            out.push('\n');
+        }
+        out
+    }
+}
+
+/// The table of one workload's records: for each parameter and metric, one row per
 /// contender with median/min/max, allocations and bytes per op, extras, and ratios of the
 /// median against tierpool and against `baseline` (`Vec (glibc)`, say) for the same parameter
 /// and metric.
-pub fn table(records: &[&Record], baseline: &str) -> String {
+pub fn table_of(records: &[&Record], baseline: &str) -> Table {
     let mut extra_keys: Vec<&str> = records
         .iter()
         .flat_map(|r| r.extra.keys().map(String::as_str))
@@ -139,61 +174,54 @@ pub fn table(records: &[&Record], baseline: &str) -> String {
     extra_keys.sort_unstable();
     extra_keys.dedup();
     let with_allocs = records.iter().any(|r| r.allocs_per_op.is_some());
-    let mut out = String::new();
-    out.push_str("| contender | param | metric | median | min | max |");
+    let mut header: Vec<String> = ["contender", "param", "metric", "median", "min", "max"]
+        .map(String::from)
+        .to_vec();
     if with_allocs {
-        out.push_str(" allocs/op | bytes/op |");
+        header.extend(["allocs/op".to_string(), "bytes/op".to_string()]);
     }
-    for k in &extra_keys {
-        let _ = write!(out, " {k} |");
-    }
-    let _ = write!(
-        out,
-        " vs tierpool | vs {baseline} |\n|---|---|---|---:|---:|---:|"
-    );
-    if with_allocs {
-        out.push_str("---:|---:|");
-    }
-    for _ in &extra_keys {
-        out.push_str("---:|");
-    }
-    out.push_str("---:|---:|\n");
+    header.extend(extra_keys.iter().map(|k| k.to_string()));
+    header.extend(["vs tierpool".to_string(), format!("vs {baseline}")]);
+    let numeric = (0..header.len()).map(|i| i >= 3).collect();
     let reference = |name: &str, r: &Record| {
         records
             .iter()
             .find(|o| o.contender == name && o.param == r.param && o.metric == r.metric)
             .map(|o| o.median)
     };
-    for r in records {
-        let _ = write!(
-            out,
-            "| {} | {} | {} | {} | {} | {} |",
-            r.contender,
-            r.param,
-            r.metric,
-            fmt_num(r.median),
-            fmt_num(r.min),
-            fmt_num(r.max)
-        );
-        if with_allocs {
-            let opt = |x: Option<f64>| x.map_or("-".into(), fmt_num);
-            let _ = write!(out, " {} | {} |", opt(r.allocs_per_op), opt(r.bytes_per_op));
-        }
-        for k in &extra_keys {
-            let _ = write!(
-                out,
-                " {} |",
-                r.extra.get(*k).map_or("-".into(), |x| fmt_num(*x))
-            );
-        }
-        let _ = writeln!(
-            out,
-            " {} | {} |",
-            ratio(r.median, reference("tierpool", r)),
-            ratio(r.median, reference(baseline, r))
-        );
+    let rows = records
+        .iter()
+        .map(|r| {
+            let mut row = vec![
+                r.contender.clone(),
+                r.param.clone(),
+                r.metric.clone(),
+                fmt_num(r.median),
+                fmt_num(r.min),
+                fmt_num(r.max),
+            ];
+            if with_allocs {
+                let opt = |x: Option<f64>| x.map_or("-".into(), fmt_num);
+                row.extend([opt(r.allocs_per_op), opt(r.bytes_per_op)]);
+            }
+            for k in &extra_keys {
+                row.push(r.extra.get(*k).map_or("-".into(), |x| fmt_num(*x)));
+            }
+            row.push(ratio(r.median, reference("tierpool", r)));
+            row.push(ratio(r.median, reference(baseline, r)));
+            row
+        })
+        .collect();
+    Table {
+        header,
+        numeric,
+        rows,
     }
-    out
+}
+
+/// [`table_of`] in Markdown.
+pub fn table(records: &[&Record], baseline: &str) -> String {
+    table_of(records, baseline).markdown()
 }
 
 /// Sorts records for display: by parameter (in first-seen order), then contender order.

@@ -33,62 +33,34 @@ use tokio_util::codec::{FramedRead, LengthDelimitedCodec};
 /// Largest frame either side accepts.
 pub const MAX_FRAME: usize = 16 << 20;
 
-/// How received frames are stored.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Strategy {
-    /// A fresh `Vec` of the frame's length per message.
-    NoPool,
-    /// `tokio_util`'s `FramedRead` with `LengthDelimitedCodec`: one `BytesMut` read buffer per
-    /// connection, frames split off it.
-    BytesMut,
-    /// tierpool's `FrameReader`: each payload read straight into a `PooledBuf`.
-    Pooled,
-    /// As `Pooled`, turned into a shared `PooledBytes` (what a stream would pass around).
-    Shared,
-}
-
-impl Strategy {
-    /// Every strategy, baseline first.
-    pub const ALL: [Strategy; 4] = [
-        Strategy::NoPool,
-        Strategy::BytesMut,
-        Strategy::Pooled,
-        Strategy::Shared,
-    ];
-
-    /// The label in reports.
-    pub fn label(self) -> &'static str {
-        match self {
-            Strategy::NoPool => "no pool",
-            Strategy::BytesMut => "BytesMut (Framed)",
-            Strategy::Pooled => "tierpool",
-            Strategy::Shared => "tierpool PooledBytes",
-        }
-    }
-
-    /// The name on the command line.
-    pub fn id(self) -> &'static str {
-        match self {
-            Strategy::NoPool => "no-pool",
-            Strategy::BytesMut => "bytesmut",
-            Strategy::Pooled => "pooled",
-            Strategy::Shared => "shared",
-        }
-    }
-
-    /// Parses [`Strategy::id`].
-    pub fn from_id(id: &str) -> Option<Strategy> {
-        Strategy::ALL.into_iter().find(|s| s.id() == id)
-    }
-
-    /// How it is set up, for the report.
-    pub fn description(self) -> &'static str {
-        match self {
-            Strategy::NoPool => "receive: Vec::with_capacity(frame length) per message, payload read straight into it",
-            Strategy::BytesMut => "receive: tokio_util FramedRead + LengthDelimitedCodec (one BytesMut read buffer per connection, frames split off it)",
-            Strategy::Pooled => "receive: tierpool::io::frame::FrameReader, payload read straight into a PooledBuf (BufferPool::new())",
-            Strategy::Shared => "receive: as tierpool, then PooledBuf::into_shared (PooledBytes, recycled control block)",
-        }
+crate::choices! {
+    /// How received frames are stored.
+    pub enum Strategy {
+        /// A fresh `Vec` of the frame's length per message.
+        NoPool => (
+            "no-pool",
+            "no pool",
+            "receive: Vec::with_capacity(frame length) per message, payload read straight into it",
+        ),
+        /// `tokio_util`'s `FramedRead` with `LengthDelimitedCodec`: one `BytesMut` read buffer
+        /// per connection, frames split off it.
+        BytesMut => (
+            "bytesmut",
+            "BytesMut (Framed)",
+            "receive: tokio_util FramedRead + LengthDelimitedCodec (one BytesMut read buffer per connection, frames split off it)",
+        ),
+        /// tierpool's `FrameReader`: each payload read straight into a `PooledBuf`.
+        Pooled => (
+            "pooled",
+            "tierpool",
+            "receive: tierpool::io::frame::FrameReader, payload read straight into a PooledBuf (BufferPool::new())",
+        ),
+        /// As `Pooled`, turned into a shared `PooledBytes` (what a stream would pass around).
+        Shared => (
+            "shared",
+            "tierpool PooledBytes",
+            "receive: as tierpool, then PooledBuf::into_shared (PooledBytes, recycled control block)",
+        ),
     }
 }
 

@@ -226,3 +226,67 @@ pub fn run_one(ctx: &Ctx, budget: Option<usize>) -> Output {
         timelines: vec![],
     }
 }
+
+/// The `budget` workload.
+#[derive(Debug)]
+pub struct Budget;
+
+impl super::Scenario for Budget {
+    fn name(&self) -> &'static str {
+        "budget"
+    }
+
+    fn describe(&self) -> &'static str {
+        "Memory under a flood: 128 loopback TCP connections each send 8 frames of 1 MiB as fast as they can; a reader task per connection reads them with tierpool's FrameReader from one shared pool and queues them (unbounded) for one handler thread, which processes them more slowly than they arrive (8 checksum passes); once with no budget and once with max_in_use_bytes(64 MiB) (the reader then waits for room before reading a payload), each in its own process, 3 interleaved rounds; per frame, with throughput, p99 read_frame time (waiting included), peak RSS and, under the budget, its peak and waits."
+    }
+
+    fn weight(&self) -> u64 {
+        15
+    }
+
+    fn contenders(&self) -> Vec<super::Entry> {
+        RUNS.iter()
+            .map(|&b| super::Entry::new(label(b), description(b)))
+            .collect()
+    }
+
+    fn baseline(&self) -> String {
+        label(None)
+    }
+
+    fn run(&self, quick: bool) -> Result<Output, String> {
+        let runs: Vec<crate::children::ChildRun> = RUNS
+            .into_iter()
+            .map(|b| crate::children::ChildRun {
+                id: id(b),
+                shape: None,
+                label: label(b),
+            })
+            .collect();
+        crate::children::in_rounds(self.name(), rounds(quick), &runs, quick)
+    }
+
+    fn child(&self, ctx: &Ctx, args: &super::ChildArgs) -> Result<Option<Output>, String> {
+        let id = args.contender()?;
+        let b = from_id(id).ok_or(format!("unknown budget run {id}"))?;
+        Ok(Some(run_one(ctx, b)))
+    }
+
+    /// What a budget does to memory, latency and throughput at once: a panel each.
+    fn chart(
+        &self,
+        path: &std::path::Path,
+        data: &super::ChartData,
+    ) -> Result<(), crate::chart::Error> {
+        crate::chart::panels_of_extras(
+            path,
+            "budget: a flood of 1 MiB frames, with and without a 64 MiB budget",
+            data.rows,
+            &[
+                ("peak RSS MiB", "peak RSS (MiB)"),
+                ("p99 ms", "p99 read_frame (ms)"),
+                ("MB/s", "throughput (MB/s)"),
+            ],
+        )
+    }
+}

@@ -1,4 +1,4 @@
-//! `burst` (seed 003, memory): a burst of buffers taken at once and released, then a quiet
+//! `burst` (memory after a burst, as a gRPC-Go server under load sees): a burst of buffers taken at once and released, then a quiet
 //! phase at a low rate, with the process's RSS and the pool's retained bytes sampled over
 //! time. Each contender runs in its own process (RSS is per process).
 //!
@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use super::Ctx;
 use crate::alloc::rss_bytes;
+use crate::alloc::Allocator;
 use crate::contenders::{fill_all, with_contender, Contender, Kind, Visit};
 use crate::measure::timed;
 use crate::report::{Output, Record, Timeline};
@@ -63,13 +64,13 @@ fn mib(bytes: u64) -> f64 {
     bytes as f64 / (1 << 20) as f64
 }
 
-struct Burst<'a> {
+struct OneBurst<'a> {
     shape: Shape,
     label: &'a str,
     allocator: &'a str,
 }
 
-impl Visit for Burst<'_> {
+impl Visit for OneBurst<'_> {
     type Out = Output;
 
     fn visit<C: Contender>(self, c: C) -> Output {
@@ -200,10 +201,102 @@ pub fn run_one(ctx: &Ctx, kind: Kind) -> Output {
     let label = kind.label(ctx.alloc);
     with_contender(
         kind,
-        Burst {
+        OneBurst {
             shape: Shape::new(ctx.quick),
             label: &label,
             allocator: ctx.alloc.name(),
         },
     )
+}
+
+/// The `burst` workload.
+#[derive(Debug)]
+pub struct Burst;
+
+impl super::Scenario for Burst {
+    fn name(&self) -> &'static str {
+        "burst"
+    }
+
+    fn describe(&self) -> &'static str {
+        "Memory after a burst, as a gRPC-Go server under load sees it: 10,000 x 16 KiB taken at once and released, then one get/put per millisecond; RSS and retained bytes over time (each contender in its own process)."
+    }
+
+    fn weight(&self) -> u64 {
+        30
+    }
+
+    fn contenders(&self) -> Vec<super::Entry> {
+        super::kind_entries()
+    }
+
+    /// RSS is per process: every contender in its own, two at a time (one per core).
+    /// tierpool and the `Vec` baseline run under every allocator (whether freed memory leaves
+    /// the process is the allocator's policy), the other pools under glibc; tierpool asking
+    /// jemalloc or mimalloc to purge runs under those two (under glibc it is tierpool's
+    /// default).
+    fn run(&self, quick: bool) -> Result<Output, String> {
+        let mut runs = Vec::new();
+        for k in Kind::ALL
+            .into_iter()
+            .filter(|&k| k != Kind::TierpoolBudget)
+            .chain(Kind::EXTRA)
+        {
+            let allocs: &[Allocator] = match k {
+                Kind::Vec | Kind::Tierpool => &Allocator::ALL,
+                Kind::TierpoolPurge => &[Allocator::Mimalloc, Allocator::Jemalloc],
+                _ => &[Allocator::System],
+            };
+            runs.extend(allocs.iter().map(|&a| (k, a)));
+        }
+        crate::progress::line(&format!(
+            "  burst: {} processes, two at a time, {} ms each",
+            runs.len(),
+            Shape::new(quick).quiet.as_millis()
+        ));
+        let pairs = runs.len().div_ceil(2);
+        let mut out = Output::default();
+        for (i, pair) in runs.chunks(2).enumerate() {
+            crate::progress::status(&format!(
+                "burst: processes {} of {pairs} pairs ({})",
+                i + 1,
+                pair.iter()
+                    .map(|&(k, a)| k.label(a))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+            let children = pair
+                .iter()
+                .map(|&(k, a)| {
+                    let child = crate::children::spawn(self.name(), a, k.id(), None, quick)?;
+                    Ok((k.label(a), child))
+                })
+                .collect::<Result<Vec<_>, String>>()?;
+            for (label, c) in children {
+                let o = crate::children::collect(c, &label)?;
+                out.records.extend(o.records);
+                out.timelines.extend(o.timelines);
+            }
+        }
+        Ok(out)
+    }
+
+    fn child(&self, ctx: &Ctx, args: &super::ChildArgs) -> Result<Option<Output>, String> {
+        Ok(Some(super::merge(
+            args.kinds()?.into_iter().map(|k| run_one(ctx, k)),
+        )))
+    }
+
+    /// RSS over time, a panel per allocator.
+    fn chart(
+        &self,
+        path: &std::path::Path,
+        data: &super::ChartData,
+    ) -> Result<(), crate::chart::Error> {
+        crate::chart::timelines(
+            path,
+            "burst: process RSS, 16 KiB buffers taken at once, released, then 1 get/put per ms",
+            data.timelines,
+        )
+    }
 }

@@ -1,4 +1,4 @@
-//! `connections` (seed 003's memory that follows traffic, issue 18): 10,000 loopback TCP
+//! `connections` (memory that follows traffic, not connections): 10,000 loopback TCP
 //! connections, of which about 1% are active at once: 100 client tasks each own 100
 //! connections and send a 16 KiB message on a random one of them, wait for the server's
 //! one-byte answer, and go on. The server reads each message with one of two strategies:
@@ -28,56 +28,35 @@ use tokio::net::{TcpListener, TcpStream};
 
 use super::Ctx;
 use crate::alloc::rss_bytes;
+use crate::children::{in_rounds, ChildRun};
+use crate::choice::Choice;
 use crate::report::{Output, Record};
 
 /// The message size.
 pub const MSG: usize = 16 << 10;
 
-/// How the server reads.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Strategy {
-    /// A pooled buffer per connection, held while it waits.
-    Held,
-    /// `read_ready_exact`: a buffer only once data has arrived.
-    Ready,
-    /// A provided-buffer ring on io_uring: the kernel takes a buffer only when data arrives.
-    Ring,
-}
-
-impl Strategy {
-    /// Every strategy, in report order.
-    pub const ALL: [Strategy; 3] = [Strategy::Held, Strategy::Ready, Strategy::Ring];
-
-    /// `--contender` id.
-    pub fn id(self) -> &'static str {
-        match self {
-            Strategy::Held => "held",
-            Strategy::Ready => "ready",
-            Strategy::Ring => "ring",
-        }
-    }
-
-    /// Parses [`Strategy::id`].
-    pub fn from_id(id: &str) -> Option<Strategy> {
-        Strategy::ALL.into_iter().find(|s| s.id() == id)
-    }
-
-    /// The report label.
-    pub fn label(self) -> &'static str {
-        match self {
-            Strategy::Held => "(a) buffer held per connection (tokio)",
-            Strategy::Ready => "(b) tierpool read_ready_exact (tokio)",
-            Strategy::Ring => "(c) tierpool BufRing (io_uring provided buffers)",
-        }
-    }
-
-    /// For the contender table.
-    pub fn description(self) -> &'static str {
-        match self {
-            Strategy::Held => "connections workload: pool.get(16 KiB) when a connection is accepted, kept for its life; each message read into it with read_buf, checked, then cleared",
-            Strategy::Ready => "connections workload: tierpool::io::read_ready_exact(&mut stream, &pool, 16 KiB) per message: waits for readability holding nothing, then takes a pooled buffer and reads the message into it; the buffer goes back once the message is checked",
-            Strategy::Ring => "connections workload: one multishot receive per connection into a tierpool::io::buf_ring::BufRing (256 entries of 16 KiB, refilled from the pool after each batch of completions), on one thread with the io-uring crate's loop; a message's views are held until its 16 KiB are in, checked, then dropped (the buffers go back to the pool)",
-        }
+crate::choices! {
+    /// How the server reads.
+    pub enum Strategy {
+        /// A pooled buffer per connection, held while it waits.
+        Held => (
+            "held",
+            "(a) buffer held per connection (tokio)",
+            "connections workload: pool.get(16 KiB) when a connection is accepted, kept for its life; each message read into it with read_buf, checked, then cleared",
+        ),
+        /// `read_ready_exact`: a buffer only once data has arrived.
+        Ready => (
+            "ready",
+            "(b) tierpool read_ready_exact (tokio)",
+            "connections workload: tierpool::io::read_ready_exact(&mut stream, &pool, 16 KiB) per message: waits for readability holding nothing, then takes a pooled buffer and reads the message into it; the buffer goes back once the message is checked",
+        ),
+        /// A provided-buffer ring on io_uring: the kernel takes a buffer only when data
+        /// arrives.
+        Ring => (
+            "ring",
+            "(c) tierpool BufRing (io_uring provided buffers)",
+            "connections workload: one multishot receive per connection into a tierpool::io::buf_ring::BufRing (256 entries of 16 KiB, refilled from the pool after each batch of completions), on one thread with the io-uring crate's loop; a message's views are held until its 16 KiB are in, checked, then dropped (the buffers go back to the pool)",
+        ),
     }
 }
 
@@ -594,4 +573,69 @@ pub fn run_one(ctx: &Ctx, strategy: Strategy) -> Result<Output, String> {
         }],
         timelines: vec![],
     })
+}
+
+/// The `connections` workload.
+#[derive(Debug)]
+pub struct Connections;
+
+impl super::Scenario for Connections {
+    fn name(&self) -> &'static str {
+        "connections"
+    }
+
+    fn describe(&self) -> &'static str {
+        "Memory that follows traffic, not connections, as a gRPC-Go server with many mostly idle connections needs: 10,000 loopback TCP connections, about 1% active at once (100 client tasks, each owning 100 connections, send a 16 KiB message on a random one of theirs and wait for a 1-byte answer; 60,000 messages); the server reads each message (a) on 2 tokio workers into a pooled buffer taken when the connection is accepted and held while it waits, (b) on 2 tokio workers with tierpool::io::read_ready_exact, which waits for readability holding nothing and only then takes a pooled buffer, or (c) on one thread through a tierpool::io::buf_ring::BufRing (256 pooled 16 KiB buffers registered with io_uring, one multishot receive per connection: the kernel takes a buffer only when data arrives; refilled from the pool after each batch of completions); one server process per strategy with the client in a process of its own, 2 interleaved rounds; per message, with messages/s, p99 latency (client side), bytes held in pooled buffers (the exact peak of a 1 GiB budget that never binds, thread caches included, and while all are idle), the server's RSS above its idle-connections baseline (peak of 5 ms samples), at that baseline, and its peak (VmHWM), the server's allocations per message (counted while the traffic runs); for (c) the receives that found the ring empty (ring dry) and the slots the pool could not refill (ring starved)."
+    }
+
+    fn weight(&self) -> u64 {
+        30
+    }
+
+    fn contenders(&self) -> Vec<super::Entry> {
+        Strategy::ALL.iter().map(|&s| super::Entry::of(s)).collect()
+    }
+
+    fn baseline(&self) -> String {
+        Strategy::Held.label().into()
+    }
+
+    fn run(&self, quick: bool) -> Result<Output, String> {
+        let runs: Vec<ChildRun> = Strategy::ALL
+            .iter()
+            .map(|&s| ChildRun {
+                id: s.id(),
+                shape: None,
+                label: s.label().to_string(),
+            })
+            .collect();
+        in_rounds(self.name(), rounds(quick), &runs, quick)
+    }
+
+    /// A server (`--contender` a strategy), or the client it starts (`--contender client`).
+    fn child(&self, ctx: &Ctx, args: &super::ChildArgs) -> Result<Option<Output>, String> {
+        if args.contender()? == CLIENT {
+            return run_client(ctx.quick).map(|()| None);
+        }
+        run_one(ctx, args.strategy(self.name())?).map(Some)
+    }
+
+    /// Memory held, RSS, throughput and latency: a panel each.
+    fn chart(
+        &self,
+        path: &std::path::Path,
+        data: &super::ChartData,
+    ) -> Result<(), crate::chart::Error> {
+        crate::chart::panels_of_extras(
+            path,
+            "connections: 10,000 connections, 1% active, 16 KiB messages",
+            data.rows,
+            &[
+                ("held MiB (peak)", "held in buffers (MiB, peak)"),
+                ("RSS above idle MiB", "RSS above idle (MiB)"),
+                ("msgs/s", "messages/s"),
+                ("p99 ms", "p99 latency (ms)"),
+            ],
+        )
+    }
 }

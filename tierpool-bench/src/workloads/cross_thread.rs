@@ -1,4 +1,4 @@
-//! `cross-thread` (seed 003, gRPC-Go transport): a producer takes buffers and fills their
+//! `cross-thread` (modelled on gRPC-Go's transport): a producer takes buffers and fills their
 //! ends, a consumer releases them after a bounded channel.
 
 use std::collections::BTreeMap;
@@ -68,9 +68,9 @@ pub fn hand_off<C: Contender>(c: &C, n: usize, count: u64) -> Duration {
     start.elapsed()
 }
 
-struct CrossThread;
+struct Cases;
 
-impl MakeCases for CrossThread {
+impl MakeCases for Cases {
     fn params(&self) -> Vec<String> {
         size_params(&SIZES)
     }
@@ -97,10 +97,18 @@ pub fn run(ctx: &Ctx, kinds: &[Kind]) -> Output {
         "ns/buffer",
         Duration::from_millis(20),
         kinds,
-        || CrossThread,
+        || Cases,
     );
     for r in &mut out.records {
         r.extra = BTreeMap::from([("Mbuffers/s".to_string(), 1e3 / r.median)]);
     }
     out
 }
+
+/// The `cross-thread` workload.
+pub const WORKLOAD: super::OfKinds = super::OfKinds {
+    name: "cross-thread",
+    describe: "Modelled on gRPC-Go's transport: a producer takes and fills buffers, a consumer releases them after a bounded channel; per buffer.",
+    weight: 15,
+    run,
+};

@@ -1,4 +1,4 @@
-//! `direct-read` (seed 002's block reads, issue 17): a 1 GiB file on a filesystem with direct
+//! `direct-read` (direct I/O, modelled on goleveldb's block reads): a 1 GiB file on a filesystem with direct
 //! I/O, read and written with `O_DIRECT` in 64 KiB or 1 MiB blocks through compio (io_uring),
 //! each block in a buffer from one of three strategies: a pooled aligned buffer
 //! ([`tierpool::AlignedPool`]), a fresh aligned allocation per block (`std::alloc` with the
@@ -19,55 +19,33 @@ use compio::buf::{BufResult, IoBuf, IoBufMut, SetLen};
 use compio::io::{AsyncReadAt, AsyncWriteAt};
 use tierpool::AlignedPool;
 
-use super::{size_label, Ctx};
+use super::{files, size_label, Ctx};
 use crate::alloc::{self, minor_faults, peak_rss_bytes};
+use crate::children::{in_rounds, ChildRun};
+use crate::choice::Choice;
 use crate::report::{Output, Record};
 
-/// How each block gets its buffer.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Strategy {
-    /// `pool.get(block)` from an `AlignedPool`, dropped after the block.
-    Pooled,
-    /// `std::alloc::alloc` with the aligned layout per block, freed after it.
-    Fresh,
-    /// One aligned allocation for every block.
-    Reused,
-}
-
-impl Strategy {
-    /// Every strategy, in report order.
-    pub const ALL: [Strategy; 3] = [Strategy::Pooled, Strategy::Fresh, Strategy::Reused];
-
-    /// `--contender` id.
-    pub fn id(self) -> &'static str {
-        match self {
-            Strategy::Pooled => "pooled",
-            Strategy::Fresh => "fresh",
-            Strategy::Reused => "reused",
-        }
-    }
-
-    /// Parses [`Strategy::id`].
-    pub fn from_id(id: &str) -> Option<Strategy> {
-        Strategy::ALL.into_iter().find(|s| s.id() == id)
-    }
-
-    /// The report label.
-    pub fn label(self) -> &'static str {
-        match self {
-            Strategy::Pooled => "tierpool AlignedPool (O_DIRECT)",
-            Strategy::Fresh => "aligned alloc per block (O_DIRECT)",
-            Strategy::Reused => "one reused aligned buffer (O_DIRECT)",
-        }
-    }
-
-    /// For the contender table.
-    pub fn description(self) -> &'static str {
-        match self {
-            Strategy::Pooled => "direct-read workload: AlignedPool::with_alignment(4096), pool.get(block) per block (its tier is exactly the block), read_at / write_at with O_DIRECT through compio's io_uring driver, dropped after the block",
-            Strategy::Fresh => "direct-read workload: std::alloc::alloc(Layout::from_size_align(block, 4096)) per block, read_at / write_at with O_DIRECT through compio's io_uring driver, freed after the block",
-            Strategy::Reused => "direct-read workload: one std::alloc aligned allocation moved into every read_at / write_at and back (compio returns it with the result): the floor",
-        }
+crate::choices! {
+    /// How each block gets its buffer.
+    pub enum Strategy {
+        /// `pool.get(block)` from an `AlignedPool`, dropped after the block.
+        Pooled => (
+            "pooled",
+            "tierpool AlignedPool (O_DIRECT)",
+            "direct-read workload: AlignedPool::with_alignment(4096), pool.get(block) per block (its tier is exactly the block), read_at / write_at with O_DIRECT through compio's io_uring driver, dropped after the block",
+        ),
+        /// `std::alloc::alloc` with the aligned layout per block, freed after it.
+        Fresh => (
+            "fresh",
+            "aligned alloc per block (O_DIRECT)",
+            "direct-read workload: std::alloc::alloc(Layout::from_size_align(block, 4096)) per block, read_at / write_at with O_DIRECT through compio's io_uring driver, freed after the block",
+        ),
+        /// One aligned allocation for every block.
+        Reused => (
+            "reused",
+            "one reused aligned buffer (O_DIRECT)",
+            "direct-read workload: one std::alloc aligned allocation moved into every read_at / write_at and back (compio returns it with the result): the floor",
+        ),
     }
 }
 
@@ -110,13 +88,11 @@ pub fn file_size(quick: bool) -> usize {
     }
 }
 
-/// Where the file lives: in the workspace's `target` directory, on the disk (a temporary
-/// directory may be a tmpfs, which has no direct I/O).
+/// Where the file lives: in the workspace's `target` directory (created if missing), on the
+/// disk (a temporary directory may be a tmpfs, which has no direct I/O).
 pub fn file_path(quick: bool) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!(
-        "../target/tierpool-direct-read-{}MiB.bin",
-        file_size(quick) >> 20
-    ))
+    let target = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target");
+    files::data_path(&target, "direct-read", file_size(quick))
 }
 
 /// Interleaved rounds: one process per strategy and shape in each.
@@ -134,11 +110,21 @@ fn byte_at(pos: usize) -> u8 {
     ((pos >> 16) as u8).wrapping_mul(31).wrapping_add(7)
 }
 
-/// The alignment the workload uses for `path`, or why direct I/O is refused there.
+/// The alignment the workload uses for `path`, or why direct I/O is refused there (tierpool's
+/// message names the path).
 pub fn alignment(path: &Path) -> Result<usize, String> {
     tierpool::direct_io_alignment(path)
         .map(|a| a.pool_alignment().max(ALIGN))
         .map_err(|e| e.to_string())
+}
+
+/// Whether direct I/O works where the file goes: makes the directory, an empty file, asks
+/// its alignment, and removes it.
+pub fn probe(quick: bool) -> Result<(), String> {
+    let path = file_path(quick);
+    let probe = files::create_empty(&path).and_then(|()| alignment(&path));
+    let _ = std::fs::remove_file(&path);
+    probe.map(|_| ())
 }
 
 /// An aligned heap allocation: what a project without a pool allocates per block.
@@ -208,27 +194,15 @@ fn check(buf: &[u8], pos: usize, block: usize) {
     );
 }
 
-/// Makes the file: `size` bytes of the pattern, written with `O_DIRECT` from a pooled block.
+/// Makes the file: `size` bytes of the pattern, written with `O_DIRECT`.
 pub fn make_file(path: &Path, size: usize) -> Result<(), String> {
-    use std::os::unix::fs::{FileExt, OpenOptionsExt};
-    let err = |e: std::io::Error| format!("{}: {e}", path.display());
-    std::fs::write(path, b"").map_err(err)?;
+    files::create_empty(path)?;
     let align = alignment(path)?;
-    let file = std::fs::OpenOptions::new()
-        .write(true)
-        .custom_flags(libc::O_DIRECT)
-        .open(path)
-        .map_err(err)?;
-    let pool = AlignedPool::with_alignment(align).map_err(|e| e.to_string())?;
-    let block = 1 << 20;
-    for pos in (0..size).step_by(block) {
-        let mut buf = pool.get(block);
-        for k in 0..block >> 16 {
-            buf.resize((k + 1) << 16, byte_at(pos + (k << 16)));
+    files::make_file(path, size, files::Writes::Direct(align), |pos, block| {
+        for (k, seg) in block.chunks_mut(64 << 10).enumerate() {
+            seg.fill(byte_at(pos + (k << 16)));
         }
-        file.write_all_at(&buf, pos as u64).map_err(err)?;
-    }
-    file.sync_all().map_err(err)
+    })
 }
 
 /// One block at `pos` with `strategy`.
@@ -395,4 +369,95 @@ pub fn run_one(ctx: &Ctx, strategy: Strategy, shape: (Op, usize)) -> Option<Outp
         }],
         timelines: vec![],
     })
+}
+
+/// The `direct-read` workload.
+#[derive(Debug)]
+pub struct DirectRead;
+
+impl super::Scenario for DirectRead {
+    fn name(&self) -> &'static str {
+        "direct-read"
+    }
+
+    fn describe(&self) -> &'static str {
+        "Direct I/O, modelled on goleveldb's block reads: a 1 GiB file on the disk (ext4) read, then written, with O_DIRECT in 64 KiB or 1 MiB blocks through compio's read_at / write_at on io_uring, one block in flight, each block in a 4 KiB-aligned buffer: a tierpool AlignedPool buffer, a fresh std::alloc aligned allocation, or one reused aligned buffer (the floor); one process per strategy, operation and block size, 3 interleaved rounds, each timing the file in 64 MiB stretches after a warm-up stretch; per block, with MB/s, CPU time per MiB (user + system from getrusage, the median stretch: the disk bounds MB/s on this VM, CPU time shows what the buffer costs), allocations and minor page faults per block, peak RSS."
+    }
+
+    fn weight(&self) -> u64 {
+        60
+    }
+
+    fn contenders(&self) -> Vec<super::Entry> {
+        Strategy::ALL.iter().map(|&s| super::Entry::of(s)).collect()
+    }
+
+    fn baseline(&self) -> String {
+        Strategy::Fresh.label().into()
+    }
+
+    /// Direct I/O where the file goes (its directory created), and io_uring.
+    fn available(&self, quick: bool) -> Result<(), String> {
+        probe(quick)?;
+        super::file_read::io_uring_available()
+            .then_some(())
+            .ok_or_else(|| "io_uring refused by this kernel".into())
+    }
+
+    /// Writes the file, reads and writes it in a child per strategy and shape, removes it.
+    fn run(&self, quick: bool) -> Result<Output, String> {
+        let path = file_path(quick);
+        crate::progress::status(&format!(
+            "direct-read: writing the {} MiB file",
+            file_size(quick) >> 20
+        ));
+        make_file(&path, file_size(quick))?;
+        let runs: Vec<ChildRun> = SHAPES
+            .iter()
+            .enumerate()
+            .flat_map(|(i, &shape)| {
+                Strategy::ALL.iter().map(move |&s| ChildRun {
+                    id: s.id(),
+                    shape: Some(i),
+                    label: format!("{} ({})", s.label(), param(shape)),
+                })
+            })
+            .collect();
+        let out = in_rounds(self.name(), rounds(quick), &runs, quick);
+        let _ = std::fs::remove_file(&path);
+        out
+    }
+
+    fn child(&self, ctx: &Ctx, args: &super::ChildArgs) -> Result<Option<Output>, String> {
+        let s = args.strategy(self.name())?;
+        let shape = args.shape(&SHAPES, "shape")?;
+        run_one(ctx, s, shape)
+            .map(Some)
+            .ok_or_else(|| "io_uring or direct I/O refused".into())
+    }
+
+    /// The disk bounds MB/s: the chart shows what each buffer costs in CPU time, reads and
+    /// writes in panels of their own.
+    fn chart(
+        &self,
+        path: &std::path::Path,
+        data: &super::ChartData,
+    ) -> Result<(), crate::chart::Error> {
+        let cpu: Vec<Record> = data
+            .rows
+            .iter()
+            .filter_map(|r| {
+                let mut c = (*r).clone();
+                c.median = *r.extra.get("CPU us/MiB")?;
+                c.metric = "CPU us per MiB (user + system)".into();
+                Some(c)
+            })
+            .collect();
+        crate::chart::panels_by_group(
+            path,
+            "direct-read: CPU time per MiB of O_DIRECT reads and writes, by buffer",
+            &cpu.iter().collect::<Vec<_>>(),
+            data.order,
+        )
+    }
 }

@@ -1,4 +1,4 @@
-//! `file-read` (seed 002, goleveldb's block reads): a file in the page cache read from start to
+//! `file-read` (modelled on goleveldb's block reads): a file in the page cache read from start to
 //! end in fixed-size blocks through compio (io_uring), each block into a buffer from one of
 //! three strategies: a pooled buffer from tierpool, a fresh `Vec` per read, or one `Vec`
 //! reused for every read (the floor). One process per strategy and block size (peak RSS is
@@ -12,55 +12,33 @@ use compio::buf::BufResult;
 use compio::io::AsyncReadAt;
 use tierpool::BufferPool;
 
-use super::{size_label, Ctx};
+use super::{files, size_label, Ctx};
 use crate::alloc::{self, minor_faults, peak_rss_bytes};
+use crate::children::{in_rounds, ChildRun};
+use crate::choice::Choice;
 use crate::report::{Output, Record};
 
-/// How each read gets its buffer.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Strategy {
-    /// `pool.get(block)`, dropped after the read's bytes are checked.
-    Pooled,
-    /// `Vec::with_capacity(block)` per read.
-    FreshVec,
-    /// One `Vec` for every read.
-    Reused,
-}
-
-impl Strategy {
-    /// Every strategy, in report order.
-    pub const ALL: [Strategy; 3] = [Strategy::Pooled, Strategy::FreshVec, Strategy::Reused];
-
-    /// `--contender` id.
-    pub fn id(self) -> &'static str {
-        match self {
-            Strategy::Pooled => "pooled",
-            Strategy::FreshVec => "fresh-vec",
-            Strategy::Reused => "reused",
-        }
-    }
-
-    /// Parses [`Strategy::id`].
-    pub fn from_id(id: &str) -> Option<Strategy> {
-        Strategy::ALL.into_iter().find(|s| s.id() == id)
-    }
-
-    /// The report label.
-    pub fn label(self) -> &'static str {
-        match self {
-            Strategy::Pooled => "tierpool (compio read_at)",
-            Strategy::FreshVec => "Vec per read (compio read_at)",
-            Strategy::Reused => "one reused Vec (compio read_at)",
-        }
-    }
-
-    /// For the contender table.
-    pub fn description(self) -> &'static str {
-        match self {
-            Strategy::Pooled => "file-read workload: BufferPool::new(), pool.get(block) per read (its tier is exactly the block), read_at through compio's io_uring driver, dropped after the check",
-            Strategy::FreshVec => "file-read workload: Vec::with_capacity(block) per read, read_at through compio's io_uring driver, dropped after the check",
-            Strategy::Reused => "file-read workload: one Vec::with_capacity(block) moved into every read_at and back (compio returns it with the result): the floor",
-        }
+crate::choices! {
+    /// How each read gets its buffer.
+    pub enum Strategy {
+        /// `pool.get(block)`, dropped after the read's bytes are checked.
+        Pooled => (
+            "pooled",
+            "tierpool (compio read_at)",
+            "file-read workload: BufferPool::new(), pool.get(block) per read (its tier is exactly the block), read_at through compio's io_uring driver, dropped after the check",
+        ),
+        /// `Vec::with_capacity(block)` per read.
+        FreshVec => (
+            "fresh-vec",
+            "Vec per read (compio read_at)",
+            "file-read workload: Vec::with_capacity(block) per read, read_at through compio's io_uring driver, dropped after the check",
+        ),
+        /// One `Vec` for every read.
+        Reused => (
+            "reused",
+            "one reused Vec (compio read_at)",
+            "file-read workload: one Vec::with_capacity(block) moved into every read_at and back (compio returns it with the result): the floor",
+        ),
     }
 }
 
@@ -77,12 +55,9 @@ pub fn file_size(quick: bool) -> usize {
 }
 
 /// Where the file lives (made by [`make_file`] in the parent, read by the children, removed
-/// by the parent).
+/// by the parent): the temporary directory, whose page cache holds it.
 pub fn file_path(quick: bool) -> PathBuf {
-    std::env::temp_dir().join(format!(
-        "tierpool-file-read-{}MiB.bin",
-        file_size(quick) >> 20
-    ))
+    files::data_path(&std::env::temp_dir(), "file-read", file_size(quick))
 }
 
 /// True if this kernel gives compio an io_uring.
@@ -98,9 +73,12 @@ fn byte_at(i: usize) -> u8 {
 }
 
 /// Writes the file (and so puts it in the page cache).
-pub fn make_file(path: &Path, size: usize) -> std::io::Result<()> {
-    let data: Vec<u8> = (0..size).map(byte_at).collect();
-    std::fs::write(path, data)
+pub fn make_file(path: &Path, size: usize) -> Result<(), String> {
+    files::make_file(path, size, files::Writes::Buffered, |pos, block| {
+        for (i, b) in block.iter_mut().enumerate() {
+            *b = byte_at(pos + i);
+        }
+    })
 }
 
 /// Timed passes over the file per process (after one untimed pass).
@@ -226,4 +204,62 @@ pub fn run_one(ctx: &Ctx, strategy: Strategy, block: usize) -> Option<Output> {
         }],
         timelines: vec![],
     })
+}
+
+/// The `file-read` workload.
+#[derive(Debug)]
+pub struct FileRead;
+
+impl super::Scenario for FileRead {
+    fn name(&self) -> &'static str {
+        "file-read"
+    }
+
+    fn describe(&self) -> &'static str {
+        "Modelled on goleveldb's block reads: a 256 MiB file in the page cache read start to end in 64 KiB or 1 MiB blocks with compio's read_at on io_uring, each block into a tierpool buffer, a fresh Vec, or one reused Vec (the floor); one process per strategy and block size, 5 timed passes after a warm-up; per read, with MB/s, allocations and minor page faults per read, peak RSS."
+    }
+
+    fn weight(&self) -> u64 {
+        15
+    }
+
+    fn contenders(&self) -> Vec<super::Entry> {
+        Strategy::ALL.iter().map(|&s| super::Entry::of(s)).collect()
+    }
+
+    fn baseline(&self) -> String {
+        Strategy::FreshVec.label().into()
+    }
+
+    fn available(&self, _quick: bool) -> Result<(), String> {
+        io_uring_available()
+            .then_some(())
+            .ok_or_else(|| "io_uring refused by this kernel".into())
+    }
+
+    /// Writes the file, reads it in a child per strategy and block size, removes it.
+    fn run(&self, quick: bool) -> Result<Output, String> {
+        let path = file_path(quick);
+        make_file(&path, file_size(quick))?;
+        let runs: Vec<ChildRun> = (0..BLOCKS.len())
+            .flat_map(|i| {
+                Strategy::ALL.iter().map(move |&s| ChildRun {
+                    id: s.id(),
+                    shape: Some(i),
+                    label: s.label().to_string(),
+                })
+            })
+            .collect();
+        let out = in_rounds(self.name(), super::streaming::rounds(quick), &runs, quick);
+        let _ = std::fs::remove_file(&path);
+        out
+    }
+
+    fn child(&self, ctx: &Ctx, args: &super::ChildArgs) -> Result<Option<Output>, String> {
+        let s = args.strategy(self.name())?;
+        let block = args.shape(&BLOCKS, "block size")?;
+        run_one(ctx, s, block)
+            .map(Some)
+            .ok_or_else(|| "io_uring refused".into())
+    }
 }

@@ -1,4 +1,4 @@
-//! `get-put` (seed 002, goleveldb): one thread, get + write the first and last byte + release.
+//! `get-put` (modelled on goleveldb's buffer pool): one thread, get + write the first and last byte + release.
 
 use std::time::Duration;
 
@@ -10,9 +10,9 @@ use crate::report::Output;
 /// Sizes measured, 256 B to 16 MiB.
 pub const SIZES: [usize; 5] = [256, 4 << 10, 64 << 10, 1 << 20, 16 << 20];
 
-struct GetPut;
+struct Cases;
 
-impl MakeCases for GetPut {
+impl MakeCases for Cases {
     fn params(&self) -> Vec<String> {
         size_params(&SIZES)
     }
@@ -45,6 +45,14 @@ pub fn run(ctx: &Ctx, kinds: &[Kind]) -> Output {
         "ns/op",
         Duration::from_millis(10),
         kinds,
-        || GetPut,
+        || Cases,
     )
 }
+
+/// The `get-put` workload.
+pub const WORKLOAD: super::OfKinds = super::OfKinds {
+    name: "get-put",
+    describe: "Modelled on goleveldb's buffer pool: one thread, get + write first and last byte + release, per operation.",
+    weight: 25,
+    run,
+};

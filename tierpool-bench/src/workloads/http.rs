@@ -1,4 +1,4 @@
-//! `http` (issue 18: sending pooled chains through hyper as fast as `Full<Bytes>`): a hyper 1
+//! `http` (sending pooled chains through hyper as fast as `Full<Bytes>`): a hyper 1
 //! server on loopback (HTTP/1.1 and h2c, one tokio worker) answers `GET /<body>/<size>` with
 //! a body of 64 KiB or 1 MiB made per request in one of four ways: `Full<Bytes>` from a fresh
 //! `Vec`, one `PooledBytes`, a `PooledChain` of 16 KiB views (tierpool's body: the whole chain
@@ -29,58 +29,36 @@ use hyper_util::rt::{TokioExecutor, TokioIo};
 use tierpool::{BufferPool, PooledBytes, PooledChain, ViewFrames};
 
 use super::{size_label, Ctx};
+use crate::choice::Choice;
 use crate::report::{Output, Record};
 
-/// How a response body is made.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Strategy {
-    /// `Full<Bytes>` from a fresh `Vec` per request.
-    Full,
-    /// One `PooledBytes`.
-    Pooled,
-    /// A `PooledChain` of 16 KiB views: one frame, the whole chain.
-    Chain,
-    /// The same chain, one frame per view.
-    ChainPerView,
-}
-
-impl Strategy {
-    /// Every strategy, in report order.
-    pub const ALL: [Strategy; 4] = [
-        Strategy::Full,
-        Strategy::Pooled,
-        Strategy::Chain,
-        Strategy::ChainPerView,
-    ];
-
-    /// The URL path segment.
-    pub fn id(self) -> &'static str {
-        match self {
-            Strategy::Full => "full",
-            Strategy::Pooled => "pooled",
-            Strategy::Chain => "chain",
-            Strategy::ChainPerView => "chain-per-view",
-        }
-    }
-
-    /// The report label.
-    pub fn label(self) -> &'static str {
-        match self {
-            Strategy::Full => "Full<Bytes> from a fresh Vec (hyper)",
-            Strategy::Pooled => "tierpool PooledBytes body (hyper)",
-            Strategy::Chain => "tierpool PooledChain body, 16 KiB views (hyper)",
-            Strategy::ChainPerView => "PooledChain::into_view_frames, a frame per view (hyper)",
-        }
-    }
-
-    /// For the contender table.
-    pub fn description(self) -> &'static str {
-        match self {
-            Strategy::Full => "http workload: Vec::with_capacity(size) filled from the pattern, Full::new(Bytes::from(vec)) as the response body",
-            Strategy::Pooled => "http workload: pool.get(size) filled from the pattern, into_shared(): the PooledBytes is the body (one frame)",
-            Strategy::Chain => "http workload: size / 16 KiB pooled buffers of 16 KiB filled from the pattern, collected into a PooledChain: the chain is the body, its one frame the whole chain (Data = PooledChain, chunks_vectored for writev)",
-            Strategy::ChainPerView => "http workload: the same PooledChain as into_view_frames(): one frame per view (tierpool's chain body before this workload; what axum and tonic, whose bodies need Data = Bytes, are given)",
-        }
+crate::choices! {
+    /// How a response body is made (its id is the URL's first path segment).
+    pub enum Strategy {
+        /// `Full<Bytes>` from a fresh `Vec` per request.
+        Full => (
+            "full",
+            "Full<Bytes> from a fresh Vec (hyper)",
+            "http workload: Vec::with_capacity(size) filled from the pattern, Full::new(Bytes::from(vec)) as the response body",
+        ),
+        /// One `PooledBytes`.
+        Pooled => (
+            "pooled",
+            "tierpool PooledBytes body (hyper)",
+            "http workload: pool.get(size) filled from the pattern, into_shared(): the PooledBytes is the body (one frame)",
+        ),
+        /// A `PooledChain` of 16 KiB views: one frame, the whole chain.
+        Chain => (
+            "chain",
+            "tierpool PooledChain body, 16 KiB views (hyper)",
+            "http workload: size / 16 KiB pooled buffers of 16 KiB filled from the pattern, collected into a PooledChain: the chain is the body, its one frame the whole chain (Data = PooledChain, chunks_vectored for writev)",
+        ),
+        /// The same chain, one frame per view.
+        ChainPerView => (
+            "chain-per-view",
+            "PooledChain::into_view_frames, a frame per view (hyper)",
+            "http workload: the same PooledChain as into_view_frames(): one frame per view (tierpool's chain body before this workload; what axum and tonic, whose bodies need Data = Bytes, are given)",
+        ),
     }
 }
 
@@ -114,9 +92,7 @@ async fn serve(
     pattern: &'static [u8],
 ) -> Result<Response<Either>, Infallible> {
     let mut parts = req.uri().path().trim_start_matches('/').split('/');
-    let strategy = parts
-        .next()
-        .and_then(|s| Strategy::ALL.into_iter().find(|x| x.id() == s));
+    let strategy = parts.next().and_then(Strategy::from_id);
     let size: Option<usize> = parts.next().and_then(|s| s.parse().ok());
     let (Some(strategy), Some(size)) = (strategy, size.filter(|&s| s <= pattern.len())) else {
         let mut r = Response::new(Either::Full(Full::new(Bytes::new())));
@@ -468,7 +444,7 @@ pub fn run(ctx: &Ctx) -> Result<Output, String> {
     }
     // The bytes, through real clients, over both protocols.
     for size in SIZES {
-        for s in Strategy::ALL {
+        for &s in Strategy::ALL {
             let url = format!("http://{addr}/{}/{size}", s.id());
             curl_check(&url, false, size)?;
             curl_check(&url, true, size)?;
@@ -489,7 +465,7 @@ pub fn run(ctx: &Ctx) -> Result<Output, String> {
     for _ in 0..rounds {
         for &client in &clients {
             for size in SIZES {
-                for (k, s) in Strategy::ALL.into_iter().enumerate() {
+                for (k, s) in Strategy::ALL.iter().copied().enumerate() {
                     if client == Client::H2load && h2_failed.is_some() {
                         continue;
                     }
@@ -575,6 +551,66 @@ pub fn run(ctx: &Ctx) -> Result<Output, String> {
         records,
         timelines: vec![],
     })
+}
+
+/// The `http` workload.
+#[derive(Debug)]
+pub struct Http;
+
+impl super::Scenario for Http {
+    fn name(&self) -> &'static str {
+        "http"
+    }
+
+    fn describe(&self) -> &'static str {
+        "Pooled response bodies through hyper: a hyper 1 server on loopback (HTTP/1.1 and h2c, one tokio worker) answers GET /<body>/<size> with a 64 KiB or 1 MiB body made per request: Full<Bytes> from a fresh Vec, one PooledBytes, a PooledChain of 16 KiB views (tierpool's chain body: the whole chain as one frame), or the same chain one frame per view (into_view_frames, the chain body before); each body first fetched with curl over HTTP/1.1 and HTTP/2 and checked byte for byte; then wrk -t1 -c8 (keep-alive) over HTTP/1.1 and h2load -t1 -c8 -m1 over HTTP/2 (h2c), 2 s per run, 5 interleaved rounds; per request (1/throughput), with requests/s, p99 latency (wrk's), the server's CPU time and minor page faults per request (this process's, the clients being others: the median round) and allocations per request (counted during the same runs). Every pooled buffer back at the end."
+    }
+
+    fn weight(&self) -> u64 {
+        170
+    }
+
+    fn contenders(&self) -> Vec<super::Entry> {
+        Strategy::ALL.iter().map(|&s| super::Entry::of(s)).collect()
+    }
+
+    fn baseline(&self) -> String {
+        Strategy::Full.label().into()
+    }
+
+    fn available(&self, _quick: bool) -> Result<(), String> {
+        clients_available()
+    }
+
+    /// The server and its clients in one child (wrk, h2load and curl its own children).
+    fn run(&self, quick: bool) -> Result<Output, String> {
+        crate::children::run_one(
+            self.name(),
+            crate::alloc::Allocator::System,
+            crate::children::ALL_KINDS,
+            None,
+            quick,
+            "the http server",
+        )
+    }
+
+    fn child(&self, ctx: &Ctx, _: &super::ChildArgs) -> Result<Option<Output>, String> {
+        run(ctx).map(Some)
+    }
+
+    /// A panel per body size, each with its own scale.
+    fn chart(
+        &self,
+        path: &std::path::Path,
+        data: &super::ChartData,
+    ) -> Result<(), crate::chart::Error> {
+        crate::chart::panels_by_group(
+            path,
+            "http: time per request (1/throughput), by body size",
+            data.rows,
+            data.order,
+        )
+    }
 }
 
 #[cfg(test)]

@@ -1,4 +1,4 @@
-//! `idle-threads` (issue 16): many threads use the pool and then go quiet for good, as the
+//! `idle-threads`: many threads use the pool and then go quiet for good, as the
 //! threads of a thread-per-connection server whose connections idle do, or a runtime's parked
 //! blocking threads. Does what they held come back?
 //!
@@ -18,6 +18,8 @@ use std::time::{Duration, Instant};
 
 use super::Ctx;
 use crate::alloc::{rss_bytes, Allocator};
+use crate::choice::Choice;
+use crate::contenders::Kind;
 use crate::report::{Output, Record};
 
 /// Thread counts.
@@ -31,57 +33,33 @@ pub const SIZES: [usize; 5] = [4 << 10, 64 << 10, 256 << 10, 1 << 20, 8 << 20];
 /// The decay interval of tierpool's pool here.
 pub const INTERVAL: Duration = Duration::from_millis(100);
 
-/// What holds the buffers.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Strategy {
-    /// A tierpool pool (default configuration, 100 ms decay interval): the pool ticks when
-    /// the main thread's cache looks at the clock (every 256 returns to a tier, here every
-    /// 256 ms).
-    Tierpool,
-    /// The same with [`Builder::background_trim`](tierpool::Builder::background_trim): a
-    /// thread of the pool ticks it every interval, however little the program does.
-    TierpoolBackground,
-    /// `Vec::with_capacity` and drop: the allocator alone.
-    Vec,
+crate::choices! {
+    /// What holds the buffers.
+    pub enum Strategy {
+        /// A tierpool pool (default configuration, 100 ms decay interval): the pool ticks when
+        /// the main thread's cache looks at the clock (every 256 returns to a tier, here every
+        /// 256 ms).
+        Tierpool => ("tierpool", "tierpool", Kind::Tierpool.adaptation()),
+        /// The same with [`Builder::background_trim`](tierpool::Builder::background_trim): a
+        /// thread of the pool ticks it every interval, however little the program does.
+        TierpoolBackground => (
+            "tierpool-background",
+            "tierpool (background trim)",
+            "idle-threads workload: tierpool's default configuration with a 100 ms decay interval and `Builder::background_trim(true)` (a thread of the pool ticks it every interval)",
+        ),
+        /// `Vec::with_capacity` and drop: the allocator alone.
+        Vec => ("vec", "Vec (glibc)", Kind::Vec.adaptation()),
+    }
 }
 
 impl Strategy {
-    /// All, in report order.
-    pub const ALL: [Strategy; 3] = [
-        Strategy::Tierpool,
-        Strategy::TierpoolBackground,
-        Strategy::Vec,
-    ];
-
-    /// The id on the command line.
-    pub fn id(self) -> &'static str {
-        match self {
-            Strategy::Tierpool => "tierpool",
-            Strategy::TierpoolBackground => "tierpool-background",
-            Strategy::Vec => "vec",
-        }
-    }
-
     /// True for the tierpool strategies.
     pub fn pooled(self) -> bool {
         self != Strategy::Vec
     }
 
-    /// What the contender is, for the report's list of contenders.
-    pub fn description(self) -> &'static str {
-        match self {
-            Strategy::TierpoolBackground => "idle-threads workload: tierpool's default configuration with a 100 ms decay interval and `Builder::background_trim(true)` (a thread of the pool ticks it every interval)",
-            _ => "",
-        }
-    }
-
-    /// Parses [`Strategy::id`].
-    pub fn from_id(id: &str) -> Option<Strategy> {
-        Strategy::ALL.into_iter().find(|s| s.id() == id)
-    }
-
     /// The contender's label under `alloc`.
-    pub fn label(self, alloc: Allocator) -> String {
+    pub fn label_under(self, alloc: Allocator) -> String {
         match (self, alloc) {
             (Strategy::Tierpool, Allocator::System) => "tierpool".into(),
             (Strategy::Tierpool, a) => format!("tierpool on {}", a.name()),
@@ -203,7 +181,7 @@ pub fn run_one(ctx: &Ctx, strategy: Strategy, threads: usize) -> Output {
     for h in handles {
         h.join().expect("an idle thread");
     }
-    let label = strategy.label(ctx.alloc);
+    let label = strategy.label_under(ctx.alloc);
     let record = |param: String, rss: u64, retained: Option<u64>| {
         let above = rss.saturating_sub(baseline);
         let mut extra = BTreeMap::from([
@@ -260,5 +238,69 @@ pub fn run_one(ctx: &Ctx, strategy: Strategy, threads: usize) -> Output {
     Output {
         records,
         timelines: vec![],
+    }
+}
+
+/// The `idle-threads` workload.
+#[derive(Debug)]
+pub struct IdleThreads;
+
+impl super::Scenario for IdleThreads {
+    fn name(&self) -> &'static str {
+        "idle-threads"
+    }
+
+    fn describe(&self) -> &'static str {
+        "Threads that used the pool and went idle for good, as a thread-per-connection server's threads or a runtime's parked blocking threads do: T threads each take, fill and return two buffers each of 4 KiB, 64 KiB, 256 KiB, 1 MiB and 8 MiB, then park for good; the main thread goes on with one 4 KiB get/put per ms. Process RSS (and, in the extra columns, how far above the baseline, and the pool's retained bytes against its 64 MiB cap) when all are idle, 2 and 10 decay intervals (100 ms each) later, and for tierpool right after trim(); one process per strategy, allocator and T. tierpool ticks when the main thread's cache looks at the clock (every 256 returns to a tier: here every 256 ms), or, with background_trim, every interval."
+    }
+
+    fn weight(&self) -> u64 {
+        35
+    }
+
+    /// tierpool with background trim first, then tierpool, then `Vec` under each allocator.
+    fn contenders(&self) -> Vec<super::Entry> {
+        let mut all = vec![
+            super::Entry::of(Strategy::TierpoolBackground),
+            super::Entry::of(Strategy::Tierpool),
+        ];
+        all.extend(Allocator::ALL.iter().map(|&a| {
+            super::Entry::new(Strategy::Vec.label_under(a), Strategy::Vec.description())
+        }));
+        all
+    }
+
+    /// RSS is per process: one per strategy, allocator and thread count, one at a time.
+    fn run(&self, quick: bool) -> Result<Output, String> {
+        let mut out = Output::default();
+        for (i, t) in thread_counts(quick).iter().enumerate() {
+            crate::progress::status(&format!("idle-threads: {t} threads"));
+            for (s, a) in Strategy::runs() {
+                let what = s.label_under(a);
+                let o = crate::children::run_one(self.name(), a, s.id(), Some(i), quick, &what)?;
+                out.records.extend(o.records);
+            }
+        }
+        Ok(out)
+    }
+
+    fn child(&self, ctx: &Ctx, args: &super::ChildArgs) -> Result<Option<Output>, String> {
+        let s = args.strategy(self.name())?;
+        let t = args.shape(thread_counts(ctx.quick), "thread count")?;
+        Ok(Some(run_one(ctx, s, t)))
+    }
+
+    /// A panel per thread count, each with its own scale.
+    fn chart(
+        &self,
+        path: &std::path::Path,
+        data: &super::ChartData,
+    ) -> Result<(), crate::chart::Error> {
+        crate::chart::panels_by_group(
+            path,
+            "idle-threads: process RSS after the threads went idle, by thread count",
+            data.rows,
+            data.order,
+        )
     }
 }

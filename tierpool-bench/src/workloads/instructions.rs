@@ -290,7 +290,7 @@ pub const FEATURE_CASES: [(&str, &str, &str); 4] = [
     ),
 ];
 
-/// What the optional features `holders` and `metrics` cost on the fast path (issue 19): the
+/// What the optional features `holders` and `metrics` cost on the fast path: the
 /// report's binary is built without them (their code would be in every tierpool row), so
 /// tierpool's `hot_loop` example is built twice by cargo, into `target/feature-costs`, as the
 /// `tierpool-probe` crate's binary (the same source, without tierpool's dev-dependencies),
@@ -395,6 +395,62 @@ fn try_feature_costs(quick: bool) -> Result<Vec<Record>, String> {
         records.push(r);
     }
     Ok(records)
+}
+
+/// The `instructions` workload.
+#[derive(Debug)]
+pub struct Instructions;
+
+impl super::Scenario for Instructions {
+    fn name(&self) -> &'static str {
+        "instructions"
+    }
+
+    fn describe(&self) -> &'static str {
+        "The get-put loop again, counted instead of timed: instructions per iteration (get, write first and last byte, release, loop), from valgrind --tool=callgrind collecting the loop alone after a warm-up; each contender and size in its own process. Deterministic: the same figure every run. The rows named tierpool hot_loop are what the optional features holders and metrics cost, which this binary leaves out: tierpool's hot_loop example built by cargo without optional features and with holders+metrics, at 4 KiB, tracking nothing, 1 get in 128 and every get, with the time per get+drop beside (native runs, median of 3)."
+    }
+
+    fn weight(&self) -> u64 {
+        70
+    }
+
+    fn contenders(&self) -> Vec<super::Entry> {
+        let mut all = super::kind_entries();
+        all.extend(FEATURE_CASES.iter().map(|(features, mode, label)| {
+            super::Entry::new(
+                *label,
+                format!(
+                    "tierpool's examples/hot_loop.rs (get 4 KiB, two byte writes, drop) built by cargo into target/feature-costs as tierpool-probe's binary with features '{features}', run with HOT_LOOP='{mode}' (counted under callgrind, and timed natively: median of 3 interleaved runs); the cost of the optional features, which the report's own binary leaves out"
+                ),
+            )
+        }));
+        all
+    }
+
+    fn available(&self, _quick: bool) -> Result<(), String> {
+        if valgrind_available() {
+            Ok(())
+        } else {
+            Err("valgrind not found (apt-get install valgrind)".into())
+        }
+    }
+
+    /// Every contender and size under callgrind, two processes at a time, then the optional
+    /// features' costs.
+    fn run(&self, quick: bool) -> Result<Output, String> {
+        let mut out = run(quick)?;
+        out.records.extend(feature_costs(quick));
+        Ok(out)
+    }
+
+    /// The counted loop of `--contender` at `--size` (under callgrind); prints nothing.
+    fn child(&self, ctx: &super::Ctx, args: &super::ChildArgs) -> Result<Option<Output>, String> {
+        let id = args.contender()?;
+        let kind = Kind::from_id(id).ok_or(format!("unknown contender {id}"))?;
+        let n = args.size.ok_or("--size needed")?;
+        child(kind, ctx.alloc, n, ctx.quick);
+        Ok(None)
+    }
 }
 
 #[cfg(test)]

@@ -1,13 +1,14 @@
-//! `lookup` (seed 000, gRPC-Go `mem`): the tier for a get and for a return, for every size
+//! `lookup` (modelled on gRPC-Go's `mem` package): the tier for a get and for a return, for every size
 //! 0..2^19, with 5, 9, 20 and 40 tiers: tierpool's O(1) lookup against a binary search and a
 //! linear scan over the same tiers. The figure is time per lookup pair (get + return).
 
 use std::hint::black_box;
 use std::time::Duration;
 
-use tierpool::__bench::Lookup;
+use tierpool::__bench::Lookup as TierLookup;
 
 use super::Ctx;
+use crate::contenders::Kind;
 use crate::measure::{measure, timed, Case};
 use crate::report::{Output, Record};
 
@@ -88,7 +89,7 @@ pub fn run(ctx: &Ctx) -> Output {
     let sets = tier_sets();
     let mut cases = Vec::new();
     for sizes in &sets {
-        let ours = Lookup::new(sizes);
+        let ours = TierLookup::new(sizes);
         // The three methods must agree before they are timed.
         for n in (0..SIZES).step_by(97).chain([0, 1, SIZES - 1]) {
             assert_eq!(ours.for_get(n), binary_get(sizes, n));
@@ -138,4 +139,46 @@ pub fn run(ctx: &Ctx) -> Output {
         });
     }
     out
+}
+
+/// The `lookup` workload.
+#[derive(Debug)]
+pub struct Lookup;
+
+impl super::Scenario for Lookup {
+    fn name(&self) -> &'static str {
+        "lookup"
+    }
+
+    fn describe(&self) -> &'static str {
+        "Modelled on gRPC-Go's mem package: tier lookup for get and for return, every size 0..2^19, per lookup pair."
+    }
+
+    fn weight(&self) -> u64 {
+        8
+    }
+
+    fn contenders(&self) -> Vec<super::Entry> {
+        vec![
+            super::Entry::new(METHODS[0], Kind::Tierpool.adaptation()),
+            super::Entry::new(METHODS[1], "partition_point over the sorted tier sizes"),
+            super::Entry::new(
+                METHODS[2],
+                "position / rposition over the sorted tier sizes",
+            ),
+        ]
+    }
+
+    /// In the report's own process: it allocates nothing, so no allocator or heap matters.
+    fn run(&self, quick: bool) -> Result<Output, String> {
+        Ok(run(&Ctx {
+            quick,
+            alloc: crate::alloc::Allocator::System,
+            progress: true,
+        }))
+    }
+
+    fn child(&self, ctx: &Ctx, _: &super::ChildArgs) -> Result<Option<Output>, String> {
+        Ok(Some(run(ctx)))
+    }
 }

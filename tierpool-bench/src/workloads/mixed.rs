@@ -1,4 +1,4 @@
-//! `mixed` (seed 001, Vitess `bucketpool`): a MySQL-like packet reader on 2 threads sharing one
+//! `mixed` (modelled on Vitess's `bucketpool`): a MySQL-like packet reader on 2 threads sharing one
 //! pool. Each thread walks its own in-memory stream of `[u32 length][payload]` packets, takes a
 //! buffer of the packet's size, copies the payload in, checks its first and last byte, and
 //! releases the buffer.
@@ -137,7 +137,7 @@ pub fn read_packets<C: Contender>(
     sum
 }
 
-struct Mixed {
+struct Cases {
     streams: Arc<Vec<[Stream; THREADS]>>,
     false_hits: Arc<Vec<AtomicU64>>,
     /// Bytes the pool retained after the last run of each distribution (`u64::MAX`: the
@@ -145,7 +145,7 @@ struct Mixed {
     retained: Arc<Vec<AtomicU64>>,
 }
 
-impl MakeCases for Mixed {
+impl MakeCases for Cases {
     fn params(&self) -> Vec<String> {
         Dist::ALL.iter().map(|d| d.label().to_string()).collect()
     }
@@ -214,13 +214,21 @@ pub fn run(ctx: &Ctx, kinds: &[Kind]) -> Output {
         "ns/packet",
         Duration::from_millis(20),
         kinds,
-        || Mixed {
+        || Cases {
             streams: streams.clone(),
             false_hits: Arc::new(Dist::ALL.iter().map(|_| AtomicU64::new(0)).collect()),
             retained: Arc::new(Dist::ALL.iter().map(|_| AtomicU64::new(u64::MAX)).collect()),
         },
     )
 }
+
+/// The `mixed` workload.
+pub const WORKLOAD: super::OfKinds = super::OfKinds {
+    name: "mixed",
+    describe: "Modelled on Vitess's bucket pool: a packet reader on 2 threads sharing one pool; packets of short (< 100 B), medium (2-64 KiB) and random (log-uniform to 16 MiB) sizes copied from an in-memory stream into a buffer of the packet's size, checked, released; per packet.",
+    weight: 20,
+    run,
+};
 
 #[cfg(test)]
 mod tests {

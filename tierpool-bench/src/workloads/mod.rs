@@ -1,8 +1,9 @@
-//! The workloads of the report, one module each, each mirroring a seed.
+//! The workloads of the report, one module each; each module's [`Scenario`] says everything
+//! the report knows about its workload, and [`Workload::ALL`] lists them in report order.
 //!
-//! Every workload takes the contenders to run and returns an [`Output`]: records (and, for
-//! `burst`, timelines). Timed work goes through [`crate::measure`]: interleaved rounds,
-//! medians, and a separate allocation-counting pass.
+//! Every workload returns an [`Output`]: records (and, for `burst`, timelines). Timed work
+//! goes through [`crate::measure`]: interleaved rounds, medians, and a separate
+//! allocation-counting pass.
 
 pub mod budget;
 pub mod burst;
@@ -10,6 +11,7 @@ pub mod connections;
 pub mod cross_thread;
 pub mod direct_read;
 pub mod file_read;
+pub mod files;
 pub mod get_put;
 pub mod http;
 pub mod idle_threads;
@@ -19,111 +21,113 @@ pub mod mixed;
 pub mod streaming;
 pub mod threads;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
+use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
 use crate::alloc::Allocator;
+use crate::chart;
+use crate::children::{self, ALL_KINDS};
 use crate::contenders::{with_contender, Kind, Visit};
 use crate::measure::{measure, Budget, Case, Measured};
-use crate::report::{Output, Record};
+use crate::report::{Output, Record, Timeline};
 
-/// A workload of the report.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Workload {
-    /// Tier lookup pairs.
-    Lookup,
-    /// One thread, get + write + release.
-    GetPut,
-    /// The get-put loop under callgrind.
-    Instructions,
-    /// A packet reader on 2 threads.
-    Mixed,
-    /// Producer gets, consumer releases.
-    CrossThread,
-    /// Memory over time after a burst.
-    Burst,
-    /// All threads at once.
-    Threads,
-    /// Loopback streaming server and client.
-    Streaming,
-    /// Large frames over many connections, with and without a budget on bytes in use.
-    Budget,
-    /// Block reads of a file through compio (io_uring).
-    FileRead,
-    /// Threads that used the pool and went idle: does their memory come back?
-    IdleThreads,
-    /// `O_DIRECT` block reads and writes of a 1 GiB file into aligned buffers.
-    DirectRead,
-    /// 10,000 mostly idle connections: a buffer held per connection, or readiness-first.
-    Connections,
-    /// A hyper server sending pooled bodies and chains, driven by wrk and h2load.
-    Http,
+/// Everything the report knows about one workload: what it asks, who competes, how it runs
+/// (in the report's process and in its children), and how it is drawn. One implementation per
+/// workload, in the workload's module.
+pub trait Scenario: Sync {
+    /// The name on the command line, in the JSON and in the report.
+    fn name(&self) -> &'static str;
+
+    /// What the workload measures and what it is modelled on, for the report's headings.
+    fn describe(&self) -> &'static str;
+
+    /// Seconds it usually takes in the full run (2 cores; `--quick` is proportionally
+    /// shorter): its weight on the progress bar.
+    fn weight(&self) -> u64;
+
+    /// The contenders, in report order (tables and charts), with how each is set up.
+    fn contenders(&self) -> Vec<Entry>;
+
+    /// The contender every row is also compared with (the table's last column).
+    fn baseline(&self) -> String {
+        Kind::Vec.label(Allocator::System)
+    }
+
+    /// `Err(why)` if this machine cannot run the workload (a missing tool, a refusing
+    /// kernel): the report then skips it, saying why.
+    fn available(&self, _quick: bool) -> Result<(), String> {
+        Ok(())
+    }
+
+    /// Runs the workload for the report (in the parent process, which starts what children
+    /// it needs).
+    fn run(&self, quick: bool) -> Result<Output, String>;
+
+    /// Runs one child process's share ([`crate::children`]); `None` if it prints nothing.
+    fn child(&self, ctx: &Ctx, args: &ChildArgs) -> Result<Option<Output>, String>;
+
+    /// Draws the workload's chart at `path`: by default a line per contender of its median
+    /// over the parameters.
+    fn chart(&self, path: &Path, data: &ChartData) -> Result<(), chart::Error> {
+        chart::by_param(path, &data.title(self.name()), data.rows, data.order)
+    }
 }
+
+/// A workload: a handle on its [`Scenario`], compared by name.
+#[derive(Clone, Copy)]
+pub struct Workload(&'static dyn Scenario);
 
 impl Workload {
     /// Every workload, in report order: the one list.
     pub const ALL: [Workload; 14] = [
-        Workload::Lookup,
-        Workload::GetPut,
-        Workload::Instructions,
-        Workload::Mixed,
-        Workload::CrossThread,
-        Workload::Burst,
-        Workload::Threads,
-        Workload::Streaming,
-        Workload::Budget,
-        Workload::FileRead,
-        Workload::IdleThreads,
-        Workload::DirectRead,
-        Workload::Connections,
-        Workload::Http,
+        Workload(&lookup::Lookup),
+        Workload(&get_put::WORKLOAD),
+        Workload(&instructions::Instructions),
+        Workload(&mixed::WORKLOAD),
+        Workload(&cross_thread::WORKLOAD),
+        Workload(&burst::Burst),
+        Workload(&threads::WORKLOAD),
+        Workload(&streaming::Streaming),
+        Workload(&budget::Budget),
+        Workload(&file_read::FileRead),
+        Workload(&idle_threads::IdleThreads),
+        Workload(&direct_read::DirectRead),
+        Workload(&connections::Connections),
+        Workload(&http::Http),
     ];
 
-    /// The name on the command line, in the JSON and in the report.
-    pub fn name(self) -> &'static str {
-        match self {
-            Workload::Lookup => "lookup",
-            Workload::GetPut => "get-put",
-            Workload::Instructions => "instructions",
-            Workload::Mixed => "mixed",
-            Workload::CrossThread => "cross-thread",
-            Workload::Burst => "burst",
-            Workload::Threads => "threads",
-            Workload::Streaming => "streaming",
-            Workload::Budget => "budget",
-            Workload::FileRead => "file-read",
-            Workload::IdleThreads => "idle-threads",
-            Workload::DirectRead => "direct-read",
-            Workload::Connections => "connections",
-            Workload::Http => "http",
-        }
-    }
-
-    /// Parses a name written by [`Workload::name`].
+    /// The workload named `name` ([`Scenario::name`]).
     pub fn from_name(name: &str) -> Option<Workload> {
         Workload::ALL.into_iter().find(|w| w.name() == name)
     }
 
-    /// What the workload measures, for the report's headings.
-    pub fn describe(self) -> &'static str {
-        match self {
-            Workload::Lookup => "Seed 000 (gRPC-Go mem): tier lookup for get and for return, every size 0..2^19, per lookup pair.",
-            Workload::GetPut => "Seed 002 (goleveldb): one thread, get + write first and last byte + release, per operation.",
-            Workload::Instructions => "The get-put loop again, counted instead of timed: instructions per iteration (get, write first and last byte, release, loop), from valgrind --tool=callgrind collecting the loop alone after a warm-up; each contender and size in its own process. Deterministic: the same figure every run. The rows named tierpool hot_loop are what the optional features cost (issue 19), which this binary leaves out: tierpool's hot_loop example built by cargo without optional features and with holders+metrics, at 4 KiB, tracking nothing, 1 get in 128 and every get, with the time per get+drop beside (native runs, median of 3).",
-            Workload::Mixed => "Seed 001 (Vitess): a packet reader on 2 threads sharing one pool; packets of short (< 100 B), medium (2-64 KiB) and random (log-uniform to 16 MiB) sizes copied from an in-memory stream into a buffer of the packet's size, checked, released; per packet.",
-            Workload::CrossThread => "Seed 003 (gRPC-Go transport): a producer takes and fills buffers, a consumer releases them after a bounded channel; per buffer.",
-            Workload::Burst => "Seed 003 (memory): 10,000 x 16 KiB taken at once and released, then one get/put per millisecond; RSS and retained bytes over time (each contender in its own process).",
-            Workload::Streaming => "Seed 003 (gRPC-Go shared receive buffers): a loopback streaming server and client on 2 tokio workers, one connection; each stream sends a request and awaits a response of the same size; one receive-buffer strategy per process; per round trip, with QPS, latency and peak RSS.",
-            Workload::Budget => "Memory under a flood (issue 10): 128 loopback TCP connections each send 8 frames of 1 MiB as fast as they can; a reader task per connection reads them with tierpool's FrameReader from one shared pool and queues them (unbounded) for one handler thread, which processes them more slowly than they arrive (8 checksum passes); once with no budget and once with max_in_use_bytes(64 MiB) (the reader then waits for room before reading a payload), each in its own process, 3 interleaved rounds; per frame, with throughput, p99 read_frame time (waiting included), peak RSS and, under the budget, its peak and waits.",
-            Workload::FileRead => "Seed 002 (goleveldb block reads): a 256 MiB file in the page cache read start to end in 64 KiB or 1 MiB blocks with compio's read_at on io_uring, each block into a tierpool buffer, a fresh Vec, or one reused Vec (the floor); one process per strategy and block size, 5 timed passes after a warm-up; per read, with MB/s, allocations and minor page faults per read, peak RSS.",
-            Workload::DirectRead => "Issue 17 (direct I/O, seed 002's block reads): a 1 GiB file on the disk (ext4) read, then written, with O_DIRECT in 64 KiB or 1 MiB blocks through compio's read_at / write_at on io_uring, one block in flight, each block in a 4 KiB-aligned buffer: a tierpool AlignedPool buffer, a fresh std::alloc aligned allocation, or one reused aligned buffer (the floor); one process per strategy, operation and block size, 3 interleaved rounds, each timing the file in 64 MiB stretches after a warm-up stretch; per block, with MB/s, CPU time per MiB (user + system from getrusage, the median stretch: the disk bounds MB/s on this VM, CPU time shows what the buffer costs), allocations and minor page faults per block, peak RSS.",
-            Workload::Connections => "Issue 18 (seed 003: memory that follows traffic, not connections): 10,000 loopback TCP connections, about 1% active at once (100 client tasks, each owning 100 connections, send a 16 KiB message on a random one of theirs and wait for a 1-byte answer; 60,000 messages); the server reads each message (a) on 2 tokio workers into a pooled buffer taken when the connection is accepted and held while it waits, (b) on 2 tokio workers with tierpool::io::read_ready_exact, which waits for readability holding nothing and only then takes a pooled buffer, or (c) on one thread through a tierpool::io::buf_ring::BufRing (256 pooled 16 KiB buffers registered with io_uring, one multishot receive per connection: the kernel takes a buffer only when data arrives; refilled from the pool after each batch of completions); one server process per strategy with the client in a process of its own, 2 interleaved rounds; per message, with messages/s, p99 latency (client side), bytes held in pooled buffers (the exact peak of a 1 GiB budget that never binds, thread caches included, and while all are idle), the server's RSS above its idle-connections baseline (peak of 5 ms samples), at that baseline, and its peak (VmHWM), the server's allocations per message (counted while the traffic runs); for (c) the receives that found the ring empty (ring dry) and the slots the pool could not refill (ring starved).",
-            Workload::Http => "Issue 18 (pooled bodies through hyper): a hyper 1 server on loopback (HTTP/1.1 and h2c, one tokio worker) answers GET /<body>/<size> with a 64 KiB or 1 MiB body made per request: Full<Bytes> from a fresh Vec, one PooledBytes, a PooledChain of 16 KiB views (tierpool's chain body: the whole chain as one frame), or the same chain one frame per view (into_view_frames, the chain body before); each body first fetched with curl over HTTP/1.1 and HTTP/2 and checked byte for byte; then wrk -t1 -c8 (keep-alive) over HTTP/1.1 and h2load -t1 -c8 -m1 over HTTP/2 (h2c), 2 s per run, 5 interleaved rounds; per request (1/throughput), with requests/s, p99 latency (wrk's), the server's CPU time and minor page faults per request (this process's, the clients being others: the median round) and allocations per request (counted during the same runs). Every pooled buffer back at the end.",
-            Workload::Threads => "All threads get/put 4 KiB at once on this 2-core machine (oversubscribed above 2); wall time per operation of all threads together.",
-            Workload::IdleThreads => "Idle threads (issue 16): T threads each take, fill and return two buffers each of 4 KiB, 64 KiB, 256 KiB, 1 MiB and 8 MiB, then park for good; the main thread goes on with one 4 KiB get/put per ms. Process RSS (and, in the extra columns, how far above the baseline, and the pool's retained bytes against its 64 MiB cap) when all are idle, 2 and 10 decay intervals (100 ms each) later, and for tierpool right after trim(); one process per strategy, allocator and T. tierpool ticks when the main thread's cache looks at the clock (every 256 returns to a tier: here every 256 ms), or, with background_trim, every interval.",
-        }
+    /// Its contenders' labels, in report order.
+    pub fn order(self) -> Vec<String> {
+        self.contenders().into_iter().map(|e| e.label).collect()
+    }
+}
+
+impl std::ops::Deref for Workload {
+    type Target = dyn Scenario;
+    fn deref(&self) -> &(dyn Scenario + 'static) {
+        self.0
+    }
+}
+
+impl PartialEq for Workload {
+    fn eq(&self, other: &Workload) -> bool {
+        self.name() == other.name()
+    }
+}
+
+impl Eq for Workload {}
+
+impl std::fmt::Debug for Workload {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
     }
 }
 
@@ -131,6 +135,224 @@ impl std::fmt::Display for Workload {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.name())
     }
+}
+
+/// A contender of a workload: its label in tables and charts, and how it is set up.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Entry {
+    /// The label.
+    pub label: String,
+    /// How it is set up (the report's list of contenders).
+    pub setup: String,
+}
+
+impl Entry {
+    /// An entry.
+    pub fn new(label: impl Into<String>, setup: impl Into<String>) -> Entry {
+        Entry {
+            label: label.into(),
+            setup: setup.into(),
+        }
+    }
+
+    /// The entry of a strategy ([`crate::choice::Choice`]).
+    pub fn of<S: crate::choice::Choice>(s: S) -> Entry {
+        Entry::new(s.label(), s.description())
+    }
+}
+
+/// The pool contenders in report order, each under every allocator (tierpool asking the
+/// allocator to purge right after tierpool): the workloads that run [`Kind`]s.
+pub fn kind_entries() -> Vec<Entry> {
+    Kind::ALL
+        .into_iter()
+        .flat_map(|k| match k {
+            Kind::Tierpool => vec![k, Kind::TierpoolPurge],
+            _ => vec![k],
+        })
+        .flat_map(|k| {
+            Allocator::ALL
+                .into_iter()
+                .map(move |a| Entry::new(k.label(a), k.adaptation()))
+        })
+        .collect()
+}
+
+/// Every contender of every workload in report order (first appearance) with its set-up:
+/// a label several workloads share gets each different set-up once, joined by "; ".
+pub fn contenders() -> Vec<Entry> {
+    let mut all: Vec<(String, Vec<String>)> = Vec::new();
+    for w in Workload::ALL {
+        for e in w.contenders() {
+            let i = match all.iter().position(|(label, _)| *label == e.label) {
+                Some(i) => i,
+                None => {
+                    all.push((e.label, Vec::new()));
+                    all.len() - 1
+                }
+            };
+            let setups = &mut all[i].1;
+            if !e.setup.is_empty() && !setups.contains(&e.setup) {
+                setups.push(e.setup);
+            }
+        }
+    }
+    all.into_iter()
+        .map(|(label, setups)| Entry::new(label, setups.join("; ")))
+        .collect()
+}
+
+/// A child process's orders, from its command line.
+#[derive(Clone, Debug, Default)]
+pub struct ChildArgs {
+    /// `--contender`: the contender, strategy or run.
+    pub contender: Option<String>,
+    /// `--shape`: the index of a shape, block size or thread count.
+    pub shape: Option<usize>,
+    /// `--size`: a size in bytes.
+    pub size: Option<usize>,
+}
+
+impl ChildArgs {
+    /// `--contender`, which this child needs.
+    pub fn contender(&self) -> Result<&str, String> {
+        self.contender
+            .as_deref()
+            .ok_or_else(|| "--contender needed".to_string())
+    }
+
+    /// `--contender` as a strategy of `workload`.
+    pub fn strategy<S: crate::choice::Choice>(&self, workload: &str) -> Result<S, String> {
+        let id = self.contender()?;
+        S::from_id(id).ok_or(format!("unknown {workload} strategy {id}"))
+    }
+
+    /// The `--shape`th of `shapes` (the first without `--shape`).
+    pub fn shape<T: Copy>(&self, shapes: &[T], what: &str) -> Result<T, String> {
+        shapes
+            .get(self.shape.unwrap_or(0))
+            .copied()
+            .ok_or(format!("no such {what}"))
+    }
+
+    /// The contenders of a child of a [`Kind`] workload: every one (`all`), one, or the
+    /// `Vec` baseline.
+    pub fn kinds(&self) -> Result<Vec<Kind>, String> {
+        Ok(match self.contender.as_deref() {
+            Some(ALL_KINDS) => Kind::ALL.to_vec(),
+            Some(id) => vec![Kind::from_id(id).ok_or(format!("unknown contender {id}"))?],
+            None => vec![Kind::Vec],
+        })
+    }
+}
+
+/// What a chart is drawn from.
+#[derive(Clone, Copy, Debug)]
+pub struct ChartData<'a> {
+    /// The workload's records, in table order.
+    pub rows: &'a [&'a Record],
+    /// Its contenders, in report order.
+    pub order: &'a [String],
+    /// Memory over time (burst).
+    pub timelines: &'a [Timeline],
+}
+
+impl ChartData<'_> {
+    /// `name: metric`.
+    pub fn title(&self, name: &str) -> String {
+        format!(
+            "{name}: {}",
+            self.rows.first().map_or("", |r| r.metric.as_str())
+        )
+    }
+}
+
+/// The parent's run of a workload of [`Kind`]s (`get-put`, `mixed`, `cross-thread`,
+/// `threads`): every contender in one child under glibc, then the `Vec` baseline in one child
+/// per other allocator.
+///
+/// Every workload runs in a fresh process, so that none inherits another's heap, thread
+/// caches or leaked crate pools (a first version ran them all in the parent, and tierpool's
+/// 64 KiB hand-off measured 2-4x slower after the mixed workload than alone).
+pub fn run_kinds_in_children(workload: &str, quick: bool) -> Result<Output, String> {
+    let mut out = children::run_one(
+        workload,
+        Allocator::System,
+        ALL_KINDS,
+        None,
+        quick,
+        "the glibc contenders",
+    )?;
+    for a in [Allocator::Mimalloc, Allocator::Jemalloc] {
+        let o = children::run_one(
+            workload,
+            a,
+            Kind::Vec.id(),
+            None,
+            quick,
+            &Kind::Vec.label(a),
+        )?;
+        out.records.extend(o.records);
+        out.timelines.extend(o.timelines);
+    }
+    Ok(out)
+}
+
+/// A workload that runs every pool contender ([`Kind`]) on one loop, in
+/// [`run_kinds_in_children`]: `get-put`, `mixed`, `cross-thread` and `threads`, each a
+/// constant of this in its module.
+#[derive(Debug)]
+pub struct OfKinds {
+    /// [`Scenario::name`].
+    pub name: &'static str,
+    /// [`Scenario::describe`].
+    pub describe: &'static str,
+    /// [`Scenario::weight`].
+    pub weight: u64,
+    /// Runs it in this process for these contenders.
+    pub run: fn(&Ctx, &[Kind]) -> Output,
+}
+
+impl Scenario for OfKinds {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+
+    fn describe(&self) -> &'static str {
+        self.describe
+    }
+
+    fn weight(&self) -> u64 {
+        self.weight
+    }
+
+    fn contenders(&self) -> Vec<Entry> {
+        kind_entries()
+    }
+
+    fn run(&self, quick: bool) -> Result<Output, String> {
+        run_kinds_in_children(self.name, quick)
+    }
+
+    fn child(&self, ctx: &Ctx, args: &ChildArgs) -> Result<Option<Output>, String> {
+        Ok(Some((self.run)(ctx, &args.kinds()?)))
+    }
+}
+
+/// Concatenates outputs.
+pub fn merge(outputs: impl IntoIterator<Item = Output>) -> Output {
+    let mut out = Output::default();
+    for o in outputs {
+        out.records.extend(o.records);
+        out.timelines.extend(o.timelines);
+    }
+    out
+}
+
+/// Drops repeated labels, keeping the first.
+pub fn dedup(labels: &mut Vec<String>) {
+    let mut seen = HashSet::new();
+    labels.retain(|l| seen.insert(l.clone()));
 }
 
 /// How a workload runs in this process.
@@ -152,93 +374,6 @@ impl Ctx {
         } else {
             Budget::full(sample_time)
         }
-    }
-}
-
-/// Runs workload `w` in this process with the contenders `kinds`. (`instructions` runs its
-/// own children: [`instructions::run`].)
-pub fn run(w: Workload, ctx: &Ctx, kinds: &[Kind]) -> Output {
-    match w {
-        Workload::Lookup => lookup::run(ctx),
-        Workload::GetPut => get_put::run(ctx, kinds),
-        Workload::Mixed => mixed::run(ctx, kinds),
-        Workload::CrossThread => cross_thread::run(ctx, kinds),
-        Workload::Threads => threads::run(ctx, kinds),
-        Workload::Streaming => {
-            let mut out = Output::default();
-            for shape in streaming::shapes(ctx.quick) {
-                for s in crate::streaming::Strategy::ALL {
-                    out.records
-                        .extend(streaming::run_one(ctx, shape, s).records);
-                }
-            }
-            out
-        }
-        Workload::Budget => {
-            let mut out = Output::default();
-            for b in budget::RUNS {
-                out.records.extend(budget::run_one(ctx, b).records);
-            }
-            out
-        }
-        Workload::Burst => {
-            let mut out = Output::default();
-            for &k in kinds {
-                let o = burst::run_one(ctx, k);
-                out.records.extend(o.records);
-                out.timelines.extend(o.timelines);
-            }
-            out
-        }
-        Workload::FileRead => {
-            let mut out = Output::default();
-            for block in file_read::BLOCKS {
-                for s in file_read::Strategy::ALL {
-                    if let Some(o) = file_read::run_one(ctx, s, block) {
-                        out.records.extend(o.records);
-                    }
-                }
-            }
-            out
-        }
-        Workload::Http => match http::run(ctx) {
-            Ok(o) => o,
-            Err(e) => {
-                eprintln!("  http: {e}: skipped");
-                Output::default()
-            }
-        },
-        Workload::Connections => {
-            let mut out = Output::default();
-            for s in connections::Strategy::ALL {
-                match connections::run_one(ctx, s) {
-                    Ok(o) => out.records.extend(o.records),
-                    Err(e) => eprintln!("  connections: {e}: skipped"),
-                }
-            }
-            out
-        }
-        Workload::DirectRead => {
-            let mut out = Output::default();
-            for shape in direct_read::SHAPES {
-                for s in direct_read::Strategy::ALL {
-                    if let Some(o) = direct_read::run_one(ctx, s, shape) {
-                        out.records.extend(o.records);
-                    }
-                }
-            }
-            out
-        }
-        Workload::IdleThreads => {
-            let mut out = Output::default();
-            for &t in idle_threads::thread_counts(ctx.quick) {
-                for s in idle_threads::Strategy::ALL {
-                    out.records.extend(idle_threads::run_one(ctx, s, t).records);
-                }
-            }
-            out
-        }
-        Workload::Instructions => panic!("the instructions workload runs under valgrind"),
     }
 }
 

@@ -1,4 +1,4 @@
-//! `streaming` (seed 003: gRPC-Go's shared receive buffers, measured with 150 concurrent
+//! `streaming` (modelled on gRPC-Go's shared receive buffers, measured with 150 concurrent
 //! 1 MiB streaming calls): a loopback server and client in one process, one receive-buffer
 //! [`Strategy`] per process (peak RSS is per process), QPS, latency and allocations.
 
@@ -8,7 +8,9 @@ use std::time::Duration;
 use tierpool::BufferPool;
 
 use super::{size_label, Ctx};
+use crate::alloc::Allocator;
 use crate::alloc::{self, peak_rss_bytes};
+use crate::choice::Choice;
 use crate::report::{Output, Record};
 use crate::streaming::{run_client, serve, Strategy};
 
@@ -183,5 +185,92 @@ pub fn run_one(ctx: &Ctx, shape: Shape, strategy: Strategy) -> Output {
             extra,
         }],
         timelines: vec![],
+    }
+}
+
+/// The `streaming` workload.
+#[derive(Debug)]
+pub struct Streaming;
+
+impl super::Scenario for Streaming {
+    fn name(&self) -> &'static str {
+        "streaming"
+    }
+
+    fn describe(&self) -> &'static str {
+        "Modelled on gRPC-Go's streaming benchmark and its shared receive buffers: a loopback streaming server and client on 2 tokio workers, one connection; each stream sends a request and awaits a response of the same size; one receive-buffer strategy per process; per round trip, with QPS, latency and peak RSS."
+    }
+
+    fn weight(&self) -> u64 {
+        40
+    }
+
+    /// "no pool" first (under glibc, jemalloc, mimalloc), then tierpool and the others.
+    fn contenders(&self) -> Vec<super::Entry> {
+        let setup = |s: Strategy| format!("streaming workload: {}", s.description());
+        let mut all = vec![super::Entry::new(
+            Strategy::NoPool.label(),
+            setup(Strategy::NoPool),
+        )];
+        for a in [Allocator::Jemalloc, Allocator::Mimalloc] {
+            all.push(super::Entry::new(
+                label(Strategy::NoPool, a),
+                format!(
+                    "{} (the process runs under {})",
+                    setup(Strategy::NoPool),
+                    a.name()
+                ),
+            ));
+        }
+        for s in [Strategy::Pooled, Strategy::BytesMut, Strategy::Shared] {
+            all.push(super::Entry::new(s.label(), setup(s)));
+        }
+        all
+    }
+
+    fn baseline(&self) -> String {
+        Strategy::NoPool.label().into()
+    }
+
+    /// Peak RSS is per process: one process per shape and strategy, one at a time (each uses
+    /// both cores), in rounds so that a slow spell of this VM hits all alike.
+    fn run(&self, quick: bool) -> Result<Output, String> {
+        let rounds = rounds(quick);
+        let mut records = Vec::new();
+        for round in 1..=rounds {
+            for (i, shape) in shapes(quick).iter().enumerate() {
+                crate::progress::status(&format!(
+                    "streaming round {round}/{rounds}: {}",
+                    shape.label()
+                ));
+                let mut runs: Vec<(Strategy, Allocator)> = Strategy::ALL
+                    .iter()
+                    .map(|&s| (s, Allocator::System))
+                    .collect();
+                if i == 0 {
+                    // The seed's shape also against "no pool" under the allocators a Rust
+                    // user would reach for first.
+                    runs.push((Strategy::NoPool, Allocator::Mimalloc));
+                    runs.push((Strategy::NoPool, Allocator::Jemalloc));
+                }
+                for (s, a) in runs {
+                    let what = label(s, a);
+                    let out =
+                        crate::children::run_one(self.name(), a, s.id(), Some(i), quick, &what)?;
+                    records.extend(out.records);
+                }
+            }
+        }
+        Ok(Output {
+            records: merge_rounds(records),
+            timelines: vec![],
+        })
+    }
+
+    fn child(&self, ctx: &Ctx, args: &super::ChildArgs) -> Result<Option<Output>, String> {
+        let id = args.contender.as_deref().unwrap_or(Strategy::NoPool.id());
+        let strategy = Strategy::from_id(id).ok_or(format!("unknown strategy {id}"))?;
+        let shape = args.shape(&shapes(ctx.quick), "shape")?;
+        Ok(Some(run_one(ctx, shape, strategy)))
     }
 }

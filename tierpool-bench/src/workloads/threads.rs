@@ -22,9 +22,9 @@ pub fn thread_counts(quick: bool) -> &'static [usize] {
     }
 }
 
-struct Threads(&'static [usize]);
+struct Cases(&'static [usize]);
 
-impl MakeCases for Threads {
+impl MakeCases for Cases {
     fn params(&self) -> Vec<String> {
         self.0.iter().map(|t| format!("{t} threads")).collect()
     }
@@ -64,6 +64,14 @@ pub fn run(ctx: &Ctx, kinds: &[Kind]) -> Output {
         "ns/op (all threads)",
         Duration::from_millis(20),
         kinds,
-        || Threads(thread_counts(ctx.quick)),
+        || Cases(thread_counts(ctx.quick)),
     )
 }
+
+/// The `threads` workload.
+pub const WORKLOAD: super::OfKinds = super::OfKinds {
+    name: "threads",
+    describe: "All threads get/put 4 KiB at once on this 2-core machine (oversubscribed above 2); wall time per operation of all threads together.",
+    weight: 20,
+    run,
+};
