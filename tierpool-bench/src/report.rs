@@ -263,8 +263,9 @@ pub fn validate(json: &str, expected: &[&str]) -> Result<usize, String> {
 
 /// Workloads whose records carry no allocation counts (`lookup` allocates nothing by
 /// construction; `burst` measures memory, not operations; `instructions` counts instructions
-/// under valgrind, where the get-put workload already counted allocations).
-const WITHOUT_ALLOCS: [&str; 4] = ["lookup", "burst", "instructions", "idle-threads"];
+/// under valgrind, where the get-put workload already counted allocations; `redis` measures
+/// a server of its own, which counts nothing).
+const WITHOUT_ALLOCS: [&str; 5] = ["lookup", "burst", "instructions", "idle-threads", "redis"];
 
 /// [`validate`] on a report in memory (run before writing, since JSON has no NaN: a
 /// non-finite figure would be written as `null`).

@@ -260,6 +260,28 @@
 //!   the room they had (so the depot takes all of them), and folds its counters into the
 //!   pool's.
 //!
+//! # Metrics
+//!
+//! With the feature `metrics`, the pool publishes its figures through the `metrics` facade at
+//! every tick (once per decay interval while it is used, or by the background trimmer) and on
+//! [`BufferPool::publish_metrics`](crate::BufferPool::publish_metrics). Every metric has the
+//! label `pool` ([`Builder::name`](crate::Builder::name)):
+//!
+//! | metric (feature `metrics`) | kind | labels besides `pool` | what |
+//! |---|---|---|---|
+//! | `tierpool_retained_bytes` | gauge | `place` = `depot` / `caches` | bytes retained |
+//! | `tierpool_retained_buffers`, `tierpool_thread_caches` | gauge | | buffers retained; thread caches attached |
+//! | `tierpool_in_use_buffers` | gauge | | buffers handed out and not returned |
+//! | `tierpool_in_use_bytes`, `tierpool_in_use_bytes_peak` | gauge | | their bytes, and the most seen: exact under a budget; without one, estimated from the tiers (oversize buffers not counted) and the peak is the most seen at a publication |
+//! | `tierpool_gets_total` | counter | `result` = `hit` / `miss` / `oversize` | gets |
+//! | `tierpool_returned_total`, `tierpool_discarded_total` | counter | | buffers handed back; of those, released |
+//! | `tierpool_released_bytes_total` | counter | `reason` = `decay` / `trim` / `cap` | bytes released to the allocator, by why (also in `Stats`) |
+//! | `tierpool_allocator_trims_total` | counter | | times the allocator was asked to give memory back |
+//! | `tierpool_budget_limit_bytes`, `tierpool_budget_waiting`, `tierpool_budget_wait_longest_seconds` | gauge | | budgeted pools: the limit, requests waiting now, the longest wait |
+//! | `tierpool_budget_waits_total`, `tierpool_budget_wait_microseconds_total`, `tierpool_budget_refusals_total` | counter | | budgeted pools: waits, time waited, `try_get` refusals |
+//! | `tierpool_tier_retained_bytes` | gauge | `tier` (its size) | per tier that has seen traffic |
+//! | `tierpool_tier_gets_total`, `tierpool_tier_discarded_total` | counter | `tier`; `result` = `hit` / `miss` | per tier that has seen traffic |
+//!
 //! # Where each part lives
 //!
 //! The library is in layers, one folder each; a folder imports only the folders before it
@@ -350,13 +372,13 @@
 
 // The names the docs above link to.
 #[allow(unused_imports)]
-#[cfg(target_os = "linux")]
-use crate::direct_io_alignment;
-#[allow(unused_imports)]
 #[cfg(feature = "tokio")]
 use crate::io::frame;
 #[allow(unused_imports)]
+#[cfg(target_os = "linux")]
+use crate::{direct_io_alignment, DirectIoError};
+#[allow(unused_imports)]
 use crate::{
-    AlignedBuf, AlignedPool, AllocError, BudgetStats, BufferPool, Builder, DirectIoError,
-    PooledBuf, PooledBytes, PooledChain, Stats,
+    AlignedBuf, AlignedPool, AllocError, BudgetStats, BufferPool, Builder, PooledBuf, PooledBytes,
+    PooledChain, Stats,
 };

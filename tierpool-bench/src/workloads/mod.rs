@@ -18,6 +18,7 @@ pub mod idle_threads;
 pub mod instructions;
 pub mod lookup;
 pub mod mixed;
+pub mod redis;
 pub mod streaming;
 pub mod threads;
 
@@ -82,7 +83,7 @@ pub struct Workload(&'static dyn Scenario);
 
 impl Workload {
     /// Every workload, in report order: the one list.
-    pub const ALL: [Workload; 14] = [
+    pub const ALL: [Workload; 15] = [
         Workload(&lookup::Lookup),
         Workload(&get_put::WORKLOAD),
         Workload(&instructions::Instructions),
@@ -97,6 +98,7 @@ impl Workload {
         Workload(&direct_read::DirectRead),
         Workload(&connections::Connections),
         Workload(&http::Http),
+        Workload(&redis::Redis),
     ];
 
     /// The workload named `name` ([`Scenario::name`]).

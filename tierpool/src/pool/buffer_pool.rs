@@ -446,7 +446,7 @@ impl<K: Kind> BufferPool<K> {
     }
 
     /// Publishes the pool's figures to the [`metrics`](https://docs.rs/metrics) facade now
-    /// (feature `metrics`; the names and labels are listed in the README). The pool also
+    /// (feature `metrics`; the names and labels are listed in [`implementation`](crate::implementation), *Metrics*). The pool also
     /// publishes them at each tick, once per decay interval while it is used or with
     /// [`Builder::background_trim`]; call this for a pool used rarely, or before a scrape.
     /// An aligned pool's tier labels are the sizes of the pool behind, each tier plus the

@@ -18,8 +18,10 @@
 //! `asymmetricLightBarrier`/`asymmetricHeavyBarrier` and the barrier that hazard pointers and
 //! the JVM's biased-lock revocation use.
 //!
-//! Where the heavy fence is not available (another OS, a kernel before 4.14, a seccomp filter
-//! that refuses the call, or `TIERPOOL_NO_MEMBARRIER` set in the environment for testing),
+//! On Windows the heavy fence is `FlushProcessWriteBuffers` (the same inter-processor barrier,
+//! which .NET's garbage collector and folly use there). Where the heavy fence is not available
+//! (macOS and the other systems, a Linux before 4.14, a seccomp filter that refuses the call,
+//! or `TIERPOOL_NO_MEMBARRIER` set in the environment for testing),
 //! [`heavy`] returns `false` and nobody reclaims another thread's cache: caches are rung and
 //! give their buffers up at their owner's next operation or exit; since an idle thread would
 //! then keep its cache's room for good, caches reserve it apart from `max_retained_bytes` (a
@@ -126,7 +128,31 @@ mod os {
     }
 }
 
-#[cfg(all(not(target_os = "linux"), not(any(loom, miri))))]
+#[cfg(all(windows, not(any(loom, miri))))]
+mod os {
+    #[link(name = "kernel32")]
+    extern "system" {
+        /// Flushes the write queue of every processor that runs a thread of this process
+        /// (an inter-processor interrupt each, as `membarrier`), Windows Vista and later:
+        /// the heavy barrier .NET's garbage collector and folly use on Windows.
+        fn FlushProcessWriteBuffers();
+    }
+
+    pub(super) fn available() -> bool {
+        std::env::var_os("TIERPOOL_NO_MEMBARRIER").is_none()
+    }
+
+    pub(super) fn heavy() -> bool {
+        if !available() {
+            return false;
+        }
+        // SAFETY: no arguments, no memory of ours; it cannot fail.
+        unsafe { FlushProcessWriteBuffers() };
+        true
+    }
+}
+
+#[cfg(all(not(target_os = "linux"), not(windows), not(any(loom, miri))))]
 mod os {
     pub(super) fn available() -> bool {
         false

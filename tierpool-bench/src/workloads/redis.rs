@@ -1,0 +1,654 @@
+//! `redis`: a real protocol server, ported as a user would. tierpool's `kv_server` example (a
+//! Redis-protocol key-value server whose RESP decoder and encoder are one tokio-util `Decoder`
+//! and `Encoder`) runs in two modes, `baseline` (tokio-util's `FramedRead` and `FramedWrite`:
+//! a `BytesMut` each per connection, never shrunk) and `pooled` (tierpool's, whose buffers are
+//! held only while bytes are unread or unwritten), and is measured the way its users would:
+//!
+//! - **idle connections**: this process opens N connections (10,000 in the full run; the
+//!   server is a process of its own), each makes one `PING`, then all wait: the server's RSS
+//!   per idle connection;
+//! - **large values**: 1,000 of them each send one 64 KiB `SET` (of one key, so the database
+//!   holds one value), then wait two decay intervals: the server's RSS kept above before;
+//! - **trickle**: 1,000 fresh connections each send all but the last byte of a 4,000-byte
+//!   `SET`, one byte per write (`TCP_NODELAY`), in turn: the server's RSS above idle while
+//!   they wait, and in `pooled` mode the bytes its pool has out (exact: a budget that never
+//!   binds), against the bytes pending;
+//! - **throughput**: `redis-benchmark -t set` and `-t get` with 1 KiB and 64 KiB values, 50
+//!   clients: requests/s, and the server's CPU time per request (`/proc/PID/stat`);
+//! - **receives**: one more `redis-benchmark` run per mode with `strace -c` attached to the
+//!   server: receive system calls per request.
+//!
+//! Interleaved rounds, one server process per mode per round; medians over the rounds.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use super::{Ctx, Entry};
+use crate::report::{Output, Record};
+
+/// The modes `kv_server` runs in.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Mode {
+    Baseline,
+    Pooled,
+}
+
+impl Mode {
+    const ALL: [Mode; 2] = [Mode::Baseline, Mode::Pooled];
+
+    fn arg(self) -> &'static str {
+        match self {
+            Mode::Baseline => "baseline",
+            Mode::Pooled => "pooled",
+        }
+    }
+
+    fn label(self) -> &'static str {
+        match self {
+            Mode::Baseline => "kv_server baseline (tokio-util FramedRead + FramedWrite)",
+            Mode::Pooled => "kv_server pooled (tierpool FramedRead + FramedWrite)",
+        }
+    }
+
+    fn setup(self) -> &'static str {
+        match self {
+            Mode::Baseline => "redis workload: tierpool's examples/kv_server.rs --mode baseline: its RESP Decoder and Encoder in tokio-util's FramedRead and FramedWrite over each connection's halves (a BytesMut each, 8 KiB from the start, grown by large frames and never shrunk)",
+            Mode::Pooled => "redis workload: tierpool's examples/kv_server.rs --mode pooled: the same Decoder and Encoder in tierpool::io::codec's FramedRead and FramedWrite (buffers from a pool with a budget that never binds and the background trimmer; held only while bytes are unread or unwritten)",
+        }
+    }
+}
+
+/// Sizes of the run: idle connections, long-lived ones sending a large value, trickling
+/// connections, requests per redis-benchmark run (1 KiB, 64 KiB).
+struct Shape {
+    idle: usize,
+    large: usize,
+    trickle: usize,
+    trickle_bytes: usize,
+    requests: (usize, usize),
+    rounds: usize,
+}
+
+fn shape(quick: bool) -> Shape {
+    if quick {
+        Shape {
+            idle: 300,
+            large: 50,
+            trickle: 30,
+            trickle_bytes: 4000,
+            requests: (4000, 500),
+            rounds: 1,
+        }
+    } else {
+        Shape {
+            idle: 10_000,
+            large: 1_000,
+            trickle: 1_000,
+            trickle_bytes: 4000,
+            requests: (100_000, 10_000),
+            rounds: 3,
+        }
+    }
+}
+
+/// The value size of the large-value phase.
+const LARGE: usize = 64 << 10;
+
+/// The server's decay interval (tierpool's default): what "two intervals later" waits.
+const INTERVAL: Duration = Duration::from_secs(1);
+
+/// `kv_server`, built by cargo from tierpool's example as the `tierpool-probe` crate's binary
+/// (without tierpool's dev-dependencies), into `target/redis`.
+fn build_server() -> Result<PathBuf, String> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .ok_or("no workspace root")?;
+    let dir = root.join("target").join("redis");
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    crate::progress::status("redis: building kv_server");
+    let status = Command::new(cargo)
+        .current_dir(root)
+        .args(["build", "--release", "--quiet", "-p", "tierpool-probe"])
+        .args(["--bin", "kv_server", "--features", "kv", "--target-dir"])
+        .arg(&dir)
+        .stdout(Stdio::null())
+        .status()
+        .map_err(|e| format!("cannot run cargo: {e}"))?;
+    if !status.success() {
+        return Err(format!("cargo build of kv_server failed: {status}"));
+    }
+    Ok(dir.join("release").join("kv_server"))
+}
+
+/// A running `kv_server`.
+struct Server {
+    child: Child,
+    port: u16,
+    /// Its standard output, kept open (it says when it stops).
+    _out: BufReader<std::process::ChildStdout>,
+}
+
+impl Server {
+    fn start(exe: &Path, mode: Mode) -> Result<Server, String> {
+        let mut child = Command::new(exe)
+            .args(["--addr", "127.0.0.1:0", "--mode", mode.arg()])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .map_err(|e| format!("cannot start {}: {e}", exe.display()))?;
+        let mut first = String::new();
+        let mut out = BufReader::new(child.stdout.take().ok_or("no stdout")?);
+        out.read_line(&mut first).map_err(|e| e.to_string())?;
+        let port = first
+            .split_whitespace()
+            .find_map(|w| w.rsplit_once(':')?.1.parse().ok())
+            .ok_or_else(|| format!("kv_server said {first:?}"))?;
+        Ok(Server {
+            child,
+            port,
+            _out: out,
+        })
+    }
+
+    fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// The server's resident set.
+    fn rss(&self) -> u64 {
+        std::fs::read_to_string(format!("/proc/{}/statm", self.pid()))
+            .ok()
+            .and_then(|s| s.split_whitespace().nth(1)?.parse::<u64>().ok())
+            .map_or(0, |pages| pages * 4096)
+    }
+
+    /// The server's CPU time, user and system.
+    fn cpu(&self) -> Duration {
+        let stat =
+            std::fs::read_to_string(format!("/proc/{}/stat", self.pid())).unwrap_or_default();
+        // Fields after the command name (which may hold spaces): utime is the 14th field.
+        let after = stat.rsplit_once(')').map_or("", |(_, r)| r);
+        let f: Vec<&str> = after.split_whitespace().collect();
+        // `after` starts at field 3 (the state): utime and stime are fields 14 and 15.
+        let field = |i: usize| {
+            f.get(i - 3)
+                .and_then(|x| x.parse::<u64>().ok())
+                .unwrap_or(0)
+        };
+        let ticks = field(14) + field(15);
+        // SAFETY: `sysconf` reads a constant.
+        let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
+        Duration::from_nanos(ticks * 1_000_000_000 / hz)
+    }
+
+    /// `INFO`'s field `name`.
+    fn info(&self, name: &str) -> Result<u64, String> {
+        let mut c = connect(self.port)?;
+        c.write_all(b"*1\r\n$4\r\nINFO\r\n")
+            .map_err(|e| e.to_string())?;
+        let text = read_bulk(&mut c)?;
+        text.lines()
+            .find_map(|l| l.strip_prefix(&format!("{name}:"))?.trim().parse().ok())
+            .ok_or_else(|| format!("INFO has no {name}: {text}"))
+    }
+
+    fn stop(mut self) -> Result<(), String> {
+        // SAFETY: `kill` with a pid of ours and a signal number.
+        unsafe { libc::kill(self.pid() as i32, libc::SIGTERM) };
+        let status = self.child.wait().map_err(|e| e.to_string())?;
+        if !status.success() {
+            return Err(format!("kv_server exited with {status}"));
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn connect(port: u16) -> Result<TcpStream, String> {
+    let s = TcpStream::connect(("127.0.0.1", port)).map_err(|e| format!("connect: {e}"))?;
+    s.set_nodelay(true).map_err(|e| e.to_string())?;
+    s.set_read_timeout(Some(Duration::from_secs(60)))
+        .map_err(|e| e.to_string())?;
+    Ok(s)
+}
+
+/// Reads one reply line (`+OK`, `+PONG`, an error) and checks it is `want`.
+fn expect_line(c: &mut TcpStream, want: &[u8]) -> Result<(), String> {
+    let mut got = Vec::new();
+    let mut byte = [0u8];
+    while !got.ends_with(b"\r\n") {
+        c.read_exact(&mut byte).map_err(|e| format!("reply: {e}"))?;
+        got.push(byte[0]);
+    }
+    if got != want {
+        return Err(format!(
+            "expected {:?}, got {:?}",
+            String::from_utf8_lossy(want),
+            String::from_utf8_lossy(&got)
+        ));
+    }
+    Ok(())
+}
+
+/// Reads one bulk reply as text.
+fn read_bulk(c: &mut TcpStream) -> Result<String, String> {
+    let mut head = Vec::new();
+    let mut byte = [0u8];
+    while !head.ends_with(b"\r\n") {
+        c.read_exact(&mut byte).map_err(|e| format!("reply: {e}"))?;
+        head.push(byte[0]);
+    }
+    let len: usize = std::str::from_utf8(&head[1..head.len() - 2])
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .ok_or_else(|| format!("not a bulk reply: {:?}", String::from_utf8_lossy(&head)))?;
+    let mut body = vec![0u8; len + 2];
+    c.read_exact(&mut body).map_err(|e| e.to_string())?;
+    body.truncate(len);
+    String::from_utf8(body).map_err(|e| e.to_string())
+}
+
+/// `SET key value` in RESP.
+fn set_command(key: &str, value_len: usize) -> Vec<u8> {
+    let mut v = format!(
+        "*3\r\n$3\r\nSET\r\n${}\r\n{key}\r\n${value_len}\r\n",
+        key.len()
+    )
+    .into_bytes();
+    v.extend((0..value_len).map(|i| b'a' + (i % 26) as u8));
+    v.extend_from_slice(b"\r\n");
+    v
+}
+
+/// A `SET key value` of exactly `total` bytes in RESP (`total` large enough for the header).
+fn set_of_length(key: &str, total: usize) -> Vec<u8> {
+    let mut value = total.saturating_sub(set_command(key, 0).len());
+    // The bulk header's digits grow with the value: shorten it until the whole fits.
+    while value > 0 && set_command(key, value).len() > total {
+        value -= 1;
+    }
+    let v = set_command(key, value);
+    debug_assert_eq!(v.len(), total);
+    v
+}
+
+/// Raises this process's open-file limit to its hard limit; the limit then.
+fn raise_nofile() -> u64 {
+    // SAFETY: `getrlimit`/`setrlimit` read and write the struct they are given.
+    unsafe {
+        let mut lim: libc::rlimit = std::mem::zeroed();
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) != 0 {
+            return 1024;
+        }
+        lim.rlim_cur = lim.rlim_max;
+        libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
+        libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim);
+        lim.rlim_cur
+    }
+}
+
+/// A `redis-benchmark` run of one test at one value size: requests/s.
+fn benchmark(port: u16, test: &str, size: usize, requests: usize) -> Result<f64, String> {
+    let out = Command::new("timeout")
+        .args(["300", "redis-benchmark", "-h", "127.0.0.1", "-p"])
+        .arg(port.to_string())
+        .args(["-t", test, "-d"])
+        .arg(size.to_string())
+        .args(["-n", &requests.to_string(), "-c", "50", "--csv"])
+        .stderr(Stdio::null())
+        .output()
+        .map_err(|e| format!("cannot run redis-benchmark: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "redis-benchmark {test} -d {size} failed: {}",
+            out.status
+        ));
+    }
+    parse_csv_rps(&String::from_utf8_lossy(&out.stdout), test)
+}
+
+/// The requests/s of `test` in `redis-benchmark --csv` output (its second field).
+fn parse_csv_rps(csv: &str, test: &str) -> Result<f64, String> {
+    csv.lines()
+        .find_map(|l| {
+            let mut f = l.split(',').map(|x| x.trim_matches('"'));
+            (f.next()?.eq_ignore_ascii_case(test)).then(|| f.next()?.parse::<f64>().ok())?
+        })
+        .filter(|r| r.is_finite() && *r > 0.0)
+        .ok_or_else(|| format!("no requests/s for {test} in {csv:?}"))
+}
+
+/// `strace -c` attached to `pid` while `run` runs: the receive system calls it made (recvfrom,
+/// read, recvmsg, readv), or `None` without strace.
+fn receives_during(
+    pid: u32,
+    run: impl FnOnce() -> Result<(), String>,
+) -> Result<Option<u64>, String> {
+    let out = std::env::temp_dir().join(format!("tierpool-redis-strace-{pid}"));
+    let Ok(mut strace) = Command::new("strace")
+        .args(["-f", "-c", "-e", "trace=recvfrom,read,recvmsg,readv", "-o"])
+        .arg(&out)
+        .args(["-p", &pid.to_string()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+    else {
+        return Ok(None);
+    };
+    std::thread::sleep(Duration::from_millis(300)); // attached to every thread
+    let ran = run();
+    // SAFETY: `kill` with a pid of ours and a signal number.
+    unsafe { libc::kill(strace.id() as i32, libc::SIGINT) };
+    let _ = strace.wait();
+    ran?;
+    let summary = std::fs::read_to_string(&out).unwrap_or_default();
+    let _ = std::fs::remove_file(&out);
+    Ok(Some(parse_strace_calls(&summary)))
+}
+
+/// The `calls` of every row of an `strace -c` summary, summed (its "total" row excluded).
+fn parse_strace_calls(summary: &str) -> u64 {
+    summary
+        .lines()
+        .filter(|l| {
+            let name = l.split_whitespace().last().unwrap_or("");
+            matches!(name, "recvfrom" | "read" | "recvmsg" | "readv")
+        })
+        .filter_map(|l| {
+            // % time, seconds, usecs/call, calls, [errors], syscall
+            let f: Vec<&str> = l.split_whitespace().collect();
+            f.get(3)?.parse::<u64>().ok()
+        })
+        .sum()
+}
+
+/// One round of one mode: every phase, its records.
+/// The trickle and the receive counts run in the first round only: they take the most time
+/// (millions of one-byte writes; a benchmark under strace) and vary the least.
+fn run_mode(
+    exe: &Path,
+    mode: Mode,
+    s: &Shape,
+    quick: bool,
+    first: bool,
+) -> Result<Vec<Record>, String> {
+    let server = Server::start(exe, mode)?;
+    let label = mode.label();
+    let mut records = Vec::new();
+    let mut record = |param: &str, metric: &str, value: f64, extra: &[(&str, f64)]| {
+        records.push(Record {
+            workload: "redis".into(),
+            contender: label.into(),
+            allocator: "glibc".into(),
+            param: param.into(),
+            metric: metric.into(),
+            median: value,
+            min: value,
+            max: value,
+            samples: 1,
+            allocs_per_op: None,
+            bytes_per_op: None,
+            extra: extra.iter().map(|&(k, v)| (k.to_string(), v)).collect(),
+        });
+    };
+    let progress = |what: &str| crate::progress::status(&format!("redis ({}): {what}", mode.arg()));
+    std::thread::sleep(Duration::from_millis(200));
+
+    // Idle connections.
+    progress(&format!("{} idle connections", s.idle));
+    let before = server.rss();
+    let mut idle = Vec::with_capacity(s.idle);
+    for _ in 0..s.idle {
+        let mut c = connect(server.port)?;
+        c.write_all(b"*1\r\n$4\r\nPING\r\n")
+            .map_err(|e| e.to_string())?;
+        idle.push(c);
+    }
+    for c in &mut idle {
+        expect_line(c, b"+PONG\r\n")?;
+    }
+    std::thread::sleep(2 * INTERVAL + Duration::from_millis(500));
+    let with_idle = server.rss();
+    let per_conn = with_idle.saturating_sub(before) as f64 / s.idle as f64;
+    record(
+        &format!("{} idle connections", s.idle),
+        "RSS bytes per idle connection",
+        per_conn.max(1.0),
+        &[("RSS MiB", with_idle as f64 / MIB)],
+    );
+
+    // One large value on each of `large` long-lived connections.
+    progress(&format!("a 64 KiB SET on each of {} connections", s.large));
+    let set = set_command("big", LARGE);
+    for c in idle.iter_mut().take(s.large) {
+        c.write_all(&set).map_err(|e| e.to_string())?;
+    }
+    for c in idle.iter_mut().take(s.large) {
+        expect_line(c, b"+OK\r\n")?;
+    }
+    std::thread::sleep(2 * INTERVAL + Duration::from_millis(500));
+    let after_large = server.rss();
+    let kept = after_large as f64 - with_idle as f64;
+    record(
+        &format!("64 KiB SET on {} connections, 2 s later", s.large),
+        "RSS MiB",
+        after_large as f64 / MIB,
+        &[("RSS kept MiB", kept.max(0.0) / MIB)],
+    );
+    drop(idle);
+    std::thread::sleep(Duration::from_millis(500));
+
+    // Trickle: all but the last byte of a SET on each of `trickle` connections, one byte per
+    // write, in turn.
+    if first {
+        progress(&format!(
+            "{} connections trickling {} bytes",
+            s.trickle, s.trickle_bytes
+        ));
+        let base = server.rss();
+        let frame = set_of_length("trickle", s.trickle_bytes);
+        let frame = &frame[..];
+        let mut conns = (0..s.trickle)
+            .map(|_| connect(server.port))
+            .collect::<Result<Vec<_>, _>>()?;
+        for i in 0..frame.len() - 1 {
+            for c in &mut conns {
+                c.write_all(&frame[i..i + 1]).map_err(|e| e.to_string())?;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(if quick { 300 } else { 1000 }));
+        let trickling = server.rss();
+        let pending = (frame.len() - 1) * s.trickle;
+        let mut extra = vec![
+            ("pending KiB", pending as f64 / 1024.0),
+            (
+                "RSS above idle MiB",
+                trickling.saturating_sub(base) as f64 / MIB,
+            ),
+        ];
+        if mode == Mode::Pooled {
+            let held = server.info("pool_in_use_bytes")?;
+            extra.push(("held KiB", held as f64 / 1024.0));
+            extra.push(("held / pending", held as f64 / pending as f64));
+        }
+        record(
+            &format!("{} connections trickling {} B", s.trickle, frame.len()),
+            "RSS MiB",
+            trickling as f64 / MIB,
+            &extra,
+        );
+        for c in &mut conns {
+            c.write_all(&frame[frame.len() - 1..])
+                .map_err(|e| e.to_string())?;
+        }
+        for c in &mut conns {
+            expect_line(c, b"+OK\r\n")?;
+        }
+        drop(conns);
+    }
+
+    // Throughput and CPU per request.
+    for (size, requests) in [(1024, s.requests.0), (LARGE, s.requests.1)] {
+        for test in ["set", "get"] {
+            progress(&format!("redis-benchmark -t {test} -d {size}"));
+            let cpu0 = server.cpu();
+            let t = Instant::now();
+            let rps = benchmark(server.port, test, size, requests)?;
+            let _ = t;
+            let cpu = server.cpu().saturating_sub(cpu0);
+            let cpu_us = cpu.as_secs_f64() * 1e6 / requests as f64;
+            record(
+                &format!(
+                    "{} {}",
+                    test.to_uppercase(),
+                    crate::workloads::size_label(size)
+                ),
+                "us/request (1/throughput)",
+                1e6 / rps,
+                &[("req/s", rps), ("CPU us/request", cpu_us)],
+            );
+        }
+    }
+
+    // Receive system calls per request (strace attached: slower, so a run of its own).
+    if first {
+        progress("receives per request (strace)");
+        let n = s.requests.0 / 4;
+        let calls = receives_during(server.pid(), || {
+            benchmark(server.port, "get", 1024, n).map(|_| ())
+        })?;
+        if let Some(calls) = calls {
+            record(
+                "receives (GET 1 KiB under strace)",
+                "receive syscalls per request",
+                (calls as f64 / n as f64).max(f64::MIN_POSITIVE),
+                &[("receive syscalls", calls as f64)],
+            );
+        }
+    }
+    let _ = quick;
+    server.stop()?;
+    Ok(records)
+}
+
+const MIB: f64 = (1 << 20) as f64;
+
+/// The `redis` workload.
+#[derive(Debug)]
+pub struct Redis;
+
+impl super::Scenario for Redis {
+    fn name(&self) -> &'static str {
+        "redis"
+    }
+
+    fn describe(&self) -> &'static str {
+        "A real protocol server, ported as a user would: tierpool's kv_server example, a Redis-protocol (RESP2) key-value server whose decoder and encoder are one tokio-util Decoder and Encoder, in two modes: baseline (tokio-util's FramedRead and FramedWrite: a BytesMut each per connection) and pooled (tierpool::io::codec's, buffers held only while bytes are unread or unwritten). One server process per mode and round (3 interleaved rounds; the trickle and the strace run in the first only), driven from this process and by redis-benchmark: 10,000 connections that each PING and then idle (RSS per idle connection, two decay intervals later), one 64 KiB SET of one key on each of 1,000 of them (RSS two intervals later, and kept above idle), 1,000 fresh connections each sending all but the last byte of a 4,000-byte SET one byte per write (RSS while they wait; pooled: the bytes the pool has out, exact, against the bytes pending), redis-benchmark -t set and -t get at 1 KiB and 64 KiB values with 50 clients (per request: 1/throughput, requests/s, the server's CPU time), and one redis-benchmark GET run with strace -c attached to the server (receive system calls per request)."
+    }
+
+    fn weight(&self) -> u64 {
+        150
+    }
+
+    fn contenders(&self) -> Vec<Entry> {
+        Mode::ALL
+            .iter()
+            .map(|m| Entry::new(m.label(), m.setup()))
+            .collect()
+    }
+
+    fn baseline(&self) -> String {
+        Mode::Baseline.label().into()
+    }
+
+    fn available(&self, _quick: bool) -> Result<(), String> {
+        match Command::new("redis-benchmark").arg("--version").output() {
+            Ok(o) if o.status.success() => Ok(()),
+            _ => Err("redis-benchmark not found (apt-get install redis-tools)".into()),
+        }
+    }
+
+    fn run(&self, quick: bool) -> Result<Output, String> {
+        let s = shape(quick);
+        let limit = raise_nofile();
+        if (s.idle + 64) as u64 > limit {
+            return Err(format!(
+                "the redis workload opens {} connections; this process may open {limit} files",
+                s.idle
+            ));
+        }
+        let exe = build_server()?;
+        let mut records = Vec::new();
+        for round in 1..=s.rounds {
+            for mode in Mode::ALL {
+                crate::progress::status(&format!(
+                    "redis round {round}/{}: {}",
+                    s.rounds,
+                    mode.arg()
+                ));
+                records.extend(run_mode(&exe, mode, &s, quick, round == 1)?);
+            }
+        }
+        Ok(Output {
+            records: super::streaming::merge_rounds(records),
+            timelines: vec![],
+        })
+    }
+
+    fn child(&self, _ctx: &Ctx, _args: &super::ChildArgs) -> Result<Option<Output>, String> {
+        Err("the redis workload runs no child of this binary".into())
+    }
+
+    fn chart(&self, path: &Path, data: &super::ChartData) -> Result<(), crate::chart::Error> {
+        crate::chart::panels_of_extras(
+            path,
+            "redis: kv_server, tokio-util's framing against tierpool's",
+            data.rows,
+            &[
+                ("RSS MiB", "server RSS (MiB)"),
+                ("req/s", "requests/s (redis-benchmark)"),
+                ("CPU us/request", "server CPU per request (us)"),
+            ],
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn redis_benchmark_csv_is_read() {
+        let csv = "\"test\",\"rps\",\"avg_latency_ms\"\n\"SET\",\"91575.09\",\"0.285\"\n\"GET\",\"87412.59\",\"0.299\"\n";
+        assert_eq!(parse_csv_rps(csv, "set").unwrap(), 91575.09);
+        assert_eq!(parse_csv_rps(csv, "get").unwrap(), 87412.59);
+        assert!(parse_csv_rps(csv, "incr").is_err());
+        assert!(parse_csv_rps("\"SET\",\"0\"", "set").is_err());
+    }
+
+    #[test]
+    fn strace_summaries_are_summed() {
+        let s = "% time     seconds  usecs/call     calls    errors syscall\n------ ----------- ----------- --------- --------- ----------------\n 60.00    0.001000           5       200           recvfrom\n 40.00    0.000500           2       100        10 read\n------ ----------- ----------- --------- --------- ----------------\n100.00    0.001500           5       300        10 total\n";
+        assert_eq!(parse_strace_calls(s), 300);
+    }
+
+    #[test]
+    fn set_commands_are_resp() {
+        assert_eq!(
+            set_command("k", 3),
+            b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$3\r\nabc\r\n"
+        );
+        for total in [100, 999, 1000, 4000, 10_005] {
+            assert_eq!(set_of_length("trickle", total).len(), total);
+        }
+    }
+}
