@@ -221,3 +221,30 @@ async fn the_frame_reader_holds_no_buffer_between_frames() {
         assert_eq!(r.await.unwrap(), 3);
     }
 }
+
+/// A peer that sends the first bytes of a large message and stalls: the reader holds about
+/// what arrived (at most twice it, or the smallest tier), not the message's size.
+#[tokio::test]
+async fn a_stalled_message_holds_what_arrived_not_its_size() {
+    let pool = BufferPool::builder()
+        .max_in_use_bytes(1 << 30)
+        .build()
+        .unwrap();
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let (mut client, server) = pair(&listener).await;
+    client.write_all(&[7u8; 10]).await.unwrap();
+    let reader = {
+        let pool = pool.clone();
+        tokio::spawn(async move {
+            let mut server = server;
+            read_ready_exact(&mut server, &pool, 64 << 10).await
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let in_use = pool.stats().budget.unwrap().in_use_bytes;
+    assert!(in_use <= pool.tier_sizes()[0], "{in_use} held for 10 bytes");
+    client.write_all(&vec![7u8; (64 << 10) - 10]).await.unwrap();
+    let buf = reader.await.unwrap().unwrap().expect("the message");
+    assert_eq!(buf.len(), 64 << 10);
+    assert!(buf.iter().all(|&b| b == 7));
+}

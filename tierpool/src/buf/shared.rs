@@ -435,6 +435,33 @@ impl Default for PooledBytes {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `try_extend`: in place only for the sole view of its buffer, with nothing after it and
+    /// room for the bytes (under Miri: the write stays within the allocation, and the views
+    /// read what was written).
+    #[test]
+    fn a_sole_tail_view_extends_in_place_and_no_other_does() {
+        let pool = crate::BufferPool::new();
+        let mut b = pool.get(64);
+        b.extend_from_slice(b"head");
+        let mut v = b.into_shared();
+        assert!(v.try_extend(b"+tail"));
+        assert_eq!(&v[..], b"head+tail");
+        let other = v.clone();
+        assert!(!v.try_extend(b"!"), "shared: no");
+        drop(other);
+        let mut front = v.split_to(4);
+        assert!(!front.try_extend(b"?"), "bytes after it: no");
+        drop(front);
+        assert!(v.try_extend(b"!"));
+        assert_eq!(&v[..], b"+tail!");
+        let room = v.buffer_capacity() - 10;
+        assert!(!v.try_extend(&vec![0u8; room + 1]), "no room: no");
+        assert!(v.try_extend(&vec![1u8; room]));
+        assert_eq!(v.len(), 6 + room);
+        let foreign = &mut PooledBytes::from(vec![1u8, 2]);
+        assert!(!foreign.try_extend(b"3"), "a Vec of no pool: no");
+    }
     use crate::BufferPool;
 
     /// The views a provided-buffer ring makes (`buf_ring`, incremental consumption): an empty

@@ -62,8 +62,14 @@ pub(crate) struct Sizer {
 
 impl Sizer {
     pub(crate) fn new() -> Sizer {
+        Sizer::starting_at(MIN_READ)
+    }
+
+    /// A sizer whose first offer is `n` (within [`MIN_READ`] and [`MAX_READ`]): a read of a
+    /// message of known length.
+    pub(crate) fn starting_at(n: usize) -> Sizer {
         Sizer {
-            guess: MIN_READ,
+            guess: n.clamp(MIN_READ, MAX_READ),
             short: 0,
             full: false,
         }
@@ -191,10 +197,19 @@ pub(crate) struct Core<S> {
 
 impl<S: Store> Core<S> {
     pub(crate) fn new(pool: BufferPool) -> Self {
+        Core::with_sizer(pool, Sizer::new())
+    }
+
+    /// A core whose first read offers about `n` bytes (a message of known length).
+    pub(crate) fn with_first_offer(pool: BufferPool, n: usize) -> Self {
+        Core::with_sizer(pool, Sizer::starting_at(n))
+    }
+
+    fn with_sizer(pool: BufferPool, sizer: Sizer) -> Self {
         let floor = pool.tier_sizes()[0];
         Core {
             slot: None,
-            sizer: Sizer::new(),
+            sizer,
             pool,
             acquiring: None,
             stash: None,
@@ -705,5 +720,118 @@ impl bytes::Buf for ReadBuffer {
 
     fn advance(&mut self, n: usize) {
         ReadBuffer::advance(self, n);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::VecDeque;
+    use std::task::{RawWaker, RawWakerVTable, Waker};
+
+    /// A waker that does nothing (the tests poll by hand).
+    fn noop_waker() -> Waker {
+        const VTABLE: RawWakerVTable = RawWakerVTable::new(
+            |_| RawWaker::new(std::ptr::null(), &VTABLE),
+            |_| {},
+            |_| {},
+            |_| {},
+        );
+        // SAFETY: every function of the vtable ignores the data pointer.
+        unsafe { Waker::from_raw(RawWaker::new(std::ptr::null(), &VTABLE)) }
+    }
+
+    /// Chunks, each after a `Pending`, delivered no more than a read offers.
+    struct Chunks(VecDeque<Vec<u8>>, bool);
+
+    impl AsyncRead for Chunks {
+        fn poll_read(
+            mut self: Pin<&mut Self>,
+            _: &mut Context<'_>,
+            buf: &mut ReadBuf<'_>,
+        ) -> Poll<io::Result<()>> {
+            if !self.1 && !self.0.is_empty() {
+                self.1 = true;
+                return Poll::Pending;
+            }
+            self.1 = false;
+            if let Some(mut c) = self.0.pop_front() {
+                let n = c.len().min(buf.remaining());
+                buf.put_slice(&c[..n]);
+                if n < c.len() {
+                    self.0.push_front(c.split_off(n));
+                    self.1 = true;
+                }
+            }
+            Poll::Ready(Ok(()))
+        }
+    }
+
+    /// Every path of a read (into the room held, into a fresh buffer adopted, appended after
+    /// compacting, stashed and grown), splits that share the buffer and outlive it, and
+    /// shrinking at a wait: the bytes come out right (under Miri: every access in bounds and
+    /// initialized).
+    #[test]
+    fn reads_splits_growth_and_shrinking_keep_the_bytes() {
+        let pool = BufferPool::builder()
+            .tiers([
+                16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768,
+            ])
+            .build()
+            .unwrap();
+        let input: Vec<u8> = (0..20_000u32).map(|i| (i * 7 + i / 13) as u8).collect();
+        let sizes = [1usize, 3, 17, 200, 5000, 1, 9000, 40, 2, 4000, 1700];
+        let mut chunks = VecDeque::new();
+        let mut at = 0;
+        for (i, &n) in sizes.iter().cycle().enumerate() {
+            if at >= input.len() {
+                break;
+            }
+            let n = n.min(input.len() - at) + i % 2;
+            let n = n.min(input.len() - at);
+            chunks.push_back(input[at..at + n].to_vec());
+            at += n;
+        }
+        let mut io = Chunks(chunks, false);
+        let mut rb = ReadBuffer::new(pool.clone());
+        let waker = noop_waker();
+        let mut cx = Context::from_waker(&waker);
+        let mut out = Vec::new();
+        let mut kept = Vec::new();
+        loop {
+            // Take a frame of 700 bytes whenever there is one; keep every third alive.
+            while rb.len() >= 700 {
+                let frame = rb.split_to(700);
+                out.extend_from_slice(&frame);
+                if out.len() % 2100 == 0 {
+                    kept.push(frame);
+                }
+            }
+            match rb.poll_read_from(&mut cx, Pin::new(&mut io)) {
+                Poll::Pending => {}
+                Poll::Ready(Ok(0)) => break,
+                Poll::Ready(Ok(_)) => {}
+                Poll::Ready(Err(e)) => panic!("{e}"),
+            }
+        }
+        out.extend_from_slice(rb.unread());
+        assert_eq!(out, input);
+        for (i, f) in kept.iter().enumerate() {
+            let at = (i + 1) * 2100 - 700;
+            assert_eq!(&f[..], &input[at..at + 700]);
+        }
+        drop((rb, kept));
+        let s = pool.stats();
+        assert_eq!(s.gets, s.returned);
+    }
+
+    #[test]
+    fn find_finds_the_first_occurrence() {
+        assert_eq!(find(b"abc\r\ndef\r\n", b"\r\n"), Some(3));
+        assert_eq!(find(b"abc\r", b"\r\n"), None);
+        assert_eq!(find(b"\r\r\n", b"\r\n"), Some(1));
+        assert_eq!(find(b"abc", b""), Some(0));
+        assert_eq!(find(b"", b"x"), None);
+        assert_eq!(find(b"xyx", b"x"), Some(0));
     }
 }

@@ -48,6 +48,7 @@ use std::task::Poll;
 use bytes::BufMut;
 use tokio::io::{AsyncRead, AsyncReadExt, ReadBuf};
 
+use crate::io::read_buf::{Core, Plain};
 use crate::{BufferPool, PooledBuf};
 
 /// A socket that can wait until it is readable without reading: tokio's TCP and Unix streams
@@ -138,14 +139,13 @@ where
 
 /// Waits until `io` is readable, then reads a message of exactly `n` bytes into one pooled
 /// buffer: `Some(buffer)` with `len() == n`, or `None` if the stream ended before the
-/// message's first byte. Until that byte arrives it holds no buffer; from then on the buffer
-/// is the message's, kept until the message is complete.
+/// message's first byte. Until that byte arrives it holds no buffer; from then on it holds a
+/// buffer that follows what arrived, as a [`ReadBuffer`](crate::io::ReadBuffer)'s does: the
+/// first read offers the message's length (up to 256 KiB), and while it waits for the rest it
+/// holds at most twice what arrived (or the pool's smallest tier), so a peer that sends the
+/// first bytes of a large message and stalls does not pin the whole message's size.
 ///
 /// A message of 0 bytes is complete without reading: `Some` of an empty buffer at once.
-///
-/// Under a budget, a peer that sends a message's first byte and then stalls holds `n` bytes of
-/// it until the message completes or the connection is closed: bound how long a message may
-/// take (a timeout around this call) where peers are not trusted.
 ///
 /// # Errors
 /// As [`read_ready`] (but not for `n == 0`), and [`io::ErrorKind::UnexpectedEof`] if the
@@ -162,17 +162,19 @@ where
     if n == 0 {
         return Ok(Some(take(pool, 0).await?));
     }
-    let Some(mut buf) = read_ready(io, pool, n).await? else {
-        return Ok(None);
-    };
-    if !fill(io, &mut buf, n).await? {
-        let missing = n - buf.len();
-        return Err(io::Error::new(
-            io::ErrorKind::UnexpectedEof,
-            format!("the stream ended {missing} bytes before the end of a {n}-byte message"),
-        ));
+    io.readable().await?;
+    let mut reading = Core::<Plain>::with_first_offer(pool.clone(), n);
+    match reading.read_chunk(io, n).await? {
+        (None, _) => Ok(None),
+        (Some(buf), true) => Ok(Some(buf)),
+        (Some(buf), false) => {
+            let missing = n - buf.len();
+            Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                format!("the stream ended {missing} bytes before the end of a {n}-byte message"),
+            ))
+        }
     }
-    Ok(Some(buf))
 }
 
 /// Reads from `io` into `buf` until it holds `want` bytes (never more): `true` once it does,
