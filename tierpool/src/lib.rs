@@ -177,3 +177,9 @@ pub mod __bench {
         crate::sys::fence::available()
     }
 }
+
+/// The examples of the README that crates.io shows (`tierpool/README.md`), run as doctests so
+/// that they keep compiling.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

@@ -70,7 +70,7 @@ fn steady_state_get_put_allocates_nothing() {
             drop(pool.get(300));
         }
         let before = allocs_here();
-        let cycles = if cfg!(miri) { 300 } else { 20_000 };
+        let cycles = if cfg!(miri) { 100 } else { 20_000 };
         for i in 0..cycles {
             let n = sizes[i % sizes.len()];
             let mut b = pool.get(n);

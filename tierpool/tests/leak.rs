@@ -75,7 +75,7 @@ fn trim_frees_the_stacks_as_well_as_the_buffers() {
         drop(pool.get(16 << 10)); // this thread's cache exists before the baseline
         pool.trim();
         let grown = growth(|| {
-            let burst: Vec<_> = (0..if cfg!(miri) { 300 } else { 3000 })
+            let burst: Vec<_> = (0..if cfg!(miri) { 120 } else { 3000 })
                 .map(|_| pool.get(16 << 10))
                 .collect();
             drop(burst);

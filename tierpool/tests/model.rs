@@ -203,7 +203,7 @@ const MAX_OPS: usize = if cfg!(miri) { 40 } else { 300 };
 
 proptest! {
     #![proptest_config(ProptestConfig {
-        cases: if cfg!(miri) { 3 } else { 256 },
+        cases: if cfg!(miri) { 2 } else { 256 },
         failure_persistence: None,
         ..ProptestConfig::default()
     })]

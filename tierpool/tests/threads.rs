@@ -25,7 +25,7 @@ fn producer_consumer_hand_off_reuses_buffers() {
             }
             n
         });
-        let count = if cfg!(miri) { 100 } else { 5_000 };
+        let count = if cfg!(miri) { 50 } else { 5_000 };
         for _ in 0..count {
             let mut b = pool.get(size);
             b.resize(64, 0x5A);

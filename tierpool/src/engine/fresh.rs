@@ -90,10 +90,28 @@ mod tests {
     /// Set in a child process of this test binary: which first large allocation to make.
     const CHILD: &str = "TIERPOOL_PLACEMENT_CHILD";
 
+    /// A command that runs this test binary again. Under an emulator (CI runs the aarch64
+    /// build under `qemu-aarch64`) the binary cannot be executed directly:
+    /// `TIERPOOL_TEST_RUNNER` names the emulator and its arguments, as Cargo's target runner
+    /// does for the parent.
+    fn self_command() -> std::process::Command {
+        let exe = std::env::current_exe().unwrap();
+        let runner = std::env::var("TIERPOOL_TEST_RUNNER").unwrap_or_default();
+        let mut words = runner.split_whitespace();
+        match words.next() {
+            Some(program) => {
+                let mut c = std::process::Command::new(program);
+                c.args(words).arg(exe);
+                c
+            }
+            None => std::process::Command::new(exe),
+        }
+    }
+
     /// Runs this test alone in a fresh process (whose first large allocation glibc `mmap`s)
     /// with `CHILD=what`; true if the buffer it allocated first was badly placed.
     fn first_large_allocation_is_badly_placed(what: &str) -> bool {
-        let out = std::process::Command::new(std::env::current_exe().unwrap())
+        let out = self_command()
             .args([
                 "--exact",
                 "fresh::tests::the_first_large_buffer_of_a_process_is_not_placed_16_bytes_into_a_page",
