@@ -269,6 +269,54 @@ proptest! {
     }
 }
 
+/// `LengthDelimitedCodec` reserves a frame's whole declared length once it has read the
+/// head; the `BytesMut` then reallocates outside the pool. At the next wait the stream still
+/// holds at most twice the bytes pending (it moves them into a pooled buffer of that size),
+/// and the decoder's allocation is freed, not filed in the pool, where it would be handed out
+/// later as a smaller tier (found by the aarch64 run: 54,184 bytes held for 24,576 pending,
+/// the decoder's buffer served again by the park).
+#[test]
+fn a_decoder_reserving_a_whole_frame_keeps_the_bound() {
+    let pool = BufferPool::new();
+    let len = 54_180;
+    let mut frame = Vec::new();
+    frame.put_u32(len as u32);
+    frame.extend((0..len).map(|i| i as u8));
+    let ops = vec![
+        Op::Pending,
+        Op::Data(frame[..24_580].to_vec()),
+        Op::Pending,
+        Op::Data(frame[24_580..].to_vec()),
+    ];
+    rt().block_on(async {
+        let mut ours = FramedRead::new(Mock::new(ops), LengthDelimitedCodec::new(), pool.clone());
+        let waker = futures_util::task::noop_waker();
+        let mut cx = Context::from_waker(&waker);
+        let mut waits = 0;
+        loop {
+            match ours.poll_next_unpin(&mut cx) {
+                Poll::Pending => {
+                    waits += 1;
+                    let p = ours.read_buffer().len();
+                    let floor = pool.tier_sizes()[0];
+                    assert!(
+                        ours.held_bytes() <= (2 * p).max(floor),
+                        "{} held for {p}",
+                        ours.held_bytes()
+                    );
+                }
+                Poll::Ready(Some(got)) => assert_eq!(got.unwrap().len(), len),
+                Poll::Ready(None) => break,
+            }
+        }
+        assert_eq!(waits, 2);
+    });
+    // Every buffer the pool keeps has its tier's capacity: the decoder's was not adopted.
+    let s = pool.stats();
+    let by_tier: usize = s.tiers.iter().map(|t| t.size * t.retained_buffers).sum();
+    assert_eq!(s.retained_bytes, by_tier, "{s}");
+}
+
 /// A trickle, the attack of the issue: 4,000 bytes of one line arriving one per read. The
 /// pooled stream holds about what arrived; tokio-util's holds its 8 KiB from the start.
 #[test]

@@ -41,7 +41,9 @@ use std::collections::{hash_map, HashMap};
 use std::ptr;
 
 use super::cache::block::{Cache, Doorbell};
-use super::cache::fast::{self, Popped, Pushed};
+use super::cache::fast::{self, Pushed};
+// What `fast_pop` gives: the buffer and the hint of its tag.
+pub(crate) use super::cache::fast::Popped;
 use super::cache::owner::Owner;
 use super::policy;
 use crate::base::key::Key;

@@ -134,12 +134,13 @@ impl Drop for Lent {
             give_back(self.key, self.tag, v);
         } else {
             // The pooled allocation left the pool (to the frames, or freed by a decoder's
-            // `reserve`): its charge goes back, and whatever buffer this is, the pool adopts
-            // it by its capacity.
+            // `reserve`): its charge goes back. This buffer is the decoder's (a `reserve`
+            // sized it, often to a whole frame's declared length) or a copy of unread bytes:
+            // freed, not kept. Filed under the largest tier below its capacity, it would be
+            // handed out later as that tier, larger than asked, and a read buffer parked in
+            // it would hold more than its bound.
             refund(self.key, self.tag);
-            if v.capacity() > 0 {
-                give_back(self.key, Tag::NONE, v);
-            }
+            drop(v);
         }
     }
 }

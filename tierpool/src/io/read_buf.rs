@@ -263,6 +263,16 @@ impl<S: Store> Core<S> {
         // is until the next wait.
         let size = self.pool.size_within(p, bound).unwrap_or(p);
         if let Ok(mut buf) = self.pool.try_get(size) {
+            if buf.capacity() > bound {
+                // A buffer the program put back with more capacity than its tier, filed
+                // under it: one of the next tier down holds the bytes too, if there is one.
+                let smaller = size
+                    .checked_sub(1)
+                    .and_then(|hi| self.pool.size_within(p, hi));
+                if let Some(Ok(b)) = smaller.map(|s| self.pool.try_get(s)) {
+                    buf = b;
+                }
+            }
             let old = self.slot.take().expect("checked above");
             buf.extend_from_slice(old.unread());
             old.release();
