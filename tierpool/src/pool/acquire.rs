@@ -12,7 +12,7 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crate::base::sync::Arc;
 use crate::buf::pooled::PooledBuf;
@@ -74,16 +74,16 @@ impl PoolRef {
     ) -> Result<PooledBuf, AllocError> {
         let begun = self.begin(n, how, || match wait {
             Wait::Never => None,
-            Wait::Until(_) => Some(Wake::Thread(std::thread::current())),
+            Wait::For(_) => Some(Wake::Thread(std::thread::current())),
         })?;
         let (ticket, charge) = match begun {
             Begun::Got(b) => return Ok(b),
             Begun::Queued { ticket, charge } => (ticket, charge),
         };
-        let Wait::Until(deadline) = wait else {
+        let Wait::For(timeout) = wait else {
             unreachable!("a get that may not wait is refused, not queued")
         };
-        self.block(ticket, n, deadline)?;
+        self.block(ticket, n, timeout)?;
         self.fetch_paid(n, how, charge)
     }
 
@@ -121,12 +121,13 @@ impl PoolRef {
         Ok(Begun::Queued { ticket, charge })
     }
 
-    /// Parks this thread until `ticket` (for a get of `n`) is served, or until the deadline
-    /// ([`AllocError::TimedOut`]). A wait longer than `report_waits_after` names the top
-    /// holders once (feature `holders`).
-    fn block(&self, ticket: Ticket, n: usize, deadline: Option<Instant>) -> Result<(), AllocError> {
+    /// Parks this thread until `ticket` (for a get of `n`) is served, or for at most
+    /// `timeout` ([`AllocError::TimedOut`], reporting at least `timeout` waited). A wait
+    /// longer than `report_waits_after` names the top holders once (feature `holders`).
+    fn block(&self, ticket: Ticket, n: usize, timeout: Option<Duration>) -> Result<(), AllocError> {
         let (state, budget) = (self.state(), self.budget());
         let start = Instant::now();
+        let deadline = timeout.and_then(|t| start.checked_add(t));
         let mut report = || state.holders.report_wait(&state.name, n, start.elapsed());
         let report = state
             .holders

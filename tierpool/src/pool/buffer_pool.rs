@@ -4,7 +4,7 @@
 //! the fast path cannot serve through `acquire.rs`.
 
 use std::fmt;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::base::key::Tag;
 use crate::buf::pooled::give_back;
@@ -240,8 +240,7 @@ impl<K: Kind> BufferPool<K> {
     #[must_use = "the buffer goes straight back to the pool if unused"]
     #[cfg_attr(feature = "holders", track_caller)]
     pub fn get_timeout(&self, n: usize, timeout: Duration) -> Result<K::Buf, AllocError> {
-        let deadline = Instant::now().checked_add(timeout);
-        self.obtain(n, Wait::Until(deadline))
+        self.obtain(n, Wait::For(Some(timeout)))
     }
 
     /// [`try_get`](Self::try_get) and [`get_timeout`](Self::get_timeout): the size asked of

@@ -19,8 +19,10 @@ use crate::pool::trimmer;
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Wait {
     Never,
-    /// Until the deadline (`None`: no deadline).
-    Until(Option<std::time::Instant>),
+    /// At most this long from when the wait begins (`None`: no limit). A duration, not a
+    /// deadline, so that the time reported on giving up is measured from the same instant
+    /// as the limit.
+    For(Option<std::time::Duration>),
 }
 
 /// What every kind of pool handle holds: the pool's key, which gets it samples for holder
@@ -161,7 +163,7 @@ impl PoolRef {
     #[cold]
     #[inline(never)]
     fn slow_or_panic(&self, n: usize, how: Fresh) -> PooledBuf {
-        match self.acquire_slow(n, how, Wait::Until(None)) {
+        match self.acquire_slow(n, how, Wait::For(None)) {
             Ok(b) => b,
             Err(e) => get_failed(e),
         }
