@@ -73,11 +73,13 @@ impl Strategy {
         }
     }
 
-    /// The runs of the report: tierpool under glibc, plain `Vec` under every allocator.
+    /// The runs of the report: tierpool under glibc and under jemalloc (asking jemalloc to
+    /// purge, `TrimAllocator::Jemalloc`), plain `Vec` under every allocator.
     pub fn runs() -> Vec<(Strategy, Allocator)> {
         let mut runs = vec![
             (Strategy::Tierpool, Allocator::System),
             (Strategy::TierpoolBackground, Allocator::System),
+            (Strategy::Tierpool, Allocator::Jemalloc),
         ];
         runs.extend(Allocator::ALL.iter().map(|&a| (Strategy::Vec, a)));
         runs
@@ -108,6 +110,7 @@ pub fn run_one(ctx: &Ctx, strategy: Strategy, threads: usize) -> Output {
     let pool = tierpool::BufferPool::builder()
         .decay_interval(INTERVAL)
         .background_trim(strategy == Strategy::TierpoolBackground)
+        .trim_allocator(crate::contenders::purge_of(ctx.alloc))
         .build()
         .expect("a valid configuration");
     let baseline = rss_bytes();

@@ -30,6 +30,7 @@ use crate::base::sync::{
     lock, Arc, AtomicBool, AtomicUsize, CachePadded, Mutex, MutexGuard, Ordering,
 };
 use crate::observe::stats::Stats;
+use crate::sys::trim::free_idle;
 
 /// What a pool may retain, depot and thread caches together: `held <= cap` at every instant
 /// (module docs). Shared by the depot and the pool's thread caches; touched only on slow
@@ -115,7 +116,17 @@ struct DepotTier {
 /// no scratch allocation. With `shrink`, an emptied stack frees its storage too.
 fn release_oldest(stack: &mut Vec<Vec<u8>>, n: usize, shrink: bool) -> usize {
     let n = n.min(stack.len());
-    let freed: usize = stack.drain(..n).map(|b| b.capacity()).sum();
+    // Decay and trim (`shrink`): the buffers went idle, and their pages leave the process
+    // now (`free_idle`); an eviction while the pool is busy frees them as they are.
+    let free = if shrink { free_idle } else { drop::<Vec<u8>> };
+    let freed: usize = stack
+        .drain(..n)
+        .map(|b| {
+            let cap = b.capacity();
+            free(b);
+            cap
+        })
+        .sum();
     if shrink && n > 0 && stack.is_empty() {
         // Free the stack's own storage too: it was allocated while the buffers came in,
         // so it often sits above them in the heap, and a malloc that returns memory only

@@ -37,7 +37,7 @@ use crate::base::sync::Ordering::Relaxed;
 use crate::engine::error::AllocError;
 use crate::engine::fresh::{alloc_fresh, prepare_hit, scrub, Fresh};
 use crate::engine::state::{Got, PoolState};
-use crate::sys::trim::Why;
+use crate::sys::trim::{free_idle, Why};
 
 /// Buffers moved per exchange with the depot for a tier whose stack holds at most `limit`:
 /// half the stack, so that a thread alternating gets and returns at the boundary does not
@@ -230,7 +230,7 @@ fn give_up(o: &Owner<'_>, pool: &PoolState, t: usize) {
 /// Returns the bytes released.
 fn release(o: &Owner<'_>, pool: &PoolState, t: usize, n: usize) -> usize {
     let size = o.size(t);
-    let bytes = size * o.drain_oldest(t, n, true, drop);
+    let bytes = size * o.drain_oldest(t, n, true, free_idle);
     o.defer_refund(bytes / size * pool.charge_of(Tag::tier(t)));
     bytes
 }

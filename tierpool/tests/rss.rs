@@ -1,0 +1,65 @@
+//! The pages of buffers the pool lets go of leave the process, whichever thread allocated
+//! them and whatever the allocator keeps: the process's resident set (`/proc/self/statm`)
+//! after `trim()`.
+//!
+//! Alone in its test binary, as one test: the resident set is the whole process's.
+#![cfg(all(target_os = "linux", not(miri)))]
+
+use std::sync::{Arc, Barrier};
+
+use tierpool::BufferPool;
+
+mod common;
+use common::rss_bytes;
+
+/// Eight threads each take, fill and return two 8 MiB buffers and a few smaller ones into a
+/// pool large enough to keep them all, and go idle. `trim()` then releases every buffer from
+/// this thread. Freed alone, glibc keeps them: each lies in the arena of the thread that
+/// allocated it, merged into that arena's top, which `malloc_trim` does not release for other
+/// threads' arenas and glibc trims only beyond its raised trim threshold (the process stayed
+/// about 16 MiB per thread above its start). The pool gives their whole pages back first.
+#[test]
+fn released_buffers_leave_the_process_from_idle_threads_arenas() {
+    const THREADS: usize = 8;
+    let pool = BufferPool::builder()
+        .max_retained_bytes(1 << 30)
+        .build()
+        .unwrap();
+    let Some(baseline) = rss_bytes() else { return };
+    let ready = Arc::new(Barrier::new(THREADS + 1));
+    let done = Arc::new(Barrier::new(THREADS + 1));
+    let threads: Vec<_> = (0..THREADS)
+        .map(|i| {
+            let (pool, ready, done) = (pool.clone(), ready.clone(), done.clone());
+            std::thread::spawn(move || {
+                for n in [64 << 10, 1 << 20, 8 << 20] {
+                    let (mut a, mut b) = (pool.get(n), pool.get(n));
+                    let (ca, cb) = (a.capacity(), b.capacity());
+                    a.resize(ca, i as u8);
+                    b.resize(cb, i as u8);
+                }
+                ready.wait();
+                done.wait(); // idle, holding its cache, until the measurement is over
+            })
+        })
+        .collect();
+    ready.wait();
+    let held = rss_bytes().unwrap().saturating_sub(baseline);
+    assert!(
+        held >= THREADS * (16 << 20),
+        "the buffers are resident: {held} bytes"
+    );
+    pool.trim();
+    assert_eq!(pool.stats().retained_bytes, 0);
+    let after = rss_bytes().unwrap().saturating_sub(baseline);
+    done.wait();
+    for t in threads {
+        t.join().unwrap();
+    }
+    assert!(
+        after < 16 << 20,
+        "{} MiB still resident after trim() (of {} MiB held)",
+        after >> 20,
+        held >> 20
+    );
+}
