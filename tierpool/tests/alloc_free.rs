@@ -6,6 +6,7 @@
 //! counted process-wide.
 
 use std::sync::Mutex;
+use std::time::Duration;
 
 use tierpool::BufferPool;
 
@@ -48,15 +49,30 @@ fn steady_state_get_put_allocates_nothing() {
         // Natively: 256 B .. 1 MiB are served by the thread cache's 2 MiB; 4 MiB is above
         // that and has only the large slot: neither may allocate once warm. Under Miri (which
         // zeroes megabytes slowly) the same two paths with a 16 KiB thread cache.
+        //
+        // The decay interval is short so that the housekeeping the operations do once per
+        // interval (the cache's decay, the pool's tick: the depot's decay, reclaiming idle
+        // caches) runs hundreds of times in the loop: it must not allocate either. With the
+        // feature `metrics` the tick also publishes the figures, whose labels the `metrics`
+        // facade builds on the heap: once per interval, not part of get/put, and measured
+        // apart (`the_tick_publishes_metrics_once_per_interval`); the interval is then longer
+        // than the loop can take.
+        let interval = if cfg!(feature = "metrics") {
+            Duration::from_secs(3600)
+        } else {
+            Duration::from_micros(200)
+        };
         let (pool, sizes) = if cfg!(miri) {
             let pool = BufferPool::builder()
                 .thread_cache_bytes(16 << 10)
+                .decay_interval(interval)
                 .build()
                 .unwrap();
             (pool, [256, 4096, 8192, 16384, 65536, 100, 5000])
         } else {
             let pool = BufferPool::builder()
                 .thread_cache_bytes(2 << 20)
+                .decay_interval(interval)
                 .build()
                 .unwrap();
             (pool, [256, 4096, 65536, 1 << 20, 4 << 20, 100, 5000])
@@ -88,6 +104,41 @@ fn steady_state_get_put_allocates_nothing() {
         let s = pool.stats();
         assert_eq!(allocs, 0, "allocations in {cycles} get/put cycles; {s}");
         assert_eq!(s.misses, 7, "one miss per tier used, all during warm-up");
+    });
+}
+
+/// With the feature `metrics`, the pool's tick publishes its figures, and the `metrics` facade
+/// builds each metric's labels on the heap: that happens at most once per decay interval, on
+/// the operation that runs the tick, and never on the others.
+#[cfg(all(feature = "metrics", not(miri)))]
+#[test]
+fn the_tick_publishes_metrics_once_per_interval() {
+    serial(|| {
+        let interval = Duration::from_millis(40);
+        let pool = BufferPool::builder()
+            .thread_cache_bytes(1 << 20)
+            .decay_interval(interval)
+            .build()
+            .unwrap();
+        for _ in 0..3 {
+            drop(pool.get(4096));
+        }
+        let start = std::time::Instant::now();
+        let (mut ops, mut allocating) = (0u64, 0u64);
+        while start.elapsed() < interval * 8 {
+            let before = allocs_here();
+            drop(pool.get(std::hint::black_box(4096)));
+            ops += 1;
+            if allocs_here() != before {
+                allocating += 1;
+            }
+        }
+        let intervals = start.elapsed().as_nanos() / interval.as_nanos() + 1;
+        assert!(
+            u128::from(allocating) <= intervals,
+            "{allocating} of {ops} operations allocated in {intervals} intervals"
+        );
+        assert!(ops > 8 * allocating, "{allocating} of {ops} operations allocated");
     });
 }
 
