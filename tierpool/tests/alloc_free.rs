@@ -138,7 +138,10 @@ fn the_tick_publishes_metrics_once_per_interval() {
             u128::from(allocating) <= intervals,
             "{allocating} of {ops} operations allocated in {intervals} intervals"
         );
-        assert!(ops > 8 * allocating, "{allocating} of {ops} operations allocated");
+        assert!(
+            ops > 8 * allocating,
+            "{allocating} of {ops} operations allocated"
+        );
     });
 }
 
