@@ -285,7 +285,7 @@ fn an_owner_waking_up_during_a_reclaim_never_loses_or_doubles_a_buffer() {
         .unwrap();
     let out = Arc::new(Outstanding::default());
     let rounds = if cfg!(miri) {
-        30
+        15
     } else if cfg!(debug_assertions) {
         3_000
     } else {

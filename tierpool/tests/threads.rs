@@ -25,7 +25,7 @@ fn producer_consumer_hand_off_reuses_buffers() {
             }
             n
         });
-        let count = if cfg!(miri) { 50 } else { 5_000 };
+        let count = if cfg!(miri) { 30 } else { 5_000 };
         for _ in 0..count {
             let mut b = pool.get(size);
             b.resize(64, 0x5A);
@@ -160,7 +160,8 @@ fn pool_dropped_while_buffers_are_out_on_other_threads() {
     let barrier = Arc::new(Barrier::new(5));
     let mut handles = Vec::new();
     for _ in 0..4 {
-        let bufs: Vec<_> = (0..50).map(|i| pool.get(1000 * (i + 1))).collect();
+        let per_thread = if cfg!(miri) { 20 } else { 50 };
+        let bufs: Vec<_> = (0..per_thread).map(|i| pool.get(1000 * (i + 1))).collect();
         let p = pool.clone();
         let barrier = barrier.clone();
         handles.push(thread::spawn(move || {
@@ -195,7 +196,7 @@ fn buffers_from_many_pools_cross_threads() {
         .collect();
     let (tx, rx) = sync_channel(64);
     let consumer = thread::spawn(move || rx.into_iter().count());
-    let rounds = if cfg!(miri) { 20 } else { 500 };
+    let rounds = if cfg!(miri) { 10 } else { 500 };
     for round in 0..rounds {
         for p in &pools {
             tx.send(p.get(100 * (round % 50 + 1))).unwrap();
@@ -325,7 +326,7 @@ fn stats_read_while_threads_work_stay_sane() {
     // The cap, and a margin: read while the workers run, a buffer moving between a cache and
     // the depot can be counted in both (at rest the figure is at most the cap).
     let bound = 8 << 20 | (4 << 20);
-    for _ in 0..if cfg!(miri) { 20 } else { 20_000 } {
+    for _ in 0..if cfg!(miri) { 10 } else { 20_000 } {
         let s = pool.stats();
         assert!(s.retained_bytes <= bound, "{s}");
         assert!(s.retained_buffers < 100_000, "{s}");

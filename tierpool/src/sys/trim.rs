@@ -278,6 +278,7 @@ fn collect_mimalloc() {
 
 /// Buffers at least this large have their whole pages given back to the kernel when the
 /// pool lets them go idle ([`free_idle`]).
+#[cfg_attr(not(all(target_os = "linux", not(any(loom, miri)))), allow(dead_code))]
 pub(crate) const RETURN_PAGES_FROM: usize = 64 << 10;
 
 /// Frees a buffer the pool lets go of because it went idle (decay, `trim()`, a closed pool),
