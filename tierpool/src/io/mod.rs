@@ -9,6 +9,7 @@
 //! | [`read_ready`] (feature `tokio`) | one read into a pooled buffer taken once a tokio socket is readable |
 //! | [`PooledChain`](crate::PooledChain) | a message that spans several buffers, read and written as one |
 //! | [`buf_ring`] (feature `buf-ring`) | io_uring provided-buffer rings stocked from the pool |
+//! | [`tls`] (feature `rustls`) | TLS over rustls with record buffers from the pool: an idle TLS connection holds none |
 //!
 //! # Porting a protocol server
 //!
@@ -56,6 +57,9 @@ pub mod frame;
 #[cfg(all(feature = "buf-ring", target_os = "linux", not(loom)))]
 #[cfg_attr(docsrs, doc(cfg(all(feature = "buf-ring", target_os = "linux"))))]
 pub mod buf_ring;
+#[cfg(feature = "rustls")]
+#[cfg_attr(docsrs, doc(cfg(feature = "rustls")))]
+pub mod tls;
 
 #[cfg(feature = "tokio")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]

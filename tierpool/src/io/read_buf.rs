@@ -642,6 +642,19 @@ impl ReadBuffer {
         self.core.clear();
     }
 
+    /// The unread bytes, writable in place (TLS records are decrypted where they lie). Views
+    /// split off earlier keep their bytes: if any is still alive, the unread bytes move to a
+    /// buffer of their own first ([`unshare`](Self::unshare)). The slice stays where it is
+    /// until the next read, `split_to` or `unread_mut` that has to move it.
+    #[cfg(feature = "rustls")]
+    pub(crate) fn unread_mut(&mut self) -> &mut [u8] {
+        self.unshare();
+        match &mut self.core.slot {
+            Some(Plain { buf, start }) => &mut buf[*start..],
+            None => &mut [],
+        }
+    }
+
     /// Makes the unread bytes a plain buffer again before a read: the one the views share if
     /// none of them is left (after moving the bytes to its start), else a copy.
     fn unshare(&mut self) {
