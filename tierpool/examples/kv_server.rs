@@ -12,6 +12,18 @@
 //! redis-benchmark -p 6379 -t set,get -d 1024 -q
 //! ```
 //!
+//! With `--tls-cert FILE --tls-key FILE` (PEM: the certificate chain, and its PKCS#8, PKCS#1
+//! or SEC1 key; feature `rustls`) it speaks TLS 1.2 and 1.3: in `pooled` mode through
+//! `tierpool::io::tls` (rustls 0.24, record buffers from the pool, an idle connection holding
+//! none), in `baseline` mode through tokio-rustls (rustls 0.23 with its own buffers); the
+//! same decoder and encoder over each stream's halves, and the same crypto (*ring*).
+//!
+//! ```sh
+//! D=tierpool/tests/data/tls
+//! target/release/examples/kv_server --mode pooled --tls-cert $D/server.pem --tls-key $D/server.key
+//! redis-benchmark --tls --cacert $D/ca.pem -p 6379 -t set,get -d 1024 -q
+//! ```
+//!
 //! It answers as Redis does: `PING` and `PING message`, `GET`, `SET key value`, `DEL key...`,
 //! binary-safe values, pipelined commands (replies written together, flushed when no more
 //! commands are buffered), the `CONFIG GET` that `redis-benchmark` sends first, and an
@@ -205,6 +217,7 @@ struct Server {
     mode: Mode,
     pool: tierpool::BufferPool,
     connections: AtomicUsize,
+    tls: Option<tls::Acceptor>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -345,24 +358,38 @@ where
     Ok(())
 }
 
-async fn connection(server: Arc<Server>, socket: TcpStream) {
-    let _ = socket.set_nodelay(true);
-    server.connections.fetch_add(1, Ordering::Relaxed);
-    let (read, write) = socket.into_split();
-    let served = match server.mode {
+/// Serves one connection over `read` and `write`, the halves of a socket or a TLS stream.
+async fn serve_halves<R, W>(server: &Server, read: R, write: W) -> Result<(), ProtocolError>
+where
+    R: tokio::io::AsyncRead + Unpin,
+    W: tokio::io::AsyncWrite + Unpin,
+{
+    match server.mode {
         Mode::Pooled => {
             let frames =
                 tierpool::io::codec::FramedRead::new(read, Resp::default(), server.pool.clone())
                     .max_frame_len(MAX_FRAME);
             let sink =
                 tierpool::io::codec::FramedWrite::new(write, Resp::default(), server.pool.clone());
-            serve(&server, frames, sink).await
+            serve(server, frames, sink).await
         }
         Mode::Baseline => {
             let frames = tokio_util::codec::FramedRead::new(read, Resp::default());
             let sink = tokio_util::codec::FramedWrite::new(write, Resp::default());
-            serve(&server, frames, sink).await
+            serve(server, frames, sink).await
         }
+    }
+}
+
+async fn connection(server: Arc<Server>, socket: TcpStream) {
+    let _ = socket.set_nodelay(true);
+    server.connections.fetch_add(1, Ordering::Relaxed);
+    let served = match &server.tls {
+        None => {
+            let (read, write) = socket.into_split();
+            serve_halves(&server, read, write).await
+        }
+        Some(acceptor) => acceptor.serve(&server, socket).await,
     };
     if let Err(e) = served {
         if std::env::var_os("KV_SERVER_VERBOSE").is_some() {
@@ -370,6 +397,133 @@ async fn connection(server: Arc<Server>, socket: TcpStream) {
         }
     }
     server.connections.fetch_sub(1, Ordering::Relaxed);
+}
+
+/// TLS: tierpool's stream in `pooled` mode, tokio-rustls in `baseline` mode.
+#[cfg(feature = "rustls")]
+mod tls {
+    use std::io;
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    use tokio::net::TcpStream;
+
+    use super::{serve_halves, Mode, ProtocolError, Server};
+
+    /// A handshake that takes longer is dropped (a client that stalls).
+    const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+    pub(crate) enum Acceptor {
+        Pooled(tierpool::io::tls::TlsAcceptor),
+        Baseline(tokio_rustls::TlsAcceptor),
+    }
+
+    /// The certificate chain and key in `cert` and `key` (PEM), or a message that says
+    /// what is wrong with them.
+    fn load(
+        cert: &str,
+        key: &str,
+    ) -> Result<(Vec<CertificateDer<'static>>, PrivateKeyDer<'static>), String> {
+        let certs = CertificateDer::pem_file_iter(cert)
+            .and_then(|it| it.collect::<Result<Vec<_>, _>>())
+            .map_err(|e| format!("--tls-cert {cert}: {e}"))?;
+        if certs.is_empty() {
+            return Err(format!("--tls-cert {cert}: no certificate in it"));
+        }
+        let key = PrivateKeyDer::from_pem_file(key).map_err(|e| format!("--tls-key {key}: {e}"))?;
+        Ok((certs, key))
+    }
+
+    impl Acceptor {
+        pub(crate) fn new(
+            mode: Mode,
+            cert: &str,
+            key: &str,
+            pool: &tierpool::BufferPool,
+        ) -> Result<Acceptor, String> {
+            let (certs, key) = load(cert, key)?;
+            let bad = |e: &dyn std::fmt::Display| format!("--tls-cert/--tls-key: {e}");
+            Ok(match mode {
+                Mode::Pooled => {
+                    let identity = rustls::crypto::Identity::from_cert_chain(certs)
+                        .map_err(|e| bad(&format!("{e:?}")))?;
+                    let config =
+                        rustls::ServerConfig::builder(Arc::new(rustls_ring::DEFAULT_PROVIDER))
+                            .with_no_client_auth()
+                            .with_single_cert(Arc::new(identity), key)
+                            .map_err(|e| bad(&e))?;
+                    let acceptor =
+                        tierpool::io::tls::TlsAcceptor::new(Arc::new(config), pool.clone())
+                            .map_err(|e| bad(&e))?;
+                    Acceptor::Pooled(acceptor)
+                }
+                Mode::Baseline => {
+                    use tokio_rustls::rustls;
+                    let provider = Arc::new(rustls::crypto::ring::default_provider());
+                    let config = rustls::ServerConfig::builder_with_provider(provider)
+                        .with_safe_default_protocol_versions()
+                        .map_err(|e| bad(&e))?
+                        .with_no_client_auth()
+                        .with_single_cert(certs, key)
+                        .map_err(|e| bad(&e))?;
+                    Acceptor::Baseline(tokio_rustls::TlsAcceptor::from(Arc::new(config)))
+                }
+            })
+        }
+
+        pub(crate) async fn serve(
+            &self,
+            server: &Server,
+            socket: TcpStream,
+        ) -> Result<(), ProtocolError> {
+            let timed_out = || io::Error::new(io::ErrorKind::TimedOut, "TLS handshake timed out");
+            match self {
+                Acceptor::Pooled(a) => {
+                    let tls = tokio::time::timeout(HANDSHAKE_TIMEOUT, a.accept(socket))
+                        .await
+                        .map_err(|_| timed_out())??;
+                    let (read, write) = tokio::io::split(tls);
+                    serve_halves(server, read, write).await
+                }
+                Acceptor::Baseline(a) => {
+                    let tls = tokio::time::timeout(HANDSHAKE_TIMEOUT, a.accept(socket))
+                        .await
+                        .map_err(|_| timed_out())??;
+                    let (read, write) = tokio::io::split(tls);
+                    serve_halves(server, read, write).await
+                }
+            }
+        }
+    }
+}
+
+/// Without the `rustls` feature: no TLS.
+#[cfg(not(feature = "rustls"))]
+mod tls {
+    use super::{Mode, ProtocolError, Server};
+
+    pub(crate) enum Acceptor {}
+
+    impl Acceptor {
+        pub(crate) fn new(
+            _: Mode,
+            _: &str,
+            _: &str,
+            _: &tierpool::BufferPool,
+        ) -> Result<Acceptor, String> {
+            Err("--tls-cert: built without the `rustls` feature".into())
+        }
+
+        pub(crate) async fn serve(
+            &self,
+            _: &Server,
+            _: tokio::net::TcpStream,
+        ) -> Result<(), ProtocolError> {
+            match *self {}
+        }
+    }
 }
 
 /// Lifts the soft limit on open files to the hard one (10,000 connections need them).
@@ -388,13 +542,16 @@ fn raise_nofile() {
 }
 
 fn usage() -> ! {
-    eprintln!("usage: kv_server --addr HOST:PORT --mode pooled|baseline");
+    eprintln!(
+        "usage: kv_server --addr HOST:PORT --mode pooled|baseline [--tls-cert FILE --tls-key FILE]"
+    );
     std::process::exit(2);
 }
 
 fn main() -> io::Result<()> {
     let mut addr = String::from("127.0.0.1:6379");
     let mut mode = Mode::Pooled;
+    let (mut cert, mut key) = (None, None);
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match a.as_str() {
@@ -406,6 +563,8 @@ fn main() -> io::Result<()> {
                     _ => usage(),
                 }
             }
+            "--tls-cert" => cert = Some(args.next().unwrap_or_else(|| usage())),
+            "--tls-key" => key = Some(args.next().unwrap_or_else(|| usage())),
             "--help" | "-h" => usage(),
             _ => usage(),
         }
@@ -420,11 +579,27 @@ fn main() -> io::Result<()> {
         .background_trim(true)
         .build()
         .expect("a valid configuration");
+    let tls = match (cert, key) {
+        (None, None) => None,
+        (Some(cert), Some(key)) => match tls::Acceptor::new(mode, &cert, &key, &pool) {
+            Ok(acceptor) => Some(acceptor),
+            Err(e) => {
+                eprintln!("kv_server: {e}");
+                std::process::exit(1);
+            }
+        },
+        _ => {
+            eprintln!("kv_server: --tls-cert and --tls-key go together");
+            std::process::exit(2);
+        }
+    };
+    let tls_on = tls.is_some();
     let server = Arc::new(Server {
         db: Mutex::new(HashMap::new()),
         mode,
         pool,
         connections: AtomicUsize::new(0),
+        tls,
     });
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -432,9 +607,10 @@ fn main() -> io::Result<()> {
     rt.block_on(async move {
         let listener = TcpListener::bind(&addr).await?;
         println!(
-            "kv_server listening on {} ({:?})",
+            "kv_server listening on {} ({:?}{})",
             listener.local_addr()?,
-            mode
+            mode,
+            if tls_on { ", TLS" } else { "" }
         );
         let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
         loop {

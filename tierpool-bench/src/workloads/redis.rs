@@ -18,7 +18,14 @@
 //! - **receives**: one more `redis-benchmark` run per mode with `strace -c` attached to the
 //!   server: receive system calls per request.
 //!
-//! Interleaved rounds, one server process per mode per round; medians over the rounds.
+//! - **TLS** (rows named `TLS ...`): the server started with `--tls-cert`, `pooled` then
+//!   running tierpool's `io::tls` stream (rustls 0.24, record buffers from the pool) and
+//!   `baseline` tokio-rustls (rustls 0.23), the same decoder and encoder over each: the idle
+//!   connections (handshake done, one `PING`, then idle), the large values and the
+//!   `redis-benchmark --tls` runs again, this process a rustls client.
+//!
+//! Interleaved rounds, one server process per mode (and TLS or not) per round; medians over
+//! the rounds.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
@@ -55,8 +62,8 @@ impl Mode {
 
     fn setup(self) -> &'static str {
         match self {
-            Mode::Baseline => "redis workload: tierpool's examples/kv_server.rs --mode baseline: its RESP Decoder and Encoder in tokio-util's FramedRead and FramedWrite over each connection's halves (a BytesMut each, 8 KiB from the start, grown by large frames and never shrunk)",
-            Mode::Pooled => "redis workload: tierpool's examples/kv_server.rs --mode pooled: the same Decoder and Encoder in tierpool::io::codec's FramedRead and FramedWrite (buffers from a pool with a budget that never binds and the background trimmer; held only while bytes are unread or unwritten)",
+            Mode::Baseline => "redis workload: tierpool's examples/kv_server.rs --mode baseline: its RESP Decoder and Encoder in tokio-util's FramedRead and FramedWrite over each connection's halves (a BytesMut each, 8 KiB from the start, grown by large frames and never shrunk); the TLS rows over tokio-rustls 0.26 (rustls 0.23, ring)",
+            Mode::Pooled => "redis workload: tierpool's examples/kv_server.rs --mode pooled: the same Decoder and Encoder in tierpool::io::codec's FramedRead and FramedWrite (buffers from a pool with a budget that never binds and the background trimmer; held only while bytes are unread or unwritten); the TLS rows over tierpool::io::tls (rustls 0.24.0-dev.2, ring; record buffers from the same pool)",
         }
     }
 }
@@ -112,7 +119,13 @@ fn build_server() -> Result<PathBuf, String> {
     let status = Command::new(cargo)
         .current_dir(root)
         .args(["build", "--release", "--quiet", "-p", "tierpool-probe"])
-        .args(["--bin", "kv_server", "--features", "kv", "--target-dir"])
+        .args([
+            "--bin",
+            "kv_server",
+            "--features",
+            "kv,rustls",
+            "--target-dir",
+        ])
         .arg(&dir)
         .stdout(Stdio::null())
         .status()
@@ -127,14 +140,30 @@ fn build_server() -> Result<PathBuf, String> {
 struct Server {
     child: Child,
     port: u16,
+    /// It speaks TLS.
+    tls: bool,
     /// Its standard output, kept open (it says when it stops).
     _out: BufReader<std::process::ChildStdout>,
 }
 
+/// The test certificates (a CA, and a certificate it signed for `localhost`).
+fn tls_file(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tierpool/tests/data/tls")
+        .join(name)
+}
+
 impl Server {
-    fn start(exe: &Path, mode: Mode) -> Result<Server, String> {
-        let mut child = Command::new(exe)
-            .args(["--addr", "127.0.0.1:0", "--mode", mode.arg()])
+    fn start(exe: &Path, mode: Mode, tls: bool) -> Result<Server, String> {
+        let mut cmd = Command::new(exe);
+        cmd.args(["--addr", "127.0.0.1:0", "--mode", mode.arg()]);
+        if tls {
+            cmd.arg("--tls-cert")
+                .arg(tls_file("server.pem"))
+                .arg("--tls-key")
+                .arg(tls_file("server.key"));
+        }
+        let mut child = cmd
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
@@ -149,6 +178,7 @@ impl Server {
         Ok(Server {
             child,
             port,
+            tls,
             _out: out,
         })
     }
@@ -186,7 +216,7 @@ impl Server {
 
     /// `INFO`'s field `name`.
     fn info(&self, name: &str) -> Result<u64, String> {
-        let mut c = connect(self.port)?;
+        let mut c = connect(self.port, self.tls)?;
         c.write_all(b"*1\r\n$4\r\nINFO\r\n")
             .map_err(|e| e.to_string())?;
         let text = read_bulk(&mut c)?;
@@ -213,16 +243,73 @@ impl Drop for Server {
     }
 }
 
-fn connect(port: u16) -> Result<TcpStream, String> {
+/// A connection to the server: plain, or a rustls client's.
+enum Conn {
+    Plain(TcpStream),
+    Tls(Box<rustls::StreamOwned<rustls::ClientConnection, TcpStream>>),
+}
+
+impl Read for Conn {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        match self {
+            Conn::Plain(s) => s.read(buf),
+            Conn::Tls(s) => s.read(buf),
+        }
+    }
+}
+
+impl Write for Conn {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        match self {
+            Conn::Plain(s) => s.write(buf),
+            Conn::Tls(s) => s.write(buf),
+        }
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        match self {
+            Conn::Plain(s) => s.flush(),
+            Conn::Tls(s) => s.flush(),
+        }
+    }
+}
+
+/// The TLS client's configuration: trusts the test CA.
+fn tls_client_config() -> Result<std::sync::Arc<rustls::ClientConfig>, String> {
+    use rustls::pki_types::{pem::PemObject, CertificateDer};
+    static CONFIG: std::sync::OnceLock<std::sync::Arc<rustls::ClientConfig>> =
+        std::sync::OnceLock::new();
+    if let Some(c) = CONFIG.get() {
+        return Ok(c.clone());
+    }
+    let ca = CertificateDer::from_pem_file(tls_file("ca.pem")).map_err(|e| e.to_string())?;
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(ca).map_err(|e| e.to_string())?;
+    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| e.to_string())?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    Ok(CONFIG.get_or_init(|| std::sync::Arc::new(config)).clone())
+}
+
+fn connect(port: u16, tls: bool) -> Result<Conn, String> {
     let s = TcpStream::connect(("127.0.0.1", port)).map_err(|e| format!("connect: {e}"))?;
     s.set_nodelay(true).map_err(|e| e.to_string())?;
     s.set_read_timeout(Some(Duration::from_secs(60)))
         .map_err(|e| e.to_string())?;
-    Ok(s)
+    if !tls {
+        return Ok(Conn::Plain(s));
+    }
+    let name = rustls::pki_types::ServerName::try_from("localhost").map_err(|e| e.to_string())?;
+    let conn =
+        rustls::ClientConnection::new(tls_client_config()?, name).map_err(|e| e.to_string())?;
+    // The handshake runs with the first write and read.
+    Ok(Conn::Tls(Box::new(rustls::StreamOwned::new(conn, s))))
 }
 
 /// Reads one reply line (`+OK`, `+PONG`, an error) and checks it is `want`.
-fn expect_line(c: &mut TcpStream, want: &[u8]) -> Result<(), String> {
+fn expect_line(c: &mut Conn, want: &[u8]) -> Result<(), String> {
     let mut got = Vec::new();
     let mut byte = [0u8];
     while !got.ends_with(b"\r\n") {
@@ -240,7 +327,7 @@ fn expect_line(c: &mut TcpStream, want: &[u8]) -> Result<(), String> {
 }
 
 /// Reads one bulk reply as text.
-fn read_bulk(c: &mut TcpStream) -> Result<String, String> {
+fn read_bulk(c: &mut Conn) -> Result<String, String> {
     let mut head = Vec::new();
     let mut byte = [0u8];
     while !head.ends_with(b"\r\n") {
@@ -297,10 +384,20 @@ fn raise_nofile() -> u64 {
 }
 
 /// A `redis-benchmark` run of one test at one value size: requests/s.
-fn benchmark(port: u16, test: &str, size: usize, requests: usize) -> Result<f64, String> {
-    let out = Command::new("timeout")
-        .args(["300", "redis-benchmark", "-h", "127.0.0.1", "-p"])
-        .arg(port.to_string())
+fn benchmark(
+    port: u16,
+    tls: bool,
+    test: &str,
+    size: usize,
+    requests: usize,
+) -> Result<f64, String> {
+    let mut cmd = Command::new("timeout");
+    cmd.args(["300", "redis-benchmark", "-h", "127.0.0.1", "-p"])
+        .arg(port.to_string());
+    if tls {
+        cmd.args(["--tls", "--cacert"]).arg(tls_file("ca.pem"));
+    }
+    let out = cmd
         .args(["-t", test, "-d"])
         .arg(size.to_string())
         .args(["-n", &requests.to_string(), "-c", "50", "--csv"])
@@ -374,22 +471,28 @@ fn parse_strace_calls(summary: &str) -> u64 {
 /// One round of one mode: every phase, its records.
 /// The trickle and the receive counts run in the first round only: they take the most time
 /// (millions of one-byte writes; a benchmark under strace) and vary the least.
+/// With `tls`, the server speaks TLS, the rows are named `TLS ...`, and the trickle and the
+/// strace run are left out (the TLS tests hold the trickle's bound; a receive there is a
+/// record's, not a request's).
 fn run_mode(
     exe: &Path,
     mode: Mode,
+    tls: bool,
     s: &Shape,
     quick: bool,
     first: bool,
 ) -> Result<Vec<Record>, String> {
-    let server = Server::start(exe, mode)?;
+    let server = Server::start(exe, mode, tls)?;
     let label = mode.label();
+    let prefix = if tls { "TLS " } else { "" };
+    let first = first && !tls;
     let mut records = Vec::new();
     let mut record = |param: &str, metric: &str, value: f64, extra: &[(&str, f64)]| {
         records.push(Record {
             workload: "redis".into(),
             contender: label.into(),
             allocator: "glibc".into(),
-            param: param.into(),
+            param: format!("{prefix}{param}"),
             metric: metric.into(),
             median: value,
             min: value,
@@ -400,7 +503,8 @@ fn run_mode(
             extra: extra.iter().map(|&(k, v)| (k.to_string(), v)).collect(),
         });
     };
-    let progress = |what: &str| crate::progress::status(&format!("redis ({}): {what}", mode.arg()));
+    let progress =
+        |what: &str| crate::progress::status(&format!("redis ({}{prefix}): {what}", mode.arg()));
     std::thread::sleep(Duration::from_millis(200));
 
     // Idle connections.
@@ -408,7 +512,7 @@ fn run_mode(
     let before = server.rss();
     let mut idle = Vec::with_capacity(s.idle);
     for _ in 0..s.idle {
-        let mut c = connect(server.port)?;
+        let mut c = connect(server.port, tls)?;
         c.write_all(b"*1\r\n$4\r\nPING\r\n")
             .map_err(|e| e.to_string())?;
         idle.push(c);
@@ -458,7 +562,7 @@ fn run_mode(
         let frame = set_of_length("trickle", s.trickle_bytes);
         let frame = &frame[..];
         let mut conns = (0..s.trickle)
-            .map(|_| connect(server.port))
+            .map(|_| connect(server.port, false))
             .collect::<Result<Vec<_>, _>>()?;
         for i in 0..frame.len() - 1 {
             for c in &mut conns {
@@ -502,7 +606,7 @@ fn run_mode(
             progress(&format!("redis-benchmark -t {test} -d {size}"));
             let cpu0 = server.cpu();
             let t = Instant::now();
-            let rps = benchmark(server.port, test, size, requests)?;
+            let rps = benchmark(server.port, tls, test, size, requests)?;
             let _ = t;
             let cpu = server.cpu().saturating_sub(cpu0);
             let cpu_us = cpu.as_secs_f64() * 1e6 / requests as f64;
@@ -524,7 +628,7 @@ fn run_mode(
         progress("receives per request (strace)");
         let n = s.requests.0 / 4;
         let calls = receives_during(server.pid(), || {
-            benchmark(server.port, "get", 1024, n).map(|_| ())
+            benchmark(server.port, false, "get", 1024, n).map(|_| ())
         })?;
         if let Some(calls) = calls {
             record(
@@ -552,7 +656,7 @@ impl super::Scenario for Redis {
     }
 
     fn describe(&self) -> &'static str {
-        "A real protocol server, ported as a user would: tierpool's kv_server example, a Redis-protocol (RESP2) key-value server whose decoder and encoder are one tokio-util Decoder and Encoder, in two modes: baseline (tokio-util's FramedRead and FramedWrite: a BytesMut each per connection) and pooled (tierpool::io::codec's, buffers held only while bytes are unread or unwritten). One server process per mode and round (3 interleaved rounds; the trickle and the strace run in the first only), driven from this process and by redis-benchmark: 10,000 connections that each PING and then idle (RSS per idle connection, two decay intervals later), one 64 KiB SET of one key on each of 1,000 of them (RSS two intervals later, and kept above idle), 1,000 fresh connections each sending all but the last byte of a 4,000-byte SET one byte per write (RSS while they wait; pooled: the bytes the pool has out, exact, against the bytes pending), redis-benchmark -t set and -t get at 1 KiB and 64 KiB values with 50 clients (per request: 1/throughput, requests/s, the server's CPU time), and one redis-benchmark GET run with strace -c attached to the server (receive system calls per request)."
+        "A real protocol server, ported as a user would: tierpool's kv_server example, a Redis-protocol (RESP2) key-value server whose decoder and encoder are one tokio-util Decoder and Encoder, in two modes: baseline (tokio-util's FramedRead and FramedWrite: a BytesMut each per connection) and pooled (tierpool::io::codec's, buffers held only while bytes are unread or unwritten). One server process per mode and round (3 interleaved rounds; the trickle and the strace run in the first only), driven from this process and by redis-benchmark: 10,000 connections that each PING and then idle (RSS per idle connection, two decay intervals later), one 64 KiB SET of one key on each of 1,000 of them (RSS two intervals later, and kept above idle), 1,000 fresh connections each sending all but the last byte of a 4,000-byte SET one byte per write (RSS while they wait; pooled: the bytes the pool has out, exact, against the bytes pending), redis-benchmark -t set and -t get at 1 KiB and 64 KiB values with 50 clients (per request: 1/throughput, requests/s, the server's CPU time), and one redis-benchmark GET run with strace -c attached to the server (receive system calls per request). Rows named TLS: the server started with --tls-cert (pooled: tierpool::io::tls on rustls 0.24; baseline: tokio-rustls on rustls 0.23; ring in both), the idle connections (a completed handshake and a PING, then idle; this process a rustls client), the large values and redis-benchmark --tls again."
     }
 
     fn weight(&self) -> u64 {
@@ -591,11 +695,19 @@ impl super::Scenario for Redis {
         for round in 1..=s.rounds {
             for mode in Mode::ALL {
                 crate::progress::status(&format!(
+                    "redis round {round}/{}: {} TLS",
+                    s.rounds,
+                    mode.arg()
+                ));
+                records.extend(run_mode(&exe, mode, true, &s, quick, round == 1)?);
+            }
+            for mode in Mode::ALL {
+                crate::progress::status(&format!(
                     "redis round {round}/{}: {}",
                     s.rounds,
                     mode.arg()
                 ));
-                records.extend(run_mode(&exe, mode, &s, quick, round == 1)?);
+                records.extend(run_mode(&exe, mode, false, &s, quick, round == 1)?);
             }
         }
         Ok(Output {

@@ -22,14 +22,19 @@ const MAX_FRAGMENT: usize = 16 << 10;
 /// The buffer taken for what rustls answers while reading (handshake flights, alerts, key
 /// updates): rustls grows it if a flight is larger.
 pub(crate) const ANSWER: usize = 4 << 10;
-/// The least buffer taken for application data, and the most plaintext one write encrypts
-/// at once (64 KiB of records, four of them full).
+/// The least buffer taken for application data.
 const MIN_WRITE: usize = 8 << 10;
-const MAX_WRITE: usize = (64 << 10) - 5 * RECORD_OVERHEAD;
+/// The most plaintext one write encrypts at once: three full records, which rustls'
+/// reservation (below) fits in a 64 KiB buffer.
+const MAX_WRITE: usize = 3 * MAX_FRAGMENT;
 
-/// The room `n` bytes of plaintext take as records, and one alert or key update after them.
+/// The room rustls asks for to encrypt `n` bytes of plaintext, and one alert or key update
+/// after them. rustls reserves as many records as it makes, each the size of the first
+/// (`Vec::reserve`): a buffer with less room would be reallocated, out of the pool, and
+/// copied.
 pub(crate) fn sealed_len(n: usize) -> usize {
-    n + n.div_ceil(MAX_FRAGMENT).max(1) * RECORD_OVERHEAD + RECORD_OVERHEAD
+    let records = n.div_ceil(MAX_FRAGMENT).max(1);
+    records * (n.min(MAX_FRAGMENT) + RECORD_OVERHEAD) + RECORD_OVERHEAD
 }
 
 /// How much of a write of `n` bytes one call encrypts.
@@ -148,5 +153,21 @@ impl Outgoing {
         self.buf = None;
         self.written = 0;
         self.acquiring = None;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_largest_write_fits_a_64_kib_buffer_with_rustls_reservation() {
+        // rustls reserves `records * (5 + first record's ciphertext)`, the ciphertext at
+        // most 16 KiB + 256 (TLS 1.3's padding and tag, TLS 1.2's nonce and tag are less).
+        let n = write_chunk(usize::MAX);
+        let rustls_reserves = 3 * (5 + MAX_FRAGMENT + 17);
+        assert!(sealed_len(n) >= rustls_reserves);
+        assert!(sealed_len(n) <= 64 << 10);
+        assert!(sealed_len(1) >= 5 + 1 + 17 + 5 + 2 + 17); // a record and an alert
     }
 }
