@@ -73,6 +73,7 @@
 //! | `jemalloc`, `mimalloc` | give released memory back under those allocators ([`TrimAllocator`]) |
 //! | `metrics` | the pool's figures through the `metrics` facade |
 //! | `holders` | which call sites hold the buffers ([`Builder::track_holders`]) |
+//! | `rustls` | [`io::tls`]: TLS over rustls (0.24 pre-release, Rust 1.85) whose record buffers come from the pool: an idle TLS connection holds none (implies `tokio`) |
 //!
 //! # When not to use it
 //!

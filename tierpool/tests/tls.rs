@@ -295,6 +295,7 @@ fn key_updates_both_ways_keep_the_data_flowing() {
     });
 }
 
+#[cfg(feature = "tokio-util")]
 #[test]
 fn a_decoder_reads_through_the_stream_unchanged() {
     use futures_util::StreamExt;

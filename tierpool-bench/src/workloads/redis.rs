@@ -504,7 +504,7 @@ fn run_mode(
         });
     };
     let progress =
-        |what: &str| crate::progress::status(&format!("redis ({}{prefix}): {what}", mode.arg()));
+        |what: &str| crate::progress::status(&format!("redis ({}{}): {what}", mode.arg(), if tls { ", TLS" } else { "" }));
     std::thread::sleep(Duration::from_millis(200));
 
     // Idle connections.
