@@ -377,6 +377,9 @@ fn a_plaintext_client_gets_an_alert_and_a_clear_error() {
         .await
         .unwrap_err();
         assert_eq!(err.kind(), io::ErrorKind::InvalidData, "{err}");
+        // The rustls error itself is the source.
+        let tls = err.get_ref().and_then(|e| e.downcast_ref::<rustls::Error>());
+        assert!(tls.is_some(), "{err:?}");
         let answer = rx.await.unwrap();
         // A fatal alert record (content type 21), not silence.
         assert_eq!(answer.first(), Some(&21), "the client got {answer:?}");
@@ -470,6 +473,46 @@ fn garbage_after_the_handshake_is_an_error_and_the_data_before_it_is_read() {
                 Err(io::ErrorKind::UnexpectedEof),
             ]
         );
+        assert_eq!(in_use(&pool), 0);
+    });
+}
+
+/// A peer that half-closes its side without a `close_notify`: the read reports the possible
+/// truncation, and the answer still goes out.
+#[test]
+fn an_end_without_close_notify_fails_the_read_not_the_write() {
+    rt().block_on(async {
+        let pool = counted_pool();
+        let acceptor = TlsAcceptor::new(server_config(), pool.clone()).unwrap();
+        let connector = TlsConnector::new(client_config(), counted_pool());
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let client = tokio::spawn(async move {
+            let socket = TcpStream::connect(addr).await.unwrap();
+            let mut tls = connector.connect(localhost(), socket).await.unwrap();
+            tls.write_all(b"request").await.unwrap();
+            tls.flush().await.unwrap();
+            tls.get_mut().shutdown().await.unwrap(); // TCP FIN, no close_notify
+            let mut answer = Vec::new();
+            tls.read_to_end(&mut answer).await.unwrap();
+            answer
+        });
+        let (socket, _) = listener.accept().await.unwrap();
+        let mut tls = acceptor.accept(socket).await.unwrap();
+        let mut got = Vec::new();
+        let err = loop {
+            match tls.read_bytes().await {
+                Ok(Some(b)) => got.extend_from_slice(&b),
+                Ok(None) => panic!("a clean end without close_notify"),
+                Err(e) => break e,
+            }
+        };
+        assert_eq!(got, b"request");
+        assert_eq!(err.kind(), io::ErrorKind::UnexpectedEof, "{err}");
+        tls.write_all(b"answer").await.unwrap();
+        tls.shutdown().await.unwrap();
+        assert_eq!(client.await.unwrap(), b"answer");
+        drop(tls);
         assert_eq!(in_use(&pool), 0);
     });
 }
@@ -670,6 +713,13 @@ fn a_client_refuses_a_server_whose_certificate_does_not_verify() {
         let socket = TcpStream::connect(addr).await.unwrap();
         let err = connector.connect(localhost(), socket).await.unwrap_err();
         assert_eq!(err.kind(), io::ErrorKind::InvalidData, "{err}");
+        assert!(
+            matches!(
+                err.get_ref().and_then(|e| e.downcast_ref::<rustls::Error>()),
+                Some(rustls::Error::InvalidCertificate(_))
+            ),
+            "{err:?}"
+        );
         // The server hears the client's alert.
         let server_err = server.await.unwrap().unwrap_err();
         assert_eq!(

@@ -503,8 +503,13 @@ fn run_mode(
             extra: extra.iter().map(|&(k, v)| (k.to_string(), v)).collect(),
         });
     };
-    let progress =
-        |what: &str| crate::progress::status(&format!("redis ({}{}): {what}", mode.arg(), if tls { ", TLS" } else { "" }));
+    let progress = |what: &str| {
+        crate::progress::status(&format!(
+            "redis ({}{}): {what}",
+            mode.arg(),
+            if tls { ", TLS" } else { "" }
+        ))
+    };
     std::thread::sleep(Duration::from_millis(200));
 
     // Idle connections.

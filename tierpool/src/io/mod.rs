@@ -59,6 +59,8 @@ pub mod frame;
 pub mod buf_ring;
 #[cfg(feature = "rustls")]
 #[cfg_attr(docsrs, doc(cfg(feature = "rustls")))]
+// rustls 0.24 needs Rust 1.85, so this module may use what it stabilized.
+#[clippy::msrv = "1.85"]
 pub mod tls;
 
 #[cfg(feature = "tokio")]

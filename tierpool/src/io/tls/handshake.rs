@@ -10,7 +10,7 @@ use rustls::{ClientConfig, Connection, ServerConfig};
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use crate::io::read_buf::alloc_error;
-use crate::io::tls::output::ANSWER;
+use crate::io::tls::output::HELLO;
 use crate::io::tls::stream::{tls_error, TlsStream};
 use crate::pool::buffer_pool::BufferPool;
 
@@ -53,12 +53,14 @@ impl TlsAcceptor {
     /// The server side of a handshake over `io`; the stream once it is complete.
     ///
     /// Put a timeout around it (`tokio::time::timeout`): a peer that stalls holds the
-    /// connection, though never more than twice the bytes it sent of an incomplete record.
+    /// connection, with what it sent of an incomplete record (at most twice its bytes held)
+    /// and the part of our flight its socket has not taken (a few KiB).
     ///
     /// # Errors
     /// [`io::ErrorKind::InvalidData`] with the [`rustls::Error`] if the handshake fails (a
-    /// client speaking plaintext, a bad record, no common version or cipher suite): the
-    /// alert rustls answers with is sent first. [`io::ErrorKind::UnexpectedEof`] if the peer
+    /// client speaking plaintext, a bad record, no common version or cipher suite) as its
+    /// source; the alert rustls answers with is written first where the socket takes it.
+    /// [`io::ErrorKind::UnexpectedEof`] if the peer
     /// closes the connection before the handshake is done; the socket's own errors. Every
     /// buffer is given back.
     pub async fn accept<IO: AsyncRead + AsyncWrite + Unpin>(
@@ -119,7 +121,7 @@ impl TlsConnector {
     ) -> io::Result<TlsStream<IO, ClientSide>> {
         let pool = self.pool.clone();
         // The ClientHello: the first flight, into a pooled buffer.
-        let mut hello = pool.acquire_owned(ANSWER).await.map_err(alloc_error)?;
+        let mut hello = pool.acquire_owned(HELLO).await.map_err(alloc_error)?;
         let conn = self
             .config
             .connect(name)

@@ -5,7 +5,6 @@ use std::collections::VecDeque;
 
 use rustls::{Connection, SideData, Tcp, TlsInputBuffer};
 
-use crate::buf::pooled::PooledBuf;
 use crate::buf::shared::PooledBytes;
 use crate::io::read_buf::ReadBuffer;
 
@@ -62,7 +61,7 @@ pub(crate) fn decrypt<Side: SideData>(
     conn: &mut Connection<Side, Tcp>,
     buf: &mut ReadBuffer,
     eof: bool,
-    out: &mut PooledBuf,
+    out: &mut Vec<u8>,
     plain: &mut VecDeque<PooledBytes>,
     found: &mut Vec<Found>,
 ) -> Result<Pass, rustls::Error> {

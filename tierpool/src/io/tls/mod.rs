@@ -6,10 +6,12 @@
 //! rustls' buffers for each connection's life, data flowing or not; a server with 10,000
 //! idle TLS connections holds them 10,000 times. Here rustls decrypts records in place in a
 //! pooled [`ReadBuffer`](crate::io::ReadBuffer) (held only while a record is incomplete or
-//! its data unread, at most `max(2P, T0)` for `P` bytes of it: the read buffer's rules),
-//! decrypted data reaches the program as [`PooledBytes`](crate::PooledBytes) views of that
-//! buffer (no copy), and records to send are encrypted into a pooled buffer held until they
-//! are written.
+//! its data unread; while it waits on `P` bytes of an incomplete record, at most
+//! `max(2P, T0)`: the read buffer's rules), decrypted data reaches the program as
+//! [`PooledBytes`](crate::PooledBytes) views of that buffer (no copy), and records to send
+//! are encrypted into a pooled buffer held until they are written. What rustls answers while
+//! reading (handshake flights, alerts) is small and rare: it goes into plain heap memory,
+//! freed once written.
 //!
 //! | type | what |
 //! |---|---|

@@ -19,9 +19,8 @@ use crate::pool::buffer_pool::BufferPool;
 const RECORD_OVERHEAD: usize = 64;
 /// The most plaintext in one record.
 const MAX_FRAGMENT: usize = 16 << 10;
-/// The buffer taken for what rustls answers while reading (handshake flights, alerts, key
-/// updates): rustls grows it if a flight is larger.
-pub(crate) const ANSWER: usize = 4 << 10;
+/// The buffer a client's first flight (its `ClientHello`) is written into.
+pub(crate) const HELLO: usize = 4 << 10;
 /// The least buffer taken for application data.
 const MIN_WRITE: usize = 8 << 10;
 /// The most plaintext one write encrypts at once: three full records, which rustls'
@@ -42,19 +41,29 @@ pub(crate) fn write_chunk(n: usize) -> usize {
     n.min(MAX_WRITE)
 }
 
-/// Encrypted bytes waiting to be written: `buf[written..]`; no buffer while none wait.
+/// Encrypted bytes waiting to be written: first what rustls answered while no pooled buffer
+/// was held (`answers[answers_written..]`), then `buf[written..]`. No buffer while none wait.
 #[derive(Debug)]
 pub(crate) struct Outgoing {
     pool: BufferPool,
+    /// What rustls wrote while reading with no pooled buffer held: handshake flights,
+    /// alerts, key-update answers. Rare and small, so plain heap memory that is freed once
+    /// written, rather than a pooled buffer taken (and, nearly always, given back unused)
+    /// at every read.
+    answers: Vec<u8>,
+    answers_written: usize,
     buf: Option<PooledBuf>,
     written: usize,
-    acquiring: Option<Box<Acquire<'static>>>,
+    /// A buffer of the given size being waited for (under a budget).
+    acquiring: Option<(usize, Box<Acquire<'static>>)>,
 }
 
 impl Outgoing {
     pub(crate) fn new(pool: BufferPool) -> Self {
         Outgoing {
             pool,
+            answers: Vec::new(),
+            answers_written: 0,
             buf: None,
             written: 0,
             acquiring: None,
@@ -63,19 +72,29 @@ impl Outgoing {
 
     /// Records already written into `buf` (a client's first flight), to send first.
     pub(crate) fn queue(&mut self, buf: PooledBuf) {
-        debug_assert!(self.buf.is_none());
+        debug_assert!(self.buf.is_none() && self.answers.is_empty());
         self.buf = Some(buf);
         self.written = 0;
     }
 
     /// Bytes waiting to be written.
     pub(crate) fn pending(&self) -> usize {
-        self.buf.as_ref().map_or(0, |b| b.len() - self.written)
+        self.answers.len() - self.answers_written
+            + self.buf.as_ref().map_or(0, |b| b.len() - self.written)
     }
 
-    /// What the buffer held takes (0 if none).
+    /// What the buffers held take (0 if none).
     pub(crate) fn held(&self) -> usize {
-        self.buf.as_ref().map_or(0, |b| b.capacity())
+        self.answers.capacity() + self.buf.as_ref().map_or(0, |b| b.capacity())
+    }
+
+    /// Where rustls appends what it answers while reading: after the records waiting in the
+    /// pooled buffer if one is held, else in `answers` (which go out first).
+    pub(crate) fn answers_mut(&mut self) -> &mut Vec<u8> {
+        match &mut self.buf {
+            Some(b) => b,
+            None => &mut self.answers,
+        }
     }
 
     /// Room for `need` more bytes after those waiting: in the buffer held, or in one of at
@@ -88,27 +107,27 @@ impl Outgoing {
         need: usize,
         data: bool,
     ) -> Poll<io::Result<bool>> {
-        if let Some(b) = &self.buf {
-            return Poll::Ready(Ok(b.capacity() - b.len() >= need));
-        }
-        let size = if data { need.max(MIN_WRITE) } else { need };
-        if self.acquiring.is_none() {
-            match self.pool.try_get(size) {
-                Ok(b) => {
-                    self.buf = Some(b);
-                    return Poll::Ready(Ok(true));
+        if self.buf.is_none() {
+            let size = if data { need.max(MIN_WRITE) } else { need };
+            if self.acquiring.is_none() {
+                match self.pool.try_get(size) {
+                    Ok(b) => self.buf = Some(b),
+                    Err(AllocError::OverBudget { .. }) => {
+                        self.acquiring = Some((size, Box::new(self.pool.acquire_owned(size))));
+                    }
+                    Err(e) => return Poll::Ready(Err(alloc_error(e))),
                 }
-                Err(AllocError::OverBudget { .. }) => {
-                    self.acquiring = Some(Box::new(self.pool.acquire_owned(size)));
-                }
-                Err(e) => return Poll::Ready(Err(alloc_error(e))),
+            }
+            if let Some((_, fut)) = &mut self.acquiring {
+                let got = ready!(Pin::new(&mut **fut).poll(cx));
+                self.acquiring = None;
+                self.buf = Some(got.map_err(alloc_error)?);
             }
         }
-        let fut = self.acquiring.as_mut().expect("set above");
-        let got = ready!(Pin::new(&mut **fut).poll(cx));
-        self.acquiring = None;
-        self.buf = Some(got.map_err(alloc_error)?);
-        Poll::Ready(Ok(true))
+        let b = self.buf.as_ref().expect("taken above");
+        // A buffer waited for at a smaller size than this call needs says no: written out
+        // (it is empty) and dropped, the next call takes one of the right size.
+        Poll::Ready(Ok(b.capacity() - b.len() >= need))
     }
 
     /// The buffer to append records to; [`poll_room`](Self::poll_room) returned true.
@@ -118,18 +137,30 @@ impl Outgoing {
 
     /// Gives the buffer back if nothing in it waits (after rustls appended nothing).
     pub(crate) fn release_if_empty(&mut self) {
-        if self.pending() == 0 {
+        if self.buf.as_ref().is_some_and(|b| b.len() == self.written) {
             self.buf = None;
             self.written = 0;
         }
     }
 
-    /// Writes what waits to `io`; the buffer goes back once it is all written.
+    /// Writes what waits to `io`; the buffers go back once they are written.
     pub(crate) fn poll_write_out<W: AsyncWrite + Unpin + ?Sized>(
         &mut self,
         cx: &mut Context<'_>,
         io: &mut W,
     ) -> Poll<io::Result<()>> {
+        while self.answers_written < self.answers.len() {
+            let n =
+                ready!(Pin::new(&mut *io).poll_write(cx, &self.answers[self.answers_written..]))?;
+            if n == 0 {
+                return Poll::Ready(Err(write_zero()));
+            }
+            self.answers_written += n;
+        }
+        if self.answers_written > 0 {
+            self.answers = Vec::new();
+            self.answers_written = 0;
+        }
         while let Some(buf) = &self.buf {
             if self.written == buf.len() {
                 self.buf = None;
@@ -138,22 +169,28 @@ impl Outgoing {
             }
             let n = ready!(Pin::new(&mut *io).poll_write(cx, &buf[self.written..]))?;
             if n == 0 {
-                return Poll::Ready(Err(io::Error::new(
-                    io::ErrorKind::WriteZero,
-                    "the connection took no more TLS records",
-                )));
+                return Poll::Ready(Err(write_zero()));
             }
             self.written += n;
         }
         Poll::Ready(Ok(()))
     }
 
-    /// Gives back the buffer and every byte waiting in it.
+    /// Gives back the buffers and every byte waiting in them.
     pub(crate) fn clear(&mut self) {
+        self.answers = Vec::new();
+        self.answers_written = 0;
         self.buf = None;
         self.written = 0;
         self.acquiring = None;
     }
+}
+
+fn write_zero() -> io::Error {
+    io::Error::new(
+        io::ErrorKind::WriteZero,
+        "the connection took no more TLS records",
+    )
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@ use std::fmt;
 use std::future::poll_fn;
 use std::io;
 use std::pin::Pin;
-use std::task::{ready, Context, Poll};
+use std::task::{ready, Context, Poll, Waker};
 
 use rustls::server::ServerSide;
 use rustls::{Connection, SideData, Tcp};
@@ -15,7 +15,7 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use crate::buf::shared::PooledBytes;
 use crate::io::read_buf::ReadBuffer;
 use crate::io::tls::input::{decrypt, Found, MAX_PENDING};
-use crate::io::tls::output::{sealed_len, write_chunk, Outgoing, ANSWER};
+use crate::io::tls::output::{sealed_len, write_chunk, Outgoing};
 use crate::pool::buffer_pool::BufferPool;
 
 /// A TLS connection over `IO` (a `tokio::net::TcpStream`, say) whose buffers come from a
@@ -30,16 +30,22 @@ use crate::pool::buffer_pool::BufferPool;
 /// done. Read it as a stream ([`AsyncRead`], for any code that takes one, tokio-util's
 /// `FramedRead` and tierpool's own included), or take the decrypted data without a copy with
 /// [`read_bytes`](Self::read_bytes); write it as an [`AsyncWrite`]. Its reads follow the
-/// read buffer's rules ([`ReadBuffer`]): with `P` bytes of an incomplete record received, it
-/// holds at most `max(2P, T0)` while it waits, however slowly they arrive.
+/// read buffer's rules ([`ReadBuffer`]): with `P` bytes of an incomplete record received and
+/// all decrypted data read, it holds at most `max(2P, T0)` while it waits, however slowly
+/// they arrive. Decrypted data not yet read (and views from `read_bytes` still alive) keep
+/// the buffer they were decrypted in.
 ///
 /// The peer's `close_notify` ends the stream (a read returns 0 bytes);
 /// [`shutdown`](tokio::io::AsyncWriteExt::shutdown) sends ours. The connection closing
 /// without one is an error ([`io::ErrorKind::UnexpectedEof`]): the data may have been cut
-/// short. A TLS error (a bad record, a failed handshake, an alert from the peer) is an
-/// [`io::ErrorKind::InvalidData`] error whose source is the [`rustls::Error`]; the alert
-/// rustls answers with is sent first, the data decrypted before it is still read, and every
-/// buffer goes back.
+/// short; writes still go out. A TLS error (a bad record, a failed handshake, an alert from
+/// the peer) is an [`io::ErrorKind::InvalidData`] error whose source is the
+/// [`rustls::Error`] (`err.get_ref()` downcasts to it); the alert rustls answers with is
+/// written first where the socket takes it, the data decrypted before the error is still
+/// read, every buffer goes back, and later writes fail too.
+///
+/// A TLS 1.3 key update from the peer is answered with our next write (rustls queues the
+/// answer until then; RFC 8446 allows it).
 pub struct TlsStream<IO, Side: SideData = ServerSide> {
     io: IO,
     conn: Connection<Side, Tcp>,
@@ -54,8 +60,43 @@ pub struct TlsStream<IO, Side: SideData = ServerSide> {
     read_done: bool,
     /// Our `close_notify` is in `out`.
     write_done: bool,
-    /// The error that ended the connection: reported once the data before it is read.
-    error: Option<io::Error>,
+    /// Bytes arrived (or the end of the stream) since rustls last looked at the records.
+    unprocessed: bool,
+    /// The waker of a write, flush or shutdown waiting for the socket: a read that writes
+    /// rustls' answers out registers it with the socket in its place (tokio keeps one write
+    /// waker per socket; the read's own would strand the writer).
+    write_waker: Option<Waker>,
+    /// What ended the reads: reported once the data before it is read.
+    failure: Option<Failure>,
+}
+
+/// What ended a stream's reads.
+#[derive(Debug)]
+enum Failure {
+    /// A TLS error: fatal to both directions.
+    Tls(rustls::Error),
+    /// The socket's error, or its end without a `close_notify`: reads only.
+    Io(io::ErrorKind, String),
+}
+
+impl Failure {
+    fn to_io(&self) -> io::Error {
+        match self {
+            Failure::Tls(e) => tls_error(e.clone()),
+            Failure::Io(kind, msg) => io::Error::new(*kind, msg.clone()),
+        }
+    }
+
+    fn io(e: &io::Error) -> Failure {
+        // A TLS error that went through an `io::Error` (none today) keeps its type.
+        match e
+            .get_ref()
+            .and_then(|inner| inner.downcast_ref::<rustls::Error>())
+        {
+            Some(tls) => Failure::Tls(tls.clone()),
+            None => Failure::Io(e.kind(), e.to_string()),
+        }
+    }
 }
 
 // Nothing in it is pinned (the socket is `Unpin`, rustls' state is boxed or moved freely),
@@ -65,11 +106,6 @@ impl<IO: Unpin, Side: SideData> Unpin for TlsStream<IO, Side> {}
 /// The error a TLS error is reported as.
 pub(crate) fn tls_error(e: rustls::Error) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, e)
-}
-
-/// A copy of an error to report again (an `io::Error` is not `Clone`).
-fn again(e: &io::Error) -> io::Error {
-    io::Error::new(e.kind(), e.to_string())
 }
 
 impl<IO, Side: SideData> TlsStream<IO, Side> {
@@ -84,7 +120,9 @@ impl<IO, Side: SideData> TlsStream<IO, Side> {
             eof: false,
             read_done: false,
             write_done: false,
-            error: None,
+            unprocessed: false,
+            write_waker: None,
+            failure: None,
         }
     }
 
@@ -104,10 +142,10 @@ impl<IO, Side: SideData> TlsStream<IO, Side> {
         &self.conn
     }
 
-    /// The pooled buffers it holds now, in bytes: received records not yet decrypted, and
-    /// records not yet written. Decrypted data not yet read is not counted (its views hold
-    /// the buffer it was decrypted in), nor are views handed out by
-    /// [`read_bytes`](Self::read_bytes).
+    /// The buffers it holds now, in bytes: the one received records not yet decrypted are
+    /// in, and those of records not yet written. Decrypted data not yet read is not counted
+    /// (its views hold the buffer it was decrypted in, which the records after it may share),
+    /// nor are views handed out by [`read_bytes`](Self::read_bytes).
     pub fn held_bytes(&self) -> usize {
         self.records.held_bytes() + self.out.held()
     }
@@ -122,60 +160,92 @@ impl<IO, Side: SideData> TlsStream<IO, Side> {
         self.out.queue(records);
     }
 
-    /// Ends the connection on `e`: every buffer but the decrypted data goes back.
-    fn fail(&mut self, e: io::Error) {
+    /// Ends the reads on `f` (and the writes, for a TLS error): the records received go
+    /// back; the decrypted data stays to be read first.
+    fn fail(&mut self, f: Failure) {
         self.records.clear();
         self.read_done = true;
-        if self.error.is_none() {
-            self.error = Some(e);
+        if self.failure.is_none() {
+            self.failure = Some(f);
+        }
+    }
+
+    /// The TLS error that ended the connection, if one did.
+    fn fatal(&self) -> Option<io::Error> {
+        match &self.failure {
+            Some(f @ Failure::Tls(_)) => Some(f.to_io()),
+            _ => None,
         }
     }
 }
 
 impl<IO: AsyncRead + AsyncWrite + Unpin, Side: SideData> TlsStream<IO, Side> {
-    /// Decrypts the whole records received: application data queued, answers in `out`.
-    /// `Pending` only while waiting for a buffer for the answers under a budget.
-    fn poll_decrypt(&mut self, cx: &mut Context<'_>) -> Poll<()> {
-        if self.records.is_empty() && !self.eof {
-            return Poll::Ready(());
+    /// Decrypts the whole records received since the last pass: application data queued,
+    /// rustls' answers in `out`.
+    fn decrypt(&mut self) {
+        if !self.unprocessed {
+            return;
         }
-        match ready!(self.out.poll_room(cx, ANSWER, false)) {
-            Ok(_) => {}
-            Err(e) => {
-                self.fail(e);
-                return Poll::Ready(());
-            }
-        }
+        self.unprocessed = false;
         let result = decrypt(
             &mut self.conn,
             &mut self.records,
             self.eof,
-            self.out.buf_mut(),
+            self.out.answers_mut(),
             &mut self.plain,
             &mut self.found,
         );
-        self.out.release_if_empty();
+        // A pass over many small records leaves long lists: not kept for the connection's
+        // life.
+        if self.found.capacity() > 64 {
+            self.found = Vec::new();
+        }
+        if self.plain.is_empty() && self.plain.capacity() > 64 {
+            self.plain = VecDeque::new();
+        }
         match result {
             Ok(pass) if pass.peer_closed => {
                 self.read_done = true;
                 self.records.clear();
             }
             Ok(_) => {}
-            Err(e) => {
-                // The alert rustls answered with is in `out`: sent best-effort now.
-                let _ = self.out.poll_write_out(cx, &mut self.io);
-                self.fail(tls_error(e));
-            }
+            Err(e) => self.fail(Failure::Tls(e)),
         }
-        Poll::Ready(())
+    }
+
+    /// Writes rustls' answers out from the read side, without waiting: through the waiting
+    /// writer's waker if there is one (and waking it once they are out), else through `cx`.
+    fn send_answers(&mut self, cx: &mut Context<'_>) {
+        if self.out.pending() == 0 {
+            return;
+        }
+        let sent = match self.write_waker.clone() {
+            Some(w) => {
+                let sent = self
+                    .out
+                    .poll_write_out(&mut Context::from_waker(&w), &mut self.io);
+                if sent.is_ready() {
+                    w.wake();
+                }
+                sent
+            }
+            None => self.out.poll_write_out(cx, &mut self.io),
+        };
+        if let Poll::Ready(Err(e)) = sent {
+            // The write side reports it too, at its next write.
+            self.fail(Failure::io(&e));
+        }
     }
 
     /// Reads more records from the socket: `Ready` when something changed.
     fn poll_receive(&mut self, cx: &mut Context<'_>) -> Poll<()> {
         match ready!(self.records.poll_read_from(cx, Pin::new(&mut self.io))) {
-            Ok(0) => self.eof = true,
-            Ok(_) => {}
-            Err(e) => self.fail(e),
+            Ok(0) => {
+                self.eof = true;
+                self.unprocessed = true;
+            }
+            Ok(_) => self.unprocessed = true,
+            Err(e) => self.fail(Failure::io(&e)),
         }
         Poll::Ready(())
     }
@@ -183,24 +253,24 @@ impl<IO: AsyncRead + AsyncWrite + Unpin, Side: SideData> TlsStream<IO, Side> {
     /// The handshake, driven until it is complete and our last flight is written.
     pub(crate) fn poll_handshake(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         loop {
-            ready!(self.poll_decrypt(cx));
+            self.decrypt();
             if !self.conn.is_handshaking() {
                 // Done, though what came after our peer's last flight may have failed: the
                 // data before that failure is read first, then the error (the stream's
                 // reads report it).
-                if self.error.is_none() {
+                if self.failure.is_none() {
                     ready!(self.out.poll_write_out(cx, &mut self.io))?;
                 }
                 return Poll::Ready(Ok(()));
             }
-            if let Some(e) = &self.error {
-                return Poll::Ready(Err(again(e)));
+            if let Some(f) = &self.failure {
+                return Poll::Ready(Err(f.to_io()));
             }
             ready!(self.out.poll_write_out(cx, &mut self.io))?;
             if self.eof || self.read_done {
-                self.fail(io::Error::new(
+                self.fail(Failure::Io(
                     io::ErrorKind::UnexpectedEof,
-                    "the peer closed the connection during the TLS handshake",
+                    "the peer closed the connection during the TLS handshake".into(),
                 ));
                 continue;
             }
@@ -211,6 +281,10 @@ impl<IO: AsyncRead + AsyncWrite + Unpin, Side: SideData> TlsStream<IO, Side> {
     pub(crate) async fn handshake(&mut self) -> io::Result<()> {
         let result = poll_fn(|cx| self.poll_handshake(cx)).await;
         if result.is_err() {
+            // The alert rustls answered a failed handshake with, if the socket takes it now.
+            let _ = self
+                .out
+                .poll_write_out(&mut Context::from_waker(Waker::noop()), &mut self.io);
             self.records.clear();
             self.out.clear();
             self.plain.clear();
@@ -235,23 +309,18 @@ impl<IO: AsyncRead + AsyncWrite + Unpin, Side: SideData> TlsStream<IO, Side> {
             if let Some(b) = self.plain.pop_front() {
                 return Poll::Ready(Ok(Some(b)));
             }
-            if let Some(e) = &self.error {
-                return Poll::Ready(Err(again(e)));
+            if let Some(f) = &self.failure {
+                return Poll::Ready(Err(f.to_io()));
             }
             if self.read_done {
                 return Poll::Ready(Ok(None));
             }
-            ready!(self.poll_decrypt(cx));
+            self.decrypt();
+            // What rustls answered (an alert before an error, a handshake message) goes out
+            // now, as far as the socket takes it without waiting.
+            self.send_answers(cx);
             if !self.plain.is_empty() || self.read_done {
                 continue;
-            }
-            // Answers (key update responses) go out as they come; a socket that cannot take
-            // them now does not stop the read.
-            if self.out.pending() > 0 {
-                if let Poll::Ready(Err(e)) = self.out.poll_write_out(cx, &mut self.io) {
-                    self.fail(e);
-                    continue;
-                }
             }
             if self.eof {
                 let e = if self.records.is_empty() {
@@ -260,7 +329,7 @@ impl<IO: AsyncRead + AsyncWrite + Unpin, Side: SideData> TlsStream<IO, Side> {
                 } else {
                     "the peer closed the connection in the middle of a TLS record"
                 };
-                self.fail(io::Error::new(io::ErrorKind::UnexpectedEof, e));
+                self.fail(Failure::Io(io::ErrorKind::UnexpectedEof, e.into()));
                 continue;
             }
             ready!(self.poll_receive(cx));
@@ -292,6 +361,9 @@ impl<IO: AsyncRead + AsyncWrite + Unpin, Side: SideData> TlsStream<IO, Side> {
     /// [`io::ErrorKind::InvalidData`] with the [`rustls::Error`] under TLS 1.2; the socket's
     /// errors.
     pub async fn refresh_traffic_keys(&mut self) -> io::Result<()> {
+        if let Some(e) = self.fatal() {
+            return Err(e);
+        }
         poll_fn(|cx| {
             while !ready!(self.out.poll_room(cx, sealed_len(0), false))? {
                 ready!(self.out.poll_write_out(cx, &mut self.io))?;
@@ -308,8 +380,8 @@ impl<IO: AsyncRead + AsyncWrite + Unpin, Side: SideData> TlsStream<IO, Side> {
     /// Encrypts as much of `data` as one call takes into records waiting to be written,
     /// writing them out first when they have no room.
     fn poll_seal(&mut self, cx: &mut Context<'_>, data: &[u8]) -> Poll<io::Result<usize>> {
-        if let Some(e) = &self.error {
-            return Poll::Ready(Err(again(e)));
+        if let Some(e) = self.fatal() {
+            return Poll::Ready(Err(e));
         }
         if self.write_done {
             return Poll::Ready(Err(io::Error::new(
@@ -326,9 +398,8 @@ impl<IO: AsyncRead + AsyncWrite + Unpin, Side: SideData> TlsStream<IO, Side> {
             ready!(self.out.poll_write_out(cx, &mut self.io))?;
         }
         if let Err(e) = self.conn.write(data[..take].into(), self.out.buf_mut()) {
-            let e = tls_error(e);
-            self.fail(again(&e));
-            return Poll::Ready(Err(e));
+            self.fail(Failure::Tls(e.clone()));
+            return Poll::Ready(Err(tls_error(e)));
         }
         Poll::Ready(Ok(take))
     }
@@ -363,6 +434,52 @@ impl<IO: AsyncRead + AsyncWrite + Unpin, Side: SideData> AsyncRead for TlsStream
     }
 }
 
+/// Keeps the waker of a write-side call that waits, for the read side to write through
+/// (`send_answers`); forgets it once the call is done.
+fn note_writer<T>(slot: &mut Option<Waker>, cx: &Context<'_>, poll: Poll<T>) -> Poll<T> {
+    match &poll {
+        Poll::Pending => match slot {
+            Some(w) if w.will_wake(cx.waker()) => {}
+            _ => *slot = Some(cx.waker().clone()),
+        },
+        Poll::Ready(_) => *slot = None,
+    }
+    poll
+}
+
+impl<IO: AsyncRead + AsyncWrite + Unpin, Side: SideData> TlsStream<IO, Side> {
+    fn poll_write_inner(&mut self, cx: &mut Context<'_>, data: &[u8]) -> Poll<io::Result<usize>> {
+        let n = ready!(self.poll_seal(cx, data))?;
+        // Start writing now; what the socket cannot take waits for the next write or flush.
+        if let Poll::Ready(Err(e)) = self.out.poll_write_out(cx, &mut self.io) {
+            return Poll::Ready(Err(e));
+        }
+        Poll::Ready(Ok(n))
+    }
+
+    fn poll_flush_inner(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        ready!(self.out.poll_write_out(cx, &mut self.io))?;
+        Pin::new(&mut self.io).poll_flush(cx)
+    }
+
+    fn poll_shutdown_inner(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        if !self.write_done {
+            if let Some(e) = self.fatal() {
+                return Poll::Ready(Err(e));
+            }
+            let need = sealed_len(0);
+            while !ready!(self.out.poll_room(cx, need, false))? {
+                ready!(self.out.poll_write_out(cx, &mut self.io))?;
+            }
+            let result = self.conn.send_close_notify(self.out.buf_mut());
+            self.write_done = true;
+            result.map_err(tls_error)?;
+        }
+        ready!(self.out.poll_write_out(cx, &mut self.io))?;
+        Pin::new(&mut self.io).poll_shutdown(cx)
+    }
+}
+
 impl<IO: AsyncRead + AsyncWrite + Unpin, Side: SideData> AsyncWrite for TlsStream<IO, Side> {
     fn poll_write(
         self: Pin<&mut Self>,
@@ -370,33 +487,20 @@ impl<IO: AsyncRead + AsyncWrite + Unpin, Side: SideData> AsyncWrite for TlsStrea
         data: &[u8],
     ) -> Poll<io::Result<usize>> {
         let this = self.get_mut();
-        let n = ready!(this.poll_seal(cx, data))?;
-        // Start writing now; what the socket cannot take waits for the next write or flush.
-        if let Poll::Ready(Err(e)) = this.out.poll_write_out(cx, &mut this.io) {
-            return Poll::Ready(Err(e));
-        }
-        Poll::Ready(Ok(n))
+        let poll = this.poll_write_inner(cx, data);
+        note_writer(&mut this.write_waker, cx, poll)
     }
 
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         let this = self.get_mut();
-        ready!(this.out.poll_write_out(cx, &mut this.io))?;
-        Pin::new(&mut this.io).poll_flush(cx)
+        let poll = this.poll_flush_inner(cx);
+        note_writer(&mut this.write_waker, cx, poll)
     }
 
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         let this = self.get_mut();
-        if !this.write_done && this.error.is_none() {
-            let need = sealed_len(0);
-            while !ready!(this.out.poll_room(cx, need, false))? {
-                ready!(this.out.poll_write_out(cx, &mut this.io))?;
-            }
-            let result = this.conn.send_close_notify(this.out.buf_mut());
-            this.write_done = true;
-            result.map_err(tls_error)?;
-        }
-        ready!(this.out.poll_write_out(cx, &mut this.io))?;
-        Pin::new(&mut this.io).poll_shutdown(cx)
+        let poll = this.poll_shutdown_inner(cx);
+        note_writer(&mut this.write_waker, cx, poll)
     }
 }
 
