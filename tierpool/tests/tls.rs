@@ -378,7 +378,9 @@ fn a_plaintext_client_gets_an_alert_and_a_clear_error() {
         .unwrap_err();
         assert_eq!(err.kind(), io::ErrorKind::InvalidData, "{err}");
         // The rustls error itself is the source.
-        let tls = err.get_ref().and_then(|e| e.downcast_ref::<rustls::Error>());
+        let tls = err
+            .get_ref()
+            .and_then(|e| e.downcast_ref::<rustls::Error>());
         assert!(tls.is_some(), "{err:?}");
         let answer = rx.await.unwrap();
         // A fatal alert record (content type 21), not silence.
@@ -715,7 +717,8 @@ fn a_client_refuses_a_server_whose_certificate_does_not_verify() {
         assert_eq!(err.kind(), io::ErrorKind::InvalidData, "{err}");
         assert!(
             matches!(
-                err.get_ref().and_then(|e| e.downcast_ref::<rustls::Error>()),
+                err.get_ref()
+                    .and_then(|e| e.downcast_ref::<rustls::Error>()),
                 Some(rustls::Error::InvalidCertificate(_))
             ),
             "{err:?}"
