@@ -478,24 +478,27 @@ mod tls {
             server: &Server,
             socket: TcpStream,
         ) -> Result<(), ProtocolError> {
-            let timed_out = || io::Error::new(io::ErrorKind::TimedOut, "TLS handshake timed out");
             match self {
-                Acceptor::Pooled(a) => {
-                    let tls = tokio::time::timeout(HANDSHAKE_TIMEOUT, a.accept(socket))
-                        .await
-                        .map_err(|_| timed_out())??;
-                    let (read, write) = tokio::io::split(tls);
-                    serve_halves(server, read, write).await
-                }
-                Acceptor::Baseline(a) => {
-                    let tls = tokio::time::timeout(HANDSHAKE_TIMEOUT, a.accept(socket))
-                        .await
-                        .map_err(|_| timed_out())??;
-                    let (read, write) = tokio::io::split(tls);
-                    serve_halves(server, read, write).await
-                }
+                Acceptor::Pooled(a) => serve_stream(server, a.accept(socket)).await,
+                Acceptor::Baseline(a) => serve_stream(server, a.accept(socket)).await,
             }
         }
+    }
+
+    /// Serves the stream `handshake` gives (dropped if it takes longer than
+    /// `HANDSHAKE_TIMEOUT`) through its halves.
+    async fn serve_stream<S>(
+        server: &Server,
+        handshake: impl std::future::Future<Output = io::Result<S>>,
+    ) -> Result<(), ProtocolError>
+    where
+        S: tokio::io::AsyncRead + tokio::io::AsyncWrite,
+    {
+        let tls = tokio::time::timeout(HANDSHAKE_TIMEOUT, handshake)
+            .await
+            .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "TLS handshake timed out"))??;
+        let (read, write) = tokio::io::split(tls);
+        serve_halves(server, read, write).await
     }
 }
 

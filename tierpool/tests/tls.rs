@@ -66,6 +66,19 @@ fn in_use(pool: &BufferPool) -> usize {
     pool.stats().budget.expect("a budget").in_use_bytes
 }
 
+/// An acceptor whose buffers come from `server_pool`, a connector whose buffers come from
+/// `client_pool`, and a listener on a free loopback port.
+async fn endpoints(
+    server_pool: &BufferPool,
+    client_pool: &BufferPool,
+) -> (TlsAcceptor, TlsConnector, TcpListener, std::net::SocketAddr) {
+    let acceptor = TlsAcceptor::new(server_config(), server_pool.clone()).unwrap();
+    let connector = TlsConnector::new(client_config(), client_pool.clone());
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    (acceptor, connector, listener, addr)
+}
+
 fn localhost() -> ServerName<'static> {
     ServerName::try_from("localhost").unwrap()
 }
@@ -184,10 +197,7 @@ fn idle_connections_hold_no_buffer() {
     rt().block_on(async {
         let server_pool = counted_pool();
         let client_pool = counted_pool();
-        let acceptor = TlsAcceptor::new(server_config(), server_pool.clone()).unwrap();
-        let connector = TlsConnector::new(client_config(), client_pool.clone());
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
+        let (acceptor, connector, listener, addr) = endpoints(&server_pool, &client_pool).await;
         let server = tokio::spawn(async move {
             let mut streams = Vec::new();
             for _ in 0..50 {
@@ -253,10 +263,7 @@ fn tls12_and_tls13_both_work_and_are_what_was_negotiated() {
 fn key_updates_both_ways_keep_the_data_flowing() {
     rt().block_on(async {
         let pool = counted_pool();
-        let acceptor = TlsAcceptor::new(server_config(), pool.clone()).unwrap();
-        let connector = TlsConnector::new(client_config(), pool.clone());
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
+        let (acceptor, connector, listener, addr) = endpoints(&pool, &pool).await;
         let server = tokio::spawn(async move {
             let (socket, _) = listener.accept().await?;
             let mut tls = acceptor.accept(socket).await?;
@@ -301,10 +308,7 @@ fn a_decoder_reads_through_the_stream_unchanged() {
     use futures_util::StreamExt;
     rt().block_on(async {
         let pool = counted_pool();
-        let acceptor = TlsAcceptor::new(server_config(), pool.clone()).unwrap();
-        let connector = TlsConnector::new(client_config(), pool.clone());
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
+        let (acceptor, connector, listener, addr) = endpoints(&pool, &pool).await;
         let lines: Vec<String> = (0..2000)
             .map(|i| format!("line {i} {}", "x".repeat(i % 97)))
             .collect();
@@ -432,7 +436,7 @@ fn a_peer_that_vanishes_mid_handshake_is_an_unexpected_eof() {
 }
 
 #[test]
-fn garbage_after_the_handshake_is_an_error_and_the_data_before_it_is_read() {
+fn garbage_and_truncation_after_the_handshake_are_clear_errors() {
     rt().block_on(async {
         let pool = counted_pool();
         let connector = TlsConnector::new(client_config(), counted_pool());
@@ -485,10 +489,7 @@ fn garbage_after_the_handshake_is_an_error_and_the_data_before_it_is_read() {
 fn an_end_without_close_notify_fails_the_read_not_the_write() {
     rt().block_on(async {
         let pool = counted_pool();
-        let acceptor = TlsAcceptor::new(server_config(), pool.clone()).unwrap();
-        let connector = TlsConnector::new(client_config(), counted_pool());
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
+        let (acceptor, connector, listener, addr) = endpoints(&pool, &counted_pool()).await;
         let client = tokio::spawn(async move {
             let socket = TcpStream::connect(addr).await.unwrap();
             let mut tls = connector.connect(localhost(), socket).await.unwrap();
@@ -523,10 +524,7 @@ fn an_end_without_close_notify_fails_the_read_not_the_write() {
 fn data_decrypted_before_an_error_is_read_first() {
     rt().block_on(async {
         let pool = counted_pool();
-        let acceptor = TlsAcceptor::new(server_config(), pool.clone()).unwrap();
-        let connector = TlsConnector::new(client_config(), counted_pool());
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
+        let (acceptor, connector, listener, addr) = endpoints(&pool, &counted_pool()).await;
         let client = tokio::spawn(async move {
             let socket = TcpStream::connect(addr).await.unwrap();
             let mut tls = connector.connect(localhost(), socket).await.unwrap();

@@ -37,7 +37,6 @@
 //! protocol parsers) return every buffer.
 
 use std::fmt;
-use std::future::Future;
 use std::io;
 use std::pin::Pin;
 use std::task::{ready, Context, Poll};
@@ -50,8 +49,7 @@ use tokio_util::codec::{Decoder, Encoder};
 
 use crate::base::key::{Key, Tag};
 use crate::buf::pooled::{give_back, refund, PooledBuf};
-use crate::io::read_buf::{alloc_error, Core, Store, MIN_READ};
-use crate::pool::acquire::Acquire;
+use crate::io::read_buf::{alloc_error, Core, Store, Taking, MIN_READ};
 use crate::pool::buffer_pool::BufferPool;
 
 /// A pooled buffer lent to a codec as a `BytesMut` (no copy), and how to give it back.
@@ -388,7 +386,7 @@ pub struct FramedWrite<W, E> {
     buf: Option<Lent>,
     boundary: usize,
     /// A get waiting for room in the budget.
-    acquiring: Option<Box<Acquire<'static>>>,
+    taking: Taking,
 }
 
 impl<W, E> FramedWrite<W, E> {
@@ -401,7 +399,7 @@ impl<W, E> FramedWrite<W, E> {
             pool,
             buf: None,
             boundary: BACKPRESSURE_BOUNDARY,
-            acquiring: None,
+            taking: Taking::default(),
         }
     }
 
@@ -457,21 +455,8 @@ impl<W, E> FramedWrite<W, E> {
             return Poll::Ready(Ok(()));
         }
         let size = self.boundary.clamp(1, MIN_READ);
-        let got = match &mut self.acquiring {
-            Some(fut) => {
-                let got = ready!(Pin::new(&mut **fut).poll(cx));
-                self.acquiring = None;
-                got
-            }
-            None => match self.pool.try_get(size) {
-                Err(crate::AllocError::OverBudget { .. }) => {
-                    self.acquiring = Some(Box::new(self.pool.acquire_owned(size)));
-                    return self.poll_buffer(cx);
-                }
-                got => got,
-            },
-        };
-        self.buf = Some(Lent::new(got.map_err(alloc_error)?));
+        let got = ready!(self.taking.poll_take(cx, &self.pool, size))?;
+        self.buf = Some(Lent::new(got));
         Poll::Ready(Ok(()))
     }
 }

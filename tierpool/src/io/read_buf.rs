@@ -36,7 +36,7 @@ use std::mem::MaybeUninit;
 use std::pin::Pin;
 use std::task::{ready, Context, Poll};
 
-use tokio::io::{AsyncRead, ReadBuf};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 use crate::buf::pooled::PooledBuf;
 use crate::buf::shared::PooledBytes;
@@ -187,7 +187,7 @@ pub(crate) struct Core<S> {
     sizer: Sizer,
     pool: BufferPool,
     /// A get waiting for room in the budget (budgeted pools only), kept across polls.
-    acquiring: Option<Box<Acquire<'static>>>,
+    taking: Taking,
     /// Bytes read that did not fit the buffer held, waiting for a larger one (under a
     /// budget, for room in it): `poll_read` moves both into it before reading again.
     stash: Option<PooledBuf>,
@@ -211,7 +211,7 @@ impl<S: Store> Core<S> {
             slot: None,
             sizer,
             pool,
-            acquiring: None,
+            taking: Taking::default(),
             stash: None,
             floor,
         }
@@ -234,7 +234,7 @@ impl<S: Store> Core<S> {
     /// Gives back every buffer held, unread bytes and all.
     pub(crate) fn clear(&mut self) {
         self.stash = None;
-        self.acquiring = None;
+        self.taking.cancel();
         if let Some(s) = self.slot.take() {
             s.release();
         }
@@ -296,7 +296,7 @@ impl<S: Store> Core<S> {
         least: usize,
         preferred: usize,
     ) -> Poll<io::Result<PooledBuf>> {
-        if self.acquiring.is_none() {
+        if !self.taking.is_waiting() {
             for size in [preferred, least] {
                 match self.pool.try_get(size) {
                     Ok(buf) => return Poll::Ready(Ok(buf)),
@@ -316,12 +316,9 @@ impl<S: Store> Core<S> {
                     ),
                 )));
             }
-            self.acquiring = Some(Box::new(self.pool.acquire_owned(least)));
+            self.taking.start(&self.pool, least);
         }
-        let fut = self.acquiring.as_mut().expect("set above");
-        let got = ready!(Pin::new(&mut **fut).poll(cx));
-        self.acquiring = None;
-        Poll::Ready(got.map_err(alloc_error))
+        self.taking.poll_wait(cx)
     }
 
     /// One read from `io`, of at most `limit` bytes (at least 1): `Ready(Ok(n))` with the
@@ -472,6 +469,77 @@ impl Core<Plain> {
     pub(crate) fn take(&mut self) -> Option<PooledBuf> {
         self.slot.take().map(Plain::into_buf)
     }
+}
+
+/// A buffer taken from the pool for I/O: at once if the pool has room, else by waiting
+/// (asynchronously, kept across polls) for room in the budget. What every pooled reader and
+/// writer of this module uses to get its buffer.
+#[derive(Debug, Default)]
+pub(crate) struct Taking {
+    waiting: Option<Box<Acquire<'static>>>,
+}
+
+impl Taking {
+    /// A buffer of at least `n` bytes; `Pending` while a budget has no room for it. A wait
+    /// begun for another size is finished first (the caller checks what it got).
+    pub(crate) fn poll_take(
+        &mut self,
+        cx: &mut Context<'_>,
+        pool: &BufferPool,
+        n: usize,
+    ) -> Poll<io::Result<PooledBuf>> {
+        if self.waiting.is_none() {
+            match pool.try_get(n) {
+                Err(AllocError::OverBudget { .. }) => self.start(pool, n),
+                got => return Poll::Ready(got.map_err(alloc_error)),
+            }
+        }
+        self.poll_wait(cx)
+    }
+
+    /// Begins waiting for `n` bytes (the caller tried `try_get` first).
+    pub(crate) fn start(&mut self, pool: &BufferPool, n: usize) {
+        self.waiting = Some(Box::new(pool.acquire_owned(n)));
+    }
+
+    /// True while a wait is under way.
+    pub(crate) fn is_waiting(&self) -> bool {
+        self.waiting.is_some()
+    }
+
+    /// The wait under way. Call only while [`is_waiting`](Self::is_waiting).
+    pub(crate) fn poll_wait(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<PooledBuf>> {
+        let fut = self.waiting.as_mut().expect("a wait under way");
+        let got = ready!(Pin::new(&mut **fut).poll(cx));
+        self.waiting = None;
+        Poll::Ready(got.map_err(alloc_error))
+    }
+
+    /// Gives up the wait (its place in the queue passes to the next waiter).
+    pub(crate) fn cancel(&mut self) {
+        self.waiting = None;
+    }
+}
+
+/// Writes `bytes[*written..]` to `io`, advancing `written` as it goes: `Ready(Ok)` once all
+/// of it is written. A writer that takes nothing is a `WriteZero` error.
+pub(crate) fn poll_write_from<W: AsyncWrite + Unpin + ?Sized>(
+    cx: &mut Context<'_>,
+    io: &mut W,
+    bytes: &[u8],
+    written: &mut usize,
+) -> Poll<io::Result<()>> {
+    while *written < bytes.len() {
+        let n = ready!(Pin::new(&mut *io).poll_write(cx, &bytes[*written..]))?;
+        if n == 0 {
+            return Poll::Ready(Err(io::Error::new(
+                io::ErrorKind::WriteZero,
+                "failed to write the buffered data",
+            )));
+        }
+        *written += n;
+    }
+    Poll::Ready(Ok(()))
 }
 
 /// An [`AllocError`] as the `io::Error` a read returns (kind `OutOfMemory`).

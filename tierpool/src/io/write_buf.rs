@@ -2,7 +2,6 @@
 //! bytes.
 
 use std::fmt;
-use std::future::Future;
 use std::io::{self, IoSlice};
 use std::pin::Pin;
 use std::task::{ready, Context, Poll};
@@ -10,10 +9,8 @@ use std::task::{ready, Context, Poll};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 use crate::buf::pooled::PooledBuf;
-use crate::io::read_buf::{alloc_error, MIN_READ};
-use crate::pool::acquire::Acquire;
+use crate::io::read_buf::{poll_write_from, Taking, MIN_READ};
 use crate::pool::buffer_pool::BufferPool;
-use crate::AllocError;
 
 /// Buffers small writes to an [`AsyncWrite`] in a pooled buffer, as `tokio::io::BufWriter`
 /// does, but holds the buffer only while it has bytes not yet written: it is taken from the
@@ -46,7 +43,7 @@ pub struct BufWriter<W> {
     buf: Option<PooledBuf>,
     written: usize,
     capacity: usize,
-    acquiring: Option<Box<Acquire<'static>>>,
+    taking: Taking,
 }
 
 impl<W> BufWriter<W> {
@@ -63,7 +60,7 @@ impl<W> BufWriter<W> {
             buf: None,
             written: 0,
             capacity: capacity.max(1),
-            acquiring: None,
+            taking: Taking::default(),
         }
     }
 
@@ -97,22 +94,11 @@ impl<W> BufWriter<W> {
         if self.buf.is_some() {
             return Poll::Ready(Ok(()));
         }
-        if self.acquiring.is_none() {
-            match self.pool.try_get(self.capacity) {
-                Ok(b) => {
-                    self.buf = Some(b);
-                    return Poll::Ready(Ok(()));
-                }
-                Err(AllocError::OverBudget { .. }) => {
-                    self.acquiring = Some(Box::new(self.pool.acquire_owned(self.capacity)));
-                }
-                Err(e) => return Poll::Ready(Err(alloc_error(e))),
-            }
-        }
-        let fut = self.acquiring.as_mut().expect("set above");
-        let got = ready!(Pin::new(&mut **fut).poll(cx));
-        self.acquiring = None;
-        self.buf = Some(got.map_err(alloc_error)?);
+        self.buf = Some(ready!(self.taking.poll_take(
+            cx,
+            &self.pool,
+            self.capacity
+        ))?);
         Poll::Ready(Ok(()))
     }
 }
@@ -120,20 +106,10 @@ impl<W> BufWriter<W> {
 impl<W: AsyncWrite + Unpin> BufWriter<W> {
     /// Writes the buffered bytes out; the buffer goes back once they all are.
     fn poll_flush_buf(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        while let Some(buf) = &self.buf {
-            if self.written == buf.len() {
-                self.buf = None; // back to the pool
-                self.written = 0;
-                break;
-            }
-            let n = ready!(Pin::new(&mut self.inner).poll_write(cx, &buf[self.written..]))?;
-            if n == 0 {
-                return Poll::Ready(Err(io::Error::new(
-                    io::ErrorKind::WriteZero,
-                    "failed to write the buffered data",
-                )));
-            }
-            self.written += n;
+        if let Some(buf) = &self.buf {
+            ready!(poll_write_from(cx, &mut self.inner, buf, &mut self.written))?;
+            self.buf = None; // back to the pool
+            self.written = 0;
         }
         Poll::Ready(Ok(()))
     }

@@ -46,17 +46,11 @@ pub(crate) enum Found {
     Copied(PooledBytes),
 }
 
-/// What one pass over the records received produced.
-#[derive(Debug, Default)]
-pub(crate) struct Pass {
-    /// The peer's `close_notify` was among them.
-    pub(crate) peer_closed: bool,
-}
-
 /// Runs rustls over every whole record in `buf`: handshake and alert records are consumed
 /// (what rustls answers is appended to `out`), application data is split off `buf` as views
 /// and queued in `plain` in order, and the records are dropped from `buf`. `found` is scratch
-/// (kept to reuse its memory). On an error, the data decrypted before it is still queued.
+/// (kept to reuse its memory). True if the peer's `close_notify` was among the records. On
+/// an error, the data decrypted before it is still queued.
 pub(crate) fn decrypt<Side: SideData>(
     conn: &mut Connection<Side, Tcp>,
     buf: &mut ReadBuffer,
@@ -64,7 +58,7 @@ pub(crate) fn decrypt<Side: SideData>(
     out: &mut Vec<u8>,
     plain: &mut VecDeque<PooledBytes>,
     found: &mut Vec<Found>,
-) -> Result<Pass, rustls::Error> {
+) -> Result<bool, rustls::Error> {
     found.clear();
     // The unread bytes do not move while rustls works on them: `unread_mut` moves them at
     // most once, here, before the base is taken.
@@ -75,7 +69,7 @@ pub(crate) fn decrypt<Side: SideData>(
         discarded: 0,
         eof,
     };
-    let mut pass = Pass::default();
+    let mut peer_closed = false;
     let result = {
         let mut handler = conn.read_tls(&mut records, out);
         let result = loop {
@@ -102,7 +96,7 @@ pub(crate) fn decrypt<Side: SideData>(
             }
         };
         if result.is_ok() {
-            pass.peer_closed = handler.state().peer_has_closed();
+            peer_closed = handler.state().peer_has_closed();
         }
         // Dropping the handler reports what it consumed through `discard`.
         result
@@ -121,5 +115,5 @@ pub(crate) fn decrypt<Side: SideData>(
         }
     }
     buf.advance(discarded.saturating_sub(consumed));
-    result.map(|()| pass)
+    result.map(|()| peer_closed)
 }

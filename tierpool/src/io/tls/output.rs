@@ -1,17 +1,13 @@
 //! The records to send: a pooled buffer taken when there is something to encrypt and given
 //! back once every byte of it has been written.
 
-use std::future::Future;
 use std::io;
-use std::pin::Pin;
 use std::task::{ready, Context, Poll};
 
 use tokio::io::AsyncWrite;
 
 use crate::buf::pooled::PooledBuf;
-use crate::engine::error::AllocError;
-use crate::io::read_buf::alloc_error;
-use crate::pool::acquire::Acquire;
+use crate::io::read_buf::{poll_write_from, Taking};
 use crate::pool::buffer_pool::BufferPool;
 
 /// The most one record adds to its plaintext (TLS 1.2 AEAD: a 5-byte header, an 8-byte
@@ -54,8 +50,7 @@ pub(crate) struct Outgoing {
     answers_written: usize,
     buf: Option<PooledBuf>,
     written: usize,
-    /// A buffer of the given size being waited for (under a budget).
-    acquiring: Option<(usize, Box<Acquire<'static>>)>,
+    taking: Taking,
 }
 
 impl Outgoing {
@@ -66,7 +61,7 @@ impl Outgoing {
             answers_written: 0,
             buf: None,
             written: 0,
-            acquiring: None,
+            taking: Taking::default(),
         }
     }
 
@@ -97,42 +92,35 @@ impl Outgoing {
         }
     }
 
-    /// Room for `need` more bytes after those waiting: in the buffer held, or in one of at
-    /// least `need` bytes (`MIN_WRITE` for application data) from the pool, waiting for
-    /// room under a budget. `Ready(Ok(false))`: the buffer held has less room; write it out
-    /// with [`poll_write_out`](Self::poll_write_out) first.
-    pub(crate) fn poll_room(
+    /// Room for `need` more bytes after those waiting, writing what waits to `io` first if
+    /// the buffer held has less: a buffer of at least `need` bytes (`MIN_WRITE` for
+    /// application data) from the pool, waiting for room under a budget. Then
+    /// [`buf_mut`](Self::buf_mut) is the buffer to append to.
+    pub(crate) fn poll_reserve<W: AsyncWrite + Unpin + ?Sized>(
         &mut self,
         cx: &mut Context<'_>,
+        io: &mut W,
         need: usize,
         data: bool,
-    ) -> Poll<io::Result<bool>> {
-        if self.buf.is_none() {
-            let size = if data { need.max(MIN_WRITE) } else { need };
-            if self.acquiring.is_none() {
-                match self.pool.try_get(size) {
-                    Ok(b) => self.buf = Some(b),
-                    Err(AllocError::OverBudget { .. }) => {
-                        self.acquiring = Some((size, Box::new(self.pool.acquire_owned(size))));
-                    }
-                    Err(e) => return Poll::Ready(Err(alloc_error(e))),
+    ) -> Poll<io::Result<()>> {
+        loop {
+            if let Some(b) = &self.buf {
+                if b.capacity() - b.len() >= need {
+                    return Poll::Ready(Ok(()));
                 }
+                // Too little room (or a buffer waited for at a smaller size): written out
+                // and given back, then one of the right size.
+                ready!(self.poll_write_out(cx, io))?;
+                continue;
             }
-            if let Some((_, fut)) = &mut self.acquiring {
-                let got = ready!(Pin::new(&mut **fut).poll(cx));
-                self.acquiring = None;
-                self.buf = Some(got.map_err(alloc_error)?);
-            }
+            let size = if data { need.max(MIN_WRITE) } else { need };
+            self.buf = Some(ready!(self.taking.poll_take(cx, &self.pool, size))?);
         }
-        let b = self.buf.as_ref().expect("taken above");
-        // A buffer waited for at a smaller size than this call needs says no: written out
-        // (it is empty) and dropped, the next call takes one of the right size.
-        Poll::Ready(Ok(b.capacity() - b.len() >= need))
     }
 
-    /// The buffer to append records to; [`poll_room`](Self::poll_room) returned true.
+    /// The buffer to append records to; [`poll_reserve`](Self::poll_reserve) made room.
     pub(crate) fn buf_mut(&mut self) -> &mut PooledBuf {
-        self.buf.as_mut().expect("poll_room took a buffer")
+        self.buf.as_mut().expect("poll_reserve took a buffer")
     }
 
     /// Gives the buffer back if nothing in it waits (after rustls appended nothing).
@@ -149,29 +137,20 @@ impl Outgoing {
         cx: &mut Context<'_>,
         io: &mut W,
     ) -> Poll<io::Result<()>> {
-        while self.answers_written < self.answers.len() {
-            let n =
-                ready!(Pin::new(&mut *io).poll_write(cx, &self.answers[self.answers_written..]))?;
-            if n == 0 {
-                return Poll::Ready(Err(write_zero()));
-            }
-            self.answers_written += n;
-        }
-        if self.answers_written > 0 {
+        if !self.answers.is_empty() {
+            ready!(poll_write_from(
+                cx,
+                io,
+                &self.answers,
+                &mut self.answers_written
+            ))?;
             self.answers = Vec::new();
             self.answers_written = 0;
         }
-        while let Some(buf) = &self.buf {
-            if self.written == buf.len() {
-                self.buf = None;
-                self.written = 0;
-                break;
-            }
-            let n = ready!(Pin::new(&mut *io).poll_write(cx, &buf[self.written..]))?;
-            if n == 0 {
-                return Poll::Ready(Err(write_zero()));
-            }
-            self.written += n;
+        if let Some(buf) = &self.buf {
+            ready!(poll_write_from(cx, io, buf, &mut self.written))?;
+            self.buf = None;
+            self.written = 0;
         }
         Poll::Ready(Ok(()))
     }
@@ -182,15 +161,8 @@ impl Outgoing {
         self.answers_written = 0;
         self.buf = None;
         self.written = 0;
-        self.acquiring = None;
+        self.taking.cancel();
     }
-}
-
-fn write_zero() -> io::Error {
-    io::Error::new(
-        io::ErrorKind::WriteZero,
-        "the connection took no more TLS records",
-    )
 }
 
 #[cfg(test)]
