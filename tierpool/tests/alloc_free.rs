@@ -150,6 +150,43 @@ fn the_tick_publishes_metrics_once_per_interval() {
 }
 
 #[test]
+fn a_new_thread_takes_the_stack_storage_an_exited_one_left() {
+    serial(|| {
+        // Threads started for batches of work (`std::thread::scope`, a blocking pool): the
+        // first one allocates its cache, a stack per size it uses, and the buffers. The next
+        // ones allocate their cache only: the stacks' storage is the exited threads' (and the
+        // buffers too, from the depot). So a thread using five sizes allocates no more than
+        // one using a single size; before, each of its first uses of a tier allocated a stack.
+        let pool = BufferPool::builder()
+            .tiers([256, 1024, 4096, 16384, 65536])
+            .build()
+            .unwrap();
+        let sizes = [256, 1024, 4096, 16384, 65536];
+        let run = |sizes: &[usize]| {
+            std::thread::scope(|s| {
+                s.spawn(|| {
+                    let before = allocs_here();
+                    for &n in sizes {
+                        drop(pool.get(n));
+                    }
+                    allocs_here() - before
+                })
+                .join()
+                .unwrap()
+            })
+        };
+        let first = run(&sizes);
+        let five = run(&sizes);
+        let one = run(&sizes[..1]);
+        assert_eq!(
+            five, one,
+            "five sizes, one size (the first thread: {first})"
+        );
+        assert!(first >= one + 2 * sizes.len() as u64, "{first} vs {one}");
+    });
+}
+
+#[test]
 fn a_depot_full_of_other_sizes_makes_way_for_a_thread_at_work() {
     serial(|| {
         // The depot's allowance is spent on 1 MiB buffers nobody uses now (returned by threads

@@ -61,6 +61,11 @@ impl Model {
         TIERS.iter().position(|&s| s >= n)
     }
 
+    /// The tiers that may lend to a get of tier `t`: larger, at most twice its size.
+    fn lenders(t: usize) -> impl Iterator<Item = usize> {
+        (t + 1..TIERS.len()).take_while(move |&u| TIERS[u] <= 2 * TIERS[t])
+    }
+
     fn tier_for_put(cap: usize) -> Option<usize> {
         if cap > *TIERS.last().unwrap() {
             return None;
@@ -79,16 +84,31 @@ impl Model {
                 assert_eq!(cap, n, "oversize buffers are exact");
             }
             Some(t) => {
-                let held = &mut self.retained[t];
-                if let Some(i) = held.iter().position(|&c| c == cap) {
-                    assert!(!held.is_empty());
-                    held.swap_remove(i);
+                // Its own tier first; with none retained there, a larger tier up to twice
+                // its size may lend one (`lenders`); otherwise it is fresh.
+                let own = self.retained[t].iter().position(|&c| c == cap);
+                let lent = || {
+                    Self::lenders(t).find_map(|u| {
+                        let i = self.retained[u].iter().position(|&c| c == cap)?;
+                        Some((u, i))
+                    })
+                };
+                let from = match own {
+                    Some(i) => Some((t, i)),
+                    None => {
+                        let held = &self.retained[t];
+                        assert!(held.is_empty(), "tier {t} held {held:?}, gave {cap}");
+                        lent()
+                    }
+                };
+                if let Some((u, i)) = from {
+                    self.retained[u].swap_remove(i);
                     self.hits += 1;
                 } else {
-                    assert!(
-                        held.is_empty(),
-                        "pool allocated while tier {t} held {held:?}"
-                    );
+                    for u in Self::lenders(t) {
+                        let held = &self.retained[u];
+                        assert!(held.is_empty(), "allocated while lender {u} held {held:?}");
+                    }
                     assert_eq!(cap, TIERS[t], "fresh buffers have the tier's exact size");
                     self.misses += 1;
                 }

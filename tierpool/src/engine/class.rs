@@ -151,6 +151,16 @@ impl Classes {
         self.sizes[t]
     }
 
+    /// The larger tiers whose retained buffers may serve a get of tier `t` that its own tier
+    /// cannot (no buffer of it is retained where the get looks): those up to twice `t`'s
+    /// size, nearest first. A power-of-two pool would hand out a buffer up to that large for
+    /// the same request anyway.
+    pub(crate) fn lenders(&self, t: usize) -> std::ops::Range<usize> {
+        let most = self.sizes[t].saturating_mul(2);
+        let end = t + 1 + self.sizes[t + 1..].partition_point(|&s| s <= most);
+        t + 1..end
+    }
+
     /// The smallest tier whose size is `>= n`, or `None` if `n` is above the largest tier.
     #[inline(always)]
     pub(crate) fn for_get(&self, n: usize) -> Option<usize> {
@@ -241,6 +251,20 @@ pub(crate) fn geometric(min: usize, max: usize, steps: usize) -> Vec<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lenders_are_the_larger_tiers_up_to_twice_the_size() {
+        let sizes = |c: &Classes, t| c.lenders(t).map(|u| c.size(u)).collect::<Vec<_>>();
+        let c = Classes::new(geometric(256, 4096, 4));
+        assert_eq!(sizes(&c, 0), [320, 384, 448, 512]);
+        assert_eq!(sizes(&c, 1), [384, 448, 512, 640]);
+        assert!(c.lenders(c.len() - 1).is_empty(), "none above the largest");
+        let c = Classes::new(vec![1024, 2048, 4096, 4097]);
+        assert_eq!(sizes(&c, 0), [2048]);
+        assert_eq!(sizes(&c, 1), [4096], "4097 is more than twice 2048");
+        let c = Classes::new(vec![1024, 3000]);
+        assert!(c.lenders(0).is_empty());
+    }
 
     fn reference_get(sizes: &[usize], n: usize) -> Option<usize> {
         sizes.iter().position(|&s| s >= n)

@@ -98,6 +98,10 @@ pub(crate) struct Settings {
     pub(crate) track_every: u32,
     /// How long a budget wait lasts before it names the holders (feature `holders`).
     pub(crate) report_waits_after: Option<Duration>,
+    /// Every buffer handed out has its tier's capacity: no larger tier's buffer is lent
+    /// (the pool behind an [`AlignedPool`](crate::AlignedPool), whose buffers' capacity is
+    /// the tier's, exactly).
+    pub(crate) exact_tiers: bool,
 }
 
 impl Default for Settings {
@@ -114,6 +118,7 @@ impl Default for Settings {
             name: None,
             track_every: 0,
             report_waits_after: Some(Duration::from_secs(1)),
+            exact_tiers: false,
         }
     }
 }
@@ -185,6 +190,7 @@ impl Settings {
             interval_nanos,
             background_trim: self.background_trim,
             zero_on_return: self.zero_on_return,
+            exact_tiers: self.exact_tiers,
         })
     }
 }
@@ -234,6 +240,7 @@ impl Settings {
             })
             .collect::<Result<Vec<_>, _>>()?;
         self.tiers = TierSpec::Explicit(inner);
+        self.exact_tiers = true;
         Ok((self, sizes))
     }
 }
@@ -247,6 +254,8 @@ pub(crate) struct Config {
     pub(crate) interval_nanos: u64,
     pub(crate) background_trim: bool,
     pub(crate) zero_on_return: bool,
+    /// See [`Settings::exact_tiers`].
+    pub(crate) exact_tiers: bool,
     pub(crate) max_in_use_bytes: Option<usize>,
     pub(crate) trim_allocator: TrimAllocator,
     pub(crate) name: String,

@@ -287,18 +287,21 @@ impl Depot {
         total
     }
 
-    /// Releases the depot's oldest buffers, largest tier first and never tier `keep`'s, until
-    /// `need` bytes are freed or nothing else is left; returns the bytes freed. What a thread
-    /// cache that needs room displaces when the allowance is spent: what the depot holds waits
-    /// for someone to take it, and the caches of threads at work come first (before, they had
-    /// room of their own outside the cap).
-    pub(crate) fn evict(&self, need: usize, keep: usize) -> usize {
+    /// Releases the depot's oldest buffers, largest tier first and never those of the tiers in
+    /// `keep`, until `need` bytes are freed or nothing else is left; returns the bytes freed.
+    /// What a thread cache that needs room displaces when the allowance is spent: what the
+    /// depot holds waits for someone to take it, and the caches of threads at work come first
+    /// (before, they had room of their own outside the cap). `keep` is the tiers whose
+    /// buffers the cache may be about to take: its own and the larger tiers that may lend to
+    /// it (without that, a get of 6 MiB reserving room released the one 8 MiB buffer it
+    /// would have been lent a moment later, and allocated).
+    pub(crate) fn evict(&self, need: usize, keep: std::ops::Range<usize>) -> usize {
         let mut total = 0;
         for (t, tier) in self.tiers.iter().enumerate().rev() {
             if total >= need {
                 break;
             }
-            if t == keep {
+            if keep.contains(&t) {
                 continue;
             }
             let mut tier = lock(tier);
@@ -519,19 +522,32 @@ mod tests {
         assert_eq!(d.bytes(), 30 + 40 + 25 + 80);
         // Tier 2 is kept; 30 bytes wanted: tier 1's two exact buffers go (oldest first,
         // rounded up to whole buffers), its odd one stays.
-        assert_eq!(d.evict(30, 2), 40);
+        assert_eq!(d.evict(30, 2..3), 40);
         assert_eq!(d.bytes(), 30 + 25 + 80);
         assert_eq!(d.take_one(1).map(|b| b.capacity()), Some(25));
         d.put_one(1, Vec::with_capacity(25)).unwrap();
         // More than the other tiers hold: all of them go, tier 2 still stays.
-        assert_eq!(d.evict(1000, 2), 25 + 30);
+        assert_eq!(d.evict(1000, 2..3), 25 + 30);
         assert_eq!(d.bytes(), 80);
-        assert_eq!(d.evict(0, 0), 0, "nothing needed, nothing freed");
+        assert_eq!(d.evict(0, 0..1), 0, "nothing needed, nothing freed");
+        // A range keeps every tier in it: the taker's own and its lenders.
+        put_exact(&d, 1, 1);
+        assert_eq!(d.evict(1000, 1..3), 0);
+        assert_eq!(d.bytes(), 80 + 20);
+        assert_eq!(d.evict(1000, 0..2), 80);
+        assert_eq!(d.bytes(), 20);
         // The allowance got every byte back: the cap's room is whole again.
-        assert_eq!(put_exact(&d, 0, 92), 92);
+        assert_eq!(put_exact(&d, 0, 98), 98);
         let mut s = Stats::empty(&[10, 20, 40]);
         d.add_to(&mut s);
-        assert_eq!((s.tiers[0].discarded, s.tiers[1].discarded), (3, 3));
+        assert_eq!(
+            (
+                s.tiers[0].discarded,
+                s.tiers[1].discarded,
+                s.tiers[2].discarded
+            ),
+            (3, 3, 2)
+        );
     }
 
     #[test]

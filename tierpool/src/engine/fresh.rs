@@ -11,6 +11,18 @@ pub(crate) enum Fresh {
     Zeroed,
     /// `try_reserve_exact`; failure is an error.
     Fallible,
+    /// As `Fallible`, and served by the request's own tier only: no larger tier's buffer is
+    /// lent (`Classes::lenders`). What `io`'s readers and writers ask for: their bounds on
+    /// what they hold are counted in tier sizes.
+    Exact,
+}
+
+impl Fresh {
+    /// True if a larger tier's retained buffer may serve the get (every kind but `Exact`).
+    #[inline]
+    pub(crate) fn lends(self) -> bool {
+        self != Fresh::Exact
+    }
 }
 
 /// Allocates a buffer of capacity `cap` for a request of `n` bytes.
@@ -51,7 +63,7 @@ fn alloc_once(cap: usize, n: usize, how: Fresh) -> Result<Vec<u8>, AllocError> {
             v.truncate(n);
             Ok(v)
         }
-        Fresh::Fallible => {
+        Fresh::Fallible | Fresh::Exact => {
             if cap > isize::MAX as usize {
                 return Err(AllocError::CapacityOverflow { requested: n });
             }

@@ -114,12 +114,41 @@ pub(crate) fn get_slow(
         o.defer_refund(extra);
     }
     // Nothing of this size here: a larger buffer filed under this tier, or (a tier that
-    // bypasses the cache) any buffer of it, straight from the depot, or a fresh one.
-    let (v, hit) = pool
-        .direct_or_fresh(t, n, how, keeps)
+    // bypasses the cache) any buffer of it, straight from the depot; else one of a larger
+    // tier's (`Classes::lenders`), from this cache's stacks first, then the depot; or a
+    // fresh one.
+    let mut popped = false;
+    let (v, from) = pool
+        .direct_or_fresh(t, n, how, keeps, || {
+            // Only asked where the pool and `how` lend.
+            let lent = lend(o, pool, t);
+            popped = lent.is_some();
+            lent
+        })
         .inspect_err(|_| o.defer_refund(charge))?;
-    o.count(t, if hit { Count::DirectHit } else { Count::Miss }, 1);
-    Ok(Got::Buf(v, Tag::tier(t)))
+    match from {
+        // A pop from this cache's stack counts as a hit of its tier itself (`counters.rs`).
+        Some(_) if popped => {}
+        Some(u) => o.count(u, Count::DirectHit, 1),
+        None => o.count(t, Count::Miss, 1),
+    }
+    Ok(Got::Buf(v, Tag::tier(from.unwrap_or(t))))
+}
+
+/// A buffer of a larger tier ([`Classes::lenders`]) from this cache's stacks, for a get of
+/// tier `t` that found none of its own, rather than a fresh allocation: with several tiers
+/// per doubling, a thread whose sizes vary keeps buffers of many neighbouring tiers, and
+/// the retained cap cannot hold one of each (the `mixed` workload's random sizes touch 46
+/// tiers, 96 MiB of them). Returns the buffer and its tier.
+///
+/// [`Classes::lenders`]: crate::engine::class::Classes::lenders
+fn lend(o: &Owner<'_>, pool: &PoolState, t: usize) -> Option<(Vec<u8>, usize)> {
+    if o.is_dead() {
+        return None;
+    }
+    pool.classes
+        .lenders(t)
+        .find_map(|u| o.pop(u).map(|v| (v, u)))
 }
 
 /// Moves up to `n` of tier `t`'s buffers from the depot onto the stack (their charges are
@@ -302,7 +331,12 @@ fn evict(pool: &PoolState, t: usize, need: usize) -> usize {
     if need == 0 || !pool.caches_share_allowance() {
         return 0;
     }
-    let freed = pool.depot.evict(need, t);
+    let keep = if !pool.lends() {
+        t..t + 1
+    } else {
+        t..pool.classes.lenders(t).end
+    };
+    let freed = pool.depot.evict(need, keep);
     pool.allocator_trim.released(freed, Why::Cap);
     freed
 }

@@ -6,6 +6,7 @@ use crate::base::key::{Key, Tag};
 use crate::base::sync::{Arc, AtomicBool, AtomicU64, Mutex, Ordering};
 use crate::engine::budget::{Budget, CACHE_SHARE};
 use crate::engine::cache::reclaim::Caches;
+use crate::engine::cache::spare::SpareSlots;
 use crate::engine::cache::{offset_table, Cache};
 use crate::engine::class::{Classes, ALL_BUCKETS};
 use crate::engine::clock::Clock;
@@ -48,6 +49,8 @@ pub(crate) struct PoolState {
     /// `min(thread_cache_bytes, limit / 16)` (0 where caches cannot be reclaimed: `fence.rs`).
     cache_bytes: usize,
     pub(crate) zero_on_return: bool,
+    /// A get its tier cannot serve may be lent a larger tier's buffer ([`Self::lends`]).
+    lend: bool,
     pub(crate) max_retained_bytes: usize,
     pub(crate) clock: Clock,
     /// The thread caches' lookup table (`cache::offset_table`), copied into each.
@@ -55,6 +58,8 @@ pub(crate) struct PoolState {
     /// What thread caches reserve their room from: `allowance`, or, where caches cannot be
     /// reclaimed (`fence.rs`), an unbounded one of their own.
     cache_allowance: Arc<Allowance>,
+    /// Stack storage thread caches gave up, for the next caches' stacks (`cache/spare.rs`).
+    spares: Arc<SpareSlots>,
     pub(crate) depot: Depot,
     /// Set once, by `close`, before it rings the caches (see [`Cache::ring`]).
     pub(crate) closed: AtomicBool,
@@ -105,6 +110,7 @@ impl PoolState {
         };
         PoolState {
             cache_allowance,
+            spares: Arc::new(SpareSlots::new()),
             depot: Depot::new(config.classes.sizes(), allowance),
             cache_table: offset_table(&config.classes),
             caches: Caches::new(config.classes.sizes()),
@@ -112,6 +118,7 @@ impl PoolState {
             thread_cache_bytes: config.thread_cache_bytes,
             cache_bytes,
             zero_on_return: config.zero_on_return,
+            lend: !config.exact_tiers && config.max_in_use_bytes.is_none(),
             max_retained_bytes: config.max_retained_bytes,
             clock: Clock::new(config.interval_nanos),
             closed: AtomicBool::new(false),
@@ -154,6 +161,7 @@ impl PoolState {
             self.clock.epoch(),
             self.trim_gen.load(Ordering::Relaxed),
             &self.cache_allowance,
+            &self.spares,
         );
         // Born rung if the pool closed or a budget waiter is queued: its owner's first
         // operation then takes the lock and sees why. (A cache born armed while a waiter
@@ -177,6 +185,16 @@ impl PoolState {
     /// True if returned buffers must have exactly a tier's size to be kept.
     pub(crate) fn exact_only(&self) -> bool {
         self.budget.is_some()
+    }
+
+    /// True if a get that finds no retained buffer of its tier may be lent one of a larger
+    /// tier ([`Classes::lenders`]): not under a budget (each buffer keeps the charge of the
+    /// tier it was taken for) nor behind an aligned pool (whose buffers' capacity is their
+    /// tier's, exactly).
+    ///
+    /// [`Classes::lenders`]: crate::engine::class::Classes::lenders
+    pub(crate) fn lends(&self) -> bool {
+        self.lend
     }
 
     /// The bytes a buffer of this pool with `tag` was charged (0 without a budget).
@@ -254,8 +272,14 @@ impl PoolState {
                 .is_ok();
         if won {
             self.allocator_trim.released(self.depot.decay(), Why::Decay);
+            self.spares.decay(false);
         }
         won
+    }
+
+    /// Frees every spare stack array (`trim`).
+    pub(crate) fn trim_spares(&self) {
+        self.spares.decay(true);
     }
 
     /// Starts a trim: bumps the generation (each cache acts on it when reclaimed or at its
@@ -277,26 +301,40 @@ impl PoolState {
 
     /// A buffer of tier `t` for `n` bytes without a thread cache's stack: straight from the
     /// depot (with `odd_only`, only one larger than the tier's size: the exact ones are the
-    /// thread cache's to refill), or fresh. Its charge is paid. Returns the buffer and whether
-    /// it was a hit.
+    /// thread cache's to refill); else, if the pool and `how` lend ([`Self::lends`],
+    /// [`Fresh::lends`]), one of a larger
+    /// tier's from `cached` (the caller's thread cache) or from the depot; else fresh. Its
+    /// charge is paid. Returns the buffer and the tier whose retained buffer it was (`None`:
+    /// fresh).
     pub(crate) fn direct_or_fresh(
         &self,
         t: usize,
         n: usize,
         how: Fresh,
         odd_only: bool,
-    ) -> Result<(Vec<u8>, bool), AllocError> {
-        let retained = if odd_only {
+        cached: impl FnOnce() -> Option<(Vec<u8>, usize)>,
+    ) -> Result<(Vec<u8>, Option<usize>), AllocError> {
+        let own = if odd_only {
             self.depot.take_odd(t)
         } else {
             self.depot.take_one(t)
         };
-        match retained {
-            Some(mut v) => {
-                prepare_hit(&mut v, n, how);
-                Ok((v, true))
+        let retained = own.map(|v| (v, t)).or_else(|| {
+            if !self.lends() || !how.lends() {
+                return None;
             }
-            None => Ok((alloc_fresh(self.classes.size(t), n, how)?, false)),
+            cached().or_else(|| {
+                self.classes
+                    .lenders(t)
+                    .find_map(|u| self.depot.take_one(u).map(|v| (v, u)))
+            })
+        });
+        match retained {
+            Some((mut v, u)) => {
+                prepare_hit(&mut v, n, how);
+                Ok((v, Some(u)))
+            }
+            None => Ok((alloc_fresh(self.classes.size(t), n, how)?, None)),
         }
     }
 
@@ -322,14 +360,14 @@ impl PoolState {
         if self.charge(charge, prepaid, 0, 1).is_none() {
             return Ok(Got::Wait(charge));
         }
-        let (v, hit) = self
-            .direct_or_fresh(t, n, how, false)
+        let (v, from) = self
+            .direct_or_fresh(t, n, how, false, || None)
             .inspect_err(|_| self.refund(charge))?;
-        self.caches.with_retired(|s| match hit {
-            true => s.tiers[t].hits += 1,
-            false => s.tiers[t].misses += 1,
+        self.caches.with_retired(|s| match from {
+            Some(u) => s.tiers[u].hits += 1,
+            None => s.tiers[t].misses += 1,
         });
-        Ok(Got::Buf(v, Tag::tier(t)))
+        Ok(Got::Buf(v, Tag::tier(from.unwrap_or(t))))
     }
 
     /// The tag and charge of a buffer above the largest tier for `n` bytes (the charge is 0

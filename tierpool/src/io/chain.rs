@@ -116,7 +116,7 @@ impl PooledChain {
         };
         let total = before + part.len();
         let size = pool.size_within(total, 2 * total).unwrap_or(total);
-        let Ok(mut tail) = pool.try_get(size) else {
+        let Ok(mut tail) = pool.try_get_exact(size) else {
             // No room for a copy (a budget with none): the view as it is.
             self.compacted = None;
             return self.push(part);
@@ -357,7 +357,7 @@ impl PooledChain {
     /// As [`BufferPool::get`].
     #[cfg_attr(feature = "holders", track_caller)]
     pub fn materialize(&self, pool: &BufferPool) -> PooledBuf {
-        let mut buf = pool.get(self.len);
+        let mut buf = pool.get_exact(self.len);
         self.copy_into(&mut buf);
         buf
     }
@@ -369,7 +369,7 @@ impl PooledChain {
     /// As [`BufferPool::try_get`].
     #[cfg_attr(feature = "holders", track_caller)]
     pub fn try_materialize(&self, pool: &BufferPool) -> Result<PooledBuf, AllocError> {
-        let mut buf = pool.try_get(self.len)?;
+        let mut buf = pool.try_get_exact(self.len)?;
         self.copy_into(&mut buf);
         Ok(buf)
     }
@@ -507,7 +507,7 @@ impl io::Write for ChainWriter<'_> {
         }
         let mut buf = self
             .pool
-            .try_get(data.len())
+            .try_get_exact(data.len())
             .map_err(|e| io::Error::new(io::ErrorKind::OutOfMemory, e))?;
         buf.extend_from_slice(data);
         self.chain.push(buf.into_shared());

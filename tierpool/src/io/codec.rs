@@ -243,7 +243,7 @@ impl<R, D> FramedRead<R, D> {
             let bm = std::mem::take(&mut self.empty);
             if !bm.is_empty() {
                 // A decoder wrote into the stand-in (none of tokio-util's do): keep its bytes.
-                let mut buf = self.core.pool().get(bm.len());
+                let mut buf = self.core.pool().get_exact(bm.len());
                 buf.extend_from_slice(&bm);
                 self.core.slot = Some(Lent::new(buf));
             }
@@ -497,7 +497,7 @@ where
             // `poll_ready` was not awaited: a buffer now, without waiting.
             let buf = this
                 .pool
-                .try_get(this.boundary.clamp(1, MIN_READ))
+                .try_get_exact(this.boundary.clamp(1, MIN_READ))
                 .map_err(alloc_error)?;
             this.buf = Some(Lent::new(buf));
         }

@@ -338,7 +338,7 @@ impl<R: AsyncRead + Unpin, F: FrameFormat> FrameReader<R, F> {
             // so a flood of frames slows the peers down (through TCP) instead of growing the
             // heap. All at once, never grown: a reader holding part of the budget while it
             // waits for more could deadlock with others doing the same.
-            let mut buf = self.pool.acquire(len).await?;
+            let mut buf = self.pool.acquire(len).exact().await?;
             if !crate::io::ready::fill(&mut self.io, &mut buf, len).await? {
                 return Err(FrameError::UnexpectedEof {
                     part: FramePart::Payload,
@@ -367,7 +367,7 @@ impl<R: AsyncRead + Unpin, F: FrameFormat> FrameReader<R, F> {
             }
             match buf {
                 Some(buf) => buf,
-                None => self.pool.try_get(0)?,
+                None => self.pool.try_get_exact(0)?,
             }
         };
         Ok(Some((flags, buf)))

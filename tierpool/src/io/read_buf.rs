@@ -262,14 +262,14 @@ impl<S: Store> Core<S> {
         // get that cannot wait: under a budget with no room for it, the buffer stays as it
         // is until the next wait.
         let size = self.pool.size_within(p, bound).unwrap_or(p);
-        if let Ok(mut buf) = self.pool.try_get(size) {
+        if let Ok(mut buf) = self.pool.try_get_exact(size) {
             if buf.capacity() > bound {
                 // A buffer the program put back with more capacity than its tier, filed
                 // under it: one of the next tier down holds the bytes too, if there is one.
                 let smaller = size
                     .checked_sub(1)
                     .and_then(|hi| self.pool.size_within(p, hi));
-                if let Some(Ok(b)) = smaller.map(|s| self.pool.try_get(s)) {
+                if let Some(Ok(b)) = smaller.map(|s| self.pool.try_get_exact(s)) {
                     buf = b;
                 }
             }
@@ -298,7 +298,7 @@ impl<S: Store> Core<S> {
     ) -> Poll<io::Result<PooledBuf>> {
         if !self.taking.is_waiting() {
             for size in [preferred, least] {
-                match self.pool.try_get(size) {
+                match self.pool.try_get_exact(size) {
                     Ok(buf) => return Poll::Ready(Ok(buf)),
                     Err(AllocError::OverBudget { .. }) => {}
                     Err(e) => return Poll::Ready(Err(alloc_error(e))),
@@ -489,7 +489,7 @@ impl Taking {
         n: usize,
     ) -> Poll<io::Result<PooledBuf>> {
         if self.waiting.is_none() {
-            match pool.try_get(n) {
+            match pool.try_get_exact(n) {
                 Err(AllocError::OverBudget { .. }) => self.start(pool, n),
                 got => return Poll::Ready(got.map_err(alloc_error)),
             }
@@ -732,7 +732,7 @@ impl ReadBuffer {
             Err(rest) => {
                 let p = rest.len();
                 let size = self.core.pool().size_within(p, 2 * p).unwrap_or(p);
-                let mut buf = self.core.pool().get(size);
+                let mut buf = self.core.pool().get_exact(size);
                 buf.extend_from_slice(&rest);
                 buf
             }

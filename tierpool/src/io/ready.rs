@@ -195,6 +195,7 @@ where
 /// A buffer for `n` bytes, waiting for room under a budget.
 async fn take(pool: &BufferPool, n: usize) -> io::Result<PooledBuf> {
     pool.acquire(n)
+        .exact()
         .await
         .map_err(|e| io::Error::new(io::ErrorKind::OutOfMemory, e))
 }

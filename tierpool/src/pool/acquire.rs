@@ -211,6 +211,8 @@ pub struct Acquire<'a, K: Kind = Plain> {
     pool: Held<'a, K>,
     /// The size asked.
     n: usize,
+    /// `Fallible`, or `Exact` for `io` ([`Acquire::exact`]).
+    how: Fresh,
     state: AcquireState,
     /// Where `acquire` was called (feature `holders`; nothing without it).
     site: Site,
@@ -264,9 +266,20 @@ impl<'a, K: Kind> Acquire<'a, K> {
         Acquire {
             pool,
             n,
+            how: Fresh::Fallible,
             state: AcquireState::Start,
             site: site(),
         }
+    }
+}
+
+impl<K: Kind> Acquire<'_, K> {
+    /// This wait, served by the size's own tier only (`Fresh::Exact`): for `io`, whose
+    /// bounds on what it holds count in tier sizes.
+    #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
+    pub(crate) fn exact(mut self) -> Self {
+        self.how = Fresh::Exact;
+        self
     }
 }
 
@@ -301,10 +314,10 @@ impl<K: Kind> Acquire<'_, K> {
                 Err(e) => return Poll::Ready(Err(e)),
             };
             if !pool.key.budgeted() {
-                return Poll::Ready(pool.obtain_at(m, Fresh::Fallible, Wait::Never, self.site));
+                return Poll::Ready(pool.obtain_at(m, self.how, Wait::Never, self.site));
             }
             let waker = || Some(Wake::Task(Some(cx.waker().clone())));
-            match pool.begin(m, Fresh::Fallible, waker) {
+            match pool.begin(m, self.how, waker) {
                 Err(e) => return Poll::Ready(Err(e)),
                 Ok(Begun::Got(b)) => return Poll::Ready(Ok(pool.track(b, self.site))),
                 Ok(Begun::Queued { ticket, charge }) => {
@@ -320,7 +333,7 @@ impl<K: Kind> Acquire<'_, K> {
         }
         let (m, charge) = (*m, *charge);
         self.state = AcquireState::Done;
-        let got = pool.fetch_paid(m, Fresh::Fallible, charge);
+        let got = pool.fetch_paid(m, self.how, charge);
         Poll::Ready(got.map(|b| pool.track(b, self.site)))
     }
 }

@@ -211,7 +211,27 @@ impl<K: Kind> BufferPool<K> {
     #[inline]
     #[cfg_attr(feature = "holders", track_caller)]
     pub fn try_get(&self, n: usize) -> Result<K::Buf, AllocError> {
-        self.obtain(n, Wait::Never)
+        self.obtain(n, Fresh::Fallible, Wait::Never)
+    }
+
+    /// [`try_get`](Self::try_get), served by the size's own tier only: never a larger
+    /// tier's buffer lent. What `io` asks for: its bounds on what a reader or writer holds
+    /// are counted in tier sizes.
+    #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
+    pub(crate) fn try_get_exact(&self, n: usize) -> Result<K::Buf, AllocError> {
+        self.obtain(n, Fresh::Exact, Wait::Never)
+    }
+
+    /// [`get`](Self::get), served by the size's own tier only (as
+    /// [`try_get_exact`](Self::try_get_exact)).
+    #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
+    pub(crate) fn get_exact(&self, n: usize) -> K::Buf {
+        match self.kind.inner_size(n) {
+            Ok(m) => self
+                .kind
+                .wrap(self.core.obtain_or_panic(m, Fresh::Exact), 0),
+            Err(_) => capacity_overflow(n),
+        }
     }
 
     /// Like [`get`](Self::get), but waits at most `timeout` for room in the budget, and
@@ -240,16 +260,16 @@ impl<K: Kind> BufferPool<K> {
     #[must_use = "the buffer goes straight back to the pool if unused"]
     #[cfg_attr(feature = "holders", track_caller)]
     pub fn get_timeout(&self, n: usize, timeout: Duration) -> Result<K::Buf, AllocError> {
-        self.obtain(n, Wait::For(Some(timeout)))
+        self.obtain(n, Fresh::Fallible, Wait::For(Some(timeout)))
     }
 
     /// [`try_get`](Self::try_get) and [`get_timeout`](Self::get_timeout): the size asked of
     /// the machinery, the get, the handle, and errors that name the size the caller asked.
     #[inline(always)]
     #[cfg_attr(feature = "holders", track_caller)]
-    fn obtain(&self, n: usize, wait: Wait) -> Result<K::Buf, AllocError> {
+    fn obtain(&self, n: usize, how: Fresh, wait: Wait) -> Result<K::Buf, AllocError> {
         let m = self.kind.inner_size(n)?;
-        match self.core.obtain(m, Fresh::Fallible, wait) {
+        match self.core.obtain(m, how, wait) {
             Ok(b) => Ok(self.kind.wrap(b, 0)),
             Err(e) => Err(self.kind.asked(e, n)),
         }
@@ -403,6 +423,7 @@ impl<K: Kind> BufferPool<K> {
             None => local::slow(self.core.key, TrimOwn),
         };
         let bytes = caches + state.depot.trim();
+        state.trim_spares();
         state.allocator_trim.released(bytes, Why::Trim);
         state.allocator_trim.run_now();
         bytes

@@ -5,6 +5,7 @@
 
 use std::mem::{align_of, size_of};
 
+use super::spare::SpareSlots;
 use super::stack::{free_all, stack_cap, Tier, TierCold};
 use crate::base::key::{Key, RUNG, TIER_STRIDE};
 use crate::base::sync::{Arc, AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Mutex, Ordering};
@@ -62,6 +63,8 @@ pub(crate) struct Head {
     pub(in crate::engine) large: AtomicUsize,
     /// The pool's allowance, which every reservation is drawn from.
     pub(in crate::engine) allowance: Arc<Allowance>,
+    /// The pool's spare stack storage, where this cache's stacks get and leave theirs.
+    pub(in crate::engine) spares: Arc<SpareSlots>,
     pub(in crate::engine) wipe: bool,
     pub(in crate::engine) dead: AtomicBool,
     /// Slow operations until the next housekeeping.
@@ -112,6 +115,7 @@ impl Cache {
         epoch: u64,
         trim_gen: u64,
         allowance: &Arc<Allowance>,
+        spares: &Arc<SpareSlots>,
     ) -> Arc<Cache> {
         debug_assert_ne!(key.raw(), RUNG);
         let tiers: Vec<Tier> = classes
@@ -138,6 +142,7 @@ impl Cache {
             reserved: AtomicUsize::new(0),
             large: AtomicUsize::new(0),
             allowance: Arc::clone(allowance),
+            spares: Arc::clone(spares),
             wipe,
             dead: AtomicBool::new(false),
             countdown: AtomicU32::new(SLOW_CHECK_EVERY),
@@ -250,7 +255,7 @@ impl Drop for Cache {
     /// allowance. `&mut self`: no owner is left.
     fn drop(&mut self) {
         for (tier, cold) in self.tiers.iter().zip(self.head.cold.iter()) {
-            free_all(tier, cold);
+            free_all(tier, cold, &self.head.spares);
         }
         let large = self.head.large.load(Relaxed);
         let large_bytes = large.checked_sub(1).map_or(0, |t| self.tiers[t].size);

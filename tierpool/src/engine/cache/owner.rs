@@ -40,10 +40,7 @@ use std::marker::PhantomData;
 use std::mem::size_of;
 
 use super::block::{Cache, SLOW_CHECK_EVERY};
-use super::stack::{
-    alloc_slots, count_return, fold, free_slots, place, publish, pushes, Count, Slot,
-    MAX_LOCAL_PER_TIER,
-};
+use super::stack::{count_return, fold, place, publish, pushes, Count, Slot, MAX_LOCAL_PER_TIER};
 use crate::base::key::TIER_STRIDE;
 use crate::base::sync::{lock, spin_wait, try_lock, MutexGuard, Ordering};
 use crate::observe::stats::bump;
@@ -355,11 +352,17 @@ impl Owner<'_> {
         tier.low.store(tier.head.load(Relaxed), Relaxed);
     }
 
-    /// Allocates tier `t`'s slots if they are not yet (a limit was just set above 0).
+    /// Gives tier `t` its slots if it has none yet (a limit was just set above 0): spare ones
+    /// of the pool's (`spare.rs`) or fresh ones.
     pub(in crate::engine) fn ensure_storage(&self, t: usize) {
         let (tier, cold) = self.cache.tier(t);
         if tier.end.load(Relaxed).is_null() {
-            let end = alloc_slots(cold.cap).wrapping_add(cold.cap as usize);
+            let end = self
+                .cache
+                .head
+                .spares
+                .take(cold.cap)
+                .wrapping_add(cold.cap as usize);
             // `Release`: a reader that sees the stack's top sees its end (`counters.rs`).
             tier.end.store(end, Release);
             tier.head.store(end, Release);
@@ -377,9 +380,10 @@ impl Owner<'_> {
         }
     }
 
-    /// Frees tier `t`'s storage if it has no limit and holds nothing (decay of an idle tier,
-    /// `trim`, close, thread exit): it was allocated while buffers came in, so it may sit above
-    /// them in the heap and pin it (glibc trims only the top).
+    /// Gives up tier `t`'s storage if it has no limit and holds nothing (decay of an idle tier,
+    /// `trim`, close, thread exit), to the pool's spares (`spare.rs`), which keep a bounded
+    /// amount for the next cache and free the rest: it was allocated while buffers came in,
+    /// so it may sit above them in the heap and pin it (glibc trims only the top).
     pub(crate) fn free_storage(&self, t: usize) {
         let (tier, cold) = self.cache.tier(t);
         if cold.limit.load(Relaxed) != 0 || cold.len(tier) != 0 {
@@ -391,7 +395,7 @@ impl Owner<'_> {
         }
         let end = tier.end.swap(std::ptr::null_mut(), Release);
         if !end.is_null() {
-            free_slots(end.wrapping_sub(cold.cap as usize), cold.cap);
+            (self.cache.head.spares).give(end.wrapping_sub(cold.cap as usize), cold.cap);
         }
     }
 

@@ -30,6 +30,7 @@
 //! never a locked instruction), written only by the cache's current owner (`owner.rs`), so that
 //! `stats()` and the idle check on other threads may read them.
 
+use super::spare::SpareSlots;
 use std::mem::{size_of, ManuallyDrop};
 
 use crate::base::sync::{AtomicPtr, AtomicU32, AtomicU64, Ordering};
@@ -171,9 +172,9 @@ pub(in crate::engine) fn count_return(tier: &Tier) -> u64 {
     left
 }
 
-/// Frees every buffer on `tier`'s stack and the stack's storage (the cache is being dropped:
-/// no owner is left).
-pub(in crate::engine) fn free_all(tier: &Tier, cold: &TierCold) {
+/// Frees every buffer on `tier`'s stack and gives the stack's storage to `spares` (the cache
+/// is being dropped: no owner is left).
+pub(in crate::engine) fn free_all(tier: &Tier, cold: &TierCold, spares: &SpareSlots) {
     let end = tier.end.load(Relaxed);
     if end.is_null() {
         return;
@@ -186,7 +187,7 @@ pub(in crate::engine) fn free_all(tier: &Tier, cold: &TierCold) {
         // the global allocator; nothing else refers to them any more.
         crate::sys::trim::free_idle(unsafe { Vec::from_raw_parts(p, 0, tier.size) });
     }
-    free_slots(end.wrapping_sub(cap), cold.cap);
+    spares.give(end.wrapping_sub(cap), cold.cap);
 }
 
 /// Allocates `cap` empty slots.

@@ -496,7 +496,7 @@ impl BufRing {
     pub fn replenish(&mut self) -> usize {
         let mut added = 0u16;
         while let Some(&bid) = self.empty.last() {
-            let mut buf = match self.pool.try_get(self.buf_size) {
+            let mut buf = match self.pool.try_get_exact(self.buf_size) {
                 Ok(buf) => buf,
                 Err(_) => {
                     self.stats.starved += 1;

@@ -1,0 +1,168 @@
+//! Stack storage that thread caches gave up, kept for the next cache that needs an array of
+//! the same length.
+//!
+//! A tier's stack is an array of slots, allocated when the tier is first used in a thread
+//! and freed when the tier goes idle, the cache is trimmed, or the thread exits
+//! (`owner.rs`). A program that starts threads for batches of work (`std::thread::scope`, a
+//! runtime's blocking pool) paid one small allocation per tier each new thread touched: the
+//! comparison report's `mixed` workload, two fresh threads per sample over about 30 tiers
+//! each, made 0.5 allocations per packet that way, beside the thread start-up itself. With
+//! this store an exiting thread's arrays serve the next thread.
+//!
+//! Bounded: at most [`MAX_SPARE_SLOTS`] slots (64 KiB) wait here. And decayed as the depot
+//! is: at each pool tick the arrays that stayed here through the whole interval since the
+//! last tick are freed (`decay`), and `trim` frees all of them.
+
+use super::stack::{alloc_slots, free_slots, Slot};
+use crate::base::sync::{lock, Mutex, Ordering::Relaxed};
+
+/// The most slots kept spare, per pool: 8,192 (64 KiB of pointers), the arrays of about
+/// four threads that used 30 tiers each.
+pub(crate) const MAX_SPARE_SLOTS: usize = 8192;
+
+/// One spare array: `cap` slots from [`alloc_slots`].
+struct Array {
+    slots: *mut Slot,
+    cap: u32,
+}
+
+// SAFETY: an `Array` owns its allocation exclusively (it left its cache's stack, and only the
+// store refers to it), and a slot array may be freed or used from any thread.
+unsafe impl Send for Array {}
+
+#[derive(Default)]
+struct Spares {
+    /// Oldest first.
+    arrays: Vec<Array>,
+    /// Sum of the arrays' `cap`.
+    slots: usize,
+    /// The fewest arrays held since the last decay: that many stayed unused a whole interval.
+    low: usize,
+}
+
+/// Spare stack storage of one pool's thread caches (module docs).
+pub(crate) struct SpareSlots {
+    spares: Mutex<Spares>,
+}
+
+impl std::fmt::Debug for SpareSlots {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let s = lock(&self.spares);
+        f.debug_struct("SpareSlots")
+            .field("arrays", &s.arrays.len())
+            .field("slots", &s.slots)
+            .finish()
+    }
+}
+
+impl SpareSlots {
+    /// An empty store.
+    pub(crate) fn new() -> Self {
+        SpareSlots {
+            spares: Mutex::new(Spares::default()),
+        }
+    }
+
+    /// An array of `cap` null slots: the newest spare one of that length, or a fresh one.
+    pub(crate) fn take(&self, cap: u32) -> *mut Slot {
+        let spare = {
+            let mut s = lock(&self.spares);
+            let found = s.arrays.iter().rposition(|a| a.cap == cap);
+            found.map(|i| {
+                let a = s.arrays.remove(i);
+                s.slots -= cap as usize;
+                s.low = s.low.min(s.arrays.len());
+                a.slots
+            })
+        };
+        spare.unwrap_or_else(|| alloc_slots(cap))
+    }
+
+    /// Takes back `slots`, an array of `cap` slots from [`take`](Self::take) that no stack
+    /// uses any more, or frees it if the store is full.
+    pub(crate) fn give(&self, slots: *mut Slot, cap: u32) {
+        for i in 0..cap as usize {
+            // SAFETY: `i < cap`: a slot of the array. Nulled so that no stale pointer to a
+            // buffer that left the stack outlives it (slots are written before they are read
+            // in any case).
+            unsafe { &*slots.add(i) }.store(std::ptr::null_mut(), Relaxed);
+        }
+        let mut s = lock(&self.spares);
+        if s.slots + cap as usize > MAX_SPARE_SLOTS {
+            drop(s);
+            free_slots(slots, cap);
+            return;
+        }
+        s.slots += cap as usize;
+        s.arrays.push(Array { slots, cap });
+    }
+
+    /// Frees the arrays that stayed here since the previous call (the low-water mark) and
+    /// starts a new interval; with `all`, every array (`trim`).
+    pub(crate) fn decay(&self, all: bool) {
+        let gone: Vec<Array> = {
+            let mut s = lock(&self.spares);
+            let n = if all {
+                s.arrays.len()
+            } else {
+                s.low.min(s.arrays.len())
+            };
+            let gone: Vec<Array> = s.arrays.drain(..n).collect();
+            s.slots -= gone.iter().map(|a| a.cap as usize).sum::<usize>();
+            s.low = s.arrays.len();
+            gone
+        };
+        for a in gone {
+            free_slots(a.slots, a.cap);
+        }
+    }
+}
+
+impl Drop for SpareSlots {
+    fn drop(&mut self) {
+        self.decay(true);
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arrays_are_reused_by_length_bounded_and_decayed() {
+        let s = SpareSlots::new();
+        let a = s.take(64);
+        let b = s.take(8);
+        s.give(a, 64);
+        s.give(b, 8);
+        assert_eq!(s.take(64), a, "the same array back");
+        assert_eq!(s.take(8), b);
+        let fresh = s.take(8);
+        assert_ne!(fresh, b, "none spare: a fresh one");
+        s.give(a, 64);
+        s.give(b, 8);
+        s.give(fresh, 8);
+        // Full: an array that does not fit is freed, not kept.
+        let big = alloc_slots(MAX_SPARE_SLOTS as u32);
+        s.give(big, MAX_SPARE_SLOTS as u32);
+        assert_eq!(lock(&s.spares).slots, 80);
+        // A decay starts the interval; the next frees what stayed through it, but not what
+        // was taken meanwhile.
+        s.decay(false);
+        assert_eq!(
+            lock(&s.spares).arrays.len(),
+            3,
+            "the first decay frees nothing"
+        );
+        let again = s.take(64);
+        s.decay(false);
+        assert_eq!(
+            lock(&s.spares).arrays.len(),
+            0,
+            "two arrays stayed a whole interval"
+        );
+        s.give(again, 64);
+        s.decay(true);
+        assert_eq!(lock(&s.spares).slots, 0);
+    }
+}
