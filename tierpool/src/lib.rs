@@ -35,7 +35,8 @@
 //! - **Tiers with O(1) lookup**: `get(n)` uses the smallest tier `>= n`, found with one
 //!   `leading_zeros`, two shifts and a table load however many tiers there are.
 //! - **No false hits**: a buffer is never smaller than asked; sizes above the largest tier come
-//!   from the heap and are not kept.
+//!   from the heap and are not kept. A get whose tier has nothing retained may be lent a
+//!   retained buffer of a larger tier, up to twice its size, rather than allocate.
 //! - **No locks, no allocation** on the steady-state get and return: each thread has a cache
 //!   per pool, and taking or returning a buffer there takes no locked instruction.
 //! - **Shared across threads**: a buffer taken on one thread and dropped on another is kept.

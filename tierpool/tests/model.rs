@@ -41,6 +41,9 @@ fn op() -> impl Strategy<Value = Op> {
 #[derive(Debug, Default)]
 struct Model {
     retained: Vec<Vec<usize>>,
+    /// Tiers whose get was offered a larger tier's buffer already (once per decay interval,
+    /// and the interval here is longer than any case).
+    lent: Vec<bool>,
     gets: u64,
     hits: u64,
     misses: u64,
@@ -53,6 +56,7 @@ impl Model {
     fn new() -> Self {
         Model {
             retained: vec![Vec::new(); TIERS.len()],
+            lent: vec![false; TIERS.len()],
             ..Model::default()
         }
     }
@@ -85,29 +89,35 @@ impl Model {
             }
             Some(t) => {
                 // Its own tier first; with none retained there, a larger tier up to twice
-                // its size may lend one (`lenders`); otherwise it is fresh.
+                // its size may lend a buffer of exactly its size (`lenders`), once per tier
+                // and interval; otherwise it is fresh.
                 let own = self.retained[t].iter().position(|&c| c == cap);
-                let lent = || {
-                    Self::lenders(t).find_map(|u| {
-                        let i = self.retained[u].iter().position(|&c| c == cap)?;
-                        Some((u, i))
-                    })
-                };
+                let mut offered = false;
                 let from = match own {
                     Some(i) => Some((t, i)),
                     None => {
                         let held = &self.retained[t];
                         assert!(held.is_empty(), "tier {t} held {held:?}, gave {cap}");
-                        lent()
+                        offered = !std::mem::replace(&mut self.lent[t], true);
+                        Self::lenders(t)
+                            .filter(|&u| offered && cap == TIERS[u])
+                            .find_map(|u| {
+                                let i = self.retained[u].iter().position(|&c| c == cap)?;
+                                Some((u, i))
+                            })
                     }
                 };
                 if let Some((u, i)) = from {
                     self.retained[u].swap_remove(i);
                     self.hits += 1;
                 } else {
-                    for u in Self::lenders(t) {
+                    // Offered a loan: no lender held a buffer of its exact size.
+                    for u in Self::lenders(t).filter(|_| offered) {
                         let held = &self.retained[u];
-                        assert!(held.is_empty(), "allocated while lender {u} held {held:?}");
+                        assert!(
+                            !held.contains(&TIERS[u]),
+                            "allocated while lender {u} held {held:?}"
+                        );
                     }
                     assert_eq!(cap, TIERS[t], "fresh buffers have the tier's exact size");
                     self.misses += 1;

@@ -65,6 +65,27 @@ fn a_get_its_tier_cannot_serve_is_lent_a_retained_buffer_up_to_twice_its_size() 
 }
 
 #[test]
+fn a_tier_is_lent_once_an_interval_then_gets_buffers_of_its_own() {
+    // A thread getting 1000 bytes in a loop while it holds a 2048-byte buffer: lent it once,
+    // then the tier allocates its own and the loop runs from it (the fast path), rather than
+    // borrowing the 2048 (and taking the slow path) every time.
+    let p = BufferPool::builder()
+        .tiers([1024, 2048])
+        .decay_interval(Duration::from_secs(3600))
+        .build()
+        .unwrap();
+    drop(p.get(2048));
+    for _ in 0..100 {
+        drop(p.get(1000));
+    }
+    let s = p.stats();
+    let (small, large) = (&s.tiers[0], &s.tiers[1]);
+    assert_eq!((large.hits, large.misses), (1, 1), "lent once: {s}");
+    assert_eq!((small.hits, small.misses), (98, 1), "then its own: {s}");
+    assert_eq!((small.retained_buffers, large.retained_buffers), (1, 1));
+}
+
+#[test]
 fn pools_with_a_budget_or_an_alignment_hand_out_exactly_their_tiers() {
     let p = BufferPool::builder()
         .tiers([1024, 2048])

@@ -10,9 +10,10 @@
 //!
 //! Two things to know when using them:
 //! - compio reads fill a buffer up to its **capacity**, and a pooled buffer's capacity is its
-//!   tier's size (at least what was asked: `pool.get(10_000)` has 10,240 bytes with the
-//!   default tiers). To read exactly `n` bytes, read into `buf.slice(..n)`
-//!   ([`IoBuf::slice`]) and take the buffer back with `into_inner()`.
+//!   tier's size, or up to twice that when a larger tier's buffer is lent (at least what was
+//!   asked: `pool.get(10_000)` has 10,240 bytes with the default tiers when fresh). To read
+//!   exactly `n` bytes, read into `buf.slice(..n)` ([`IoBuf::slice`]) and take the buffer back
+//!   with `into_inner()`.
 //! - With [`compio_buf::IoBuf`] in scope, `view.slice(range)` on a [`PooledBytes`] resolves to
 //!   `IoBuf::slice`, which takes the view by value; call [`PooledBytes::slice`] by its path to
 //!   keep the view.

@@ -255,6 +255,11 @@ impl Depot {
         g.pop_exact().or_else(|| g.pop_odd())
     }
 
+    /// Takes the most recently returned buffer of exactly tier `t`'s size, if any.
+    pub(crate) fn take_exact(&self, t: usize) -> Option<Vec<u8>> {
+        self.lock(t).pop_exact()
+    }
+
     /// Takes the most recently returned buffer of tier `t` whose capacity is larger than the
     /// tier's size, if any.
     pub(crate) fn take_odd(&self, t: usize) -> Option<Vec<u8>> {

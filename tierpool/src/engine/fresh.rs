@@ -11,17 +11,19 @@ pub(crate) enum Fresh {
     Zeroed,
     /// `try_reserve_exact`; failure is an error.
     Fallible,
-    /// As `Fallible`, and served by the request's own tier only: no larger tier's buffer is
+    /// As `Plain`, and served by the request's own tier only: no larger tier's buffer is
     /// lent (`Classes::lenders`). What `io`'s readers and writers ask for: their bounds on
     /// what they hold are counted in tier sizes.
-    Exact,
+    PlainExact,
+    /// As `Fallible`, and served by the request's own tier only (as `PlainExact`).
+    FallibleExact,
 }
 
 impl Fresh {
-    /// True if a larger tier's retained buffer may serve the get (every kind but `Exact`).
+    /// True if a larger tier's retained buffer may serve the get (not for the exact kinds).
     #[inline]
     pub(crate) fn lends(self) -> bool {
-        self != Fresh::Exact
+        !matches!(self, Fresh::PlainExact | Fresh::FallibleExact)
     }
 }
 
@@ -57,13 +59,13 @@ fn badly_placed(v: &Vec<u8>) -> bool {
 
 fn alloc_once(cap: usize, n: usize, how: Fresh) -> Result<Vec<u8>, AllocError> {
     match how {
-        Fresh::Plain => Ok(Vec::with_capacity(cap)),
+        Fresh::Plain | Fresh::PlainExact => Ok(Vec::with_capacity(cap)),
         Fresh::Zeroed => {
             let mut v = vec![0u8; cap];
             v.truncate(n);
             Ok(v)
         }
-        Fresh::Fallible | Fresh::Exact => {
+        Fresh::Fallible | Fresh::FallibleExact => {
             if cap > isize::MAX as usize {
                 return Err(AllocError::CapacityOverflow { requested: n });
             }

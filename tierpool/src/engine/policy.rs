@@ -122,7 +122,7 @@ pub(crate) fn get_slow(
         .direct_or_fresh(t, n, how, keeps, || {
             // Only asked where the pool and `how` lend.
             let lent = lend(o, pool, t);
-            popped = lent.is_some();
+            popped = matches!(lent, Some(Some(_)));
             lent
         })
         .inspect_err(|_| o.defer_refund(charge))?;
@@ -137,18 +137,24 @@ pub(crate) fn get_slow(
 
 /// A buffer of a larger tier ([`Classes::lenders`]) from this cache's stacks, for a get of
 /// tier `t` that found none of its own, rather than a fresh allocation: with several tiers
-/// per doubling, a thread whose sizes vary keeps buffers of many neighbouring tiers, and
-/// the retained cap cannot hold one of each (the `mixed` workload's random sizes touch 46
-/// tiers, 96 MiB of them). Returns the buffer and its tier.
+/// per doubling, a thread whose sizes vary keeps buffers of many neighbouring tiers, and the
+/// retained cap cannot hold one of each (the `mixed` workload's random sizes touch 46 tiers,
+/// 96 MiB of them). `None` (and the depot is not asked either) if tier `t` was lent one
+/// already this interval: the next miss allocates, so a tier in steady use gets buffers of
+/// its own and its gets stay on the fast path (a thread getting 1000 bytes in a loop, lent
+/// its 2048-byte buffer each time, would take the slow path and the depot's lock on every
+/// get). Returns the buffer and its tier.
 ///
 /// [`Classes::lenders`]: crate::engine::class::Classes::lenders
-fn lend(o: &Owner<'_>, pool: &PoolState, t: usize) -> Option<(Vec<u8>, usize)> {
-    if o.is_dead() {
+fn lend(o: &Owner<'_>, pool: &PoolState, t: usize) -> Option<Option<(Vec<u8>, usize)>> {
+    if o.is_dead() || !o.mark_lent(t) {
         return None;
     }
-    pool.classes
-        .lenders(t)
-        .find_map(|u| o.pop(u).map(|v| (v, u)))
+    Some(
+        pool.classes
+            .lenders(t)
+            .find_map(|u| o.pop(u).map(|v| (v, u))),
+    )
 }
 
 /// Moves up to `n` of tier `t`'s buffers from the depot onto the stack (their charges are

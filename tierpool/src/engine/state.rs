@@ -295,6 +295,7 @@ impl PoolState {
         // Release: pairs with `is_closed`; published to each cache by its ring, too.
         self.closed.store(true, Ordering::Release);
         self.depot.close();
+        self.spares.close();
         // Release: see `closed_pools`.
         CLOSED_POOLS.fetch_add(1, std::sync::atomic::Ordering::Release);
     }
@@ -302,17 +303,19 @@ impl PoolState {
     /// A buffer of tier `t` for `n` bytes without a thread cache's stack: straight from the
     /// depot (with `odd_only`, only one larger than the tier's size: the exact ones are the
     /// thread cache's to refill); else, if the pool and `how` lend ([`Self::lends`],
-    /// [`Fresh::lends`]), one of a larger
-    /// tier's from `cached` (the caller's thread cache) or from the depot; else fresh. Its
-    /// charge is paid. Returns the buffer and the tier whose retained buffer it was (`None`:
-    /// fresh).
+    /// [`Fresh::lends`]) and `cached` agrees (`None`: this get is not lent), a larger tier's
+    /// ([`Classes::lenders`]) from `cached` (the caller's thread cache) or the depot, of
+    /// exactly a lending tier's size; else fresh. Its charge is paid. Returns the buffer and
+    /// the tier whose retained buffer it was (`None`: fresh).
+    ///
+    /// [`Classes::lenders`]: crate::engine::class::Classes::lenders
     pub(crate) fn direct_or_fresh(
         &self,
         t: usize,
         n: usize,
         how: Fresh,
         odd_only: bool,
-        cached: impl FnOnce() -> Option<(Vec<u8>, usize)>,
+        cached: impl FnOnce() -> Option<Option<(Vec<u8>, usize)>>,
     ) -> Result<(Vec<u8>, Option<usize>), AllocError> {
         let own = if odd_only {
             self.depot.take_odd(t)
@@ -323,10 +326,10 @@ impl PoolState {
             if !self.lends() || !how.lends() {
                 return None;
             }
-            cached().or_else(|| {
+            cached()?.or_else(|| {
                 self.classes
                     .lenders(t)
-                    .find_map(|u| self.depot.take_one(u).map(|v| (v, u)))
+                    .find_map(|u| self.depot.take_exact(u).map(|v| (v, u)))
             })
         });
         match retained {
@@ -361,7 +364,7 @@ impl PoolState {
             return Ok(Got::Wait(charge));
         }
         let (v, from) = self
-            .direct_or_fresh(t, n, how, false, || None)
+            .direct_or_fresh(t, n, how, false, || Some(None))
             .inspect_err(|_| self.refund(charge))?;
         self.caches.with_retired(|s| match from {
             Some(u) => s.tiers[u].hits += 1,

@@ -499,7 +499,7 @@ impl Taking {
 
     /// Begins waiting for `n` bytes (the caller tried `try_get` first).
     pub(crate) fn start(&mut self, pool: &BufferPool, n: usize) {
-        self.waiting = Some(Box::new(pool.acquire_owned(n)));
+        self.waiting = Some(Box::new(pool.acquire_owned(n).exact()));
     }
 
     /// True while a wait is under way.

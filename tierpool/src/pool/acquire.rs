@@ -211,7 +211,7 @@ pub struct Acquire<'a, K: Kind = Plain> {
     pool: Held<'a, K>,
     /// The size asked.
     n: usize,
-    /// `Fallible`, or `Exact` for `io` ([`Acquire::exact`]).
+    /// `Fallible`, or `FallibleExact` for `io` ([`Acquire::exact`]).
     how: Fresh,
     state: AcquireState,
     /// Where `acquire` was called (feature `holders`; nothing without it).
@@ -274,11 +274,11 @@ impl<'a, K: Kind> Acquire<'a, K> {
 }
 
 impl<K: Kind> Acquire<'_, K> {
-    /// This wait, served by the size's own tier only (`Fresh::Exact`): for `io`, whose
+    /// This wait, served by the size's own tier only (`Fresh::FallibleExact`): for `io`, whose
     /// bounds on what it holds count in tier sizes.
     #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
     pub(crate) fn exact(mut self) -> Self {
-        self.how = Fresh::Exact;
+        self.how = Fresh::FallibleExact;
         self
     }
 }

@@ -148,10 +148,13 @@ impl AlignedPool {
 
 impl<K: Kind> BufferPool<K> {
     /// A buffer with `len() == 0` and `capacity() >= n`, from the smallest tier that fits `n`
-    /// (a fresh buffer has exactly that tier's capacity). Above the largest tier, a buffer of
-    /// capacity exactly `n` from the heap, not kept when dropped. `get(0)` serves the smallest
-    /// tier. An aligned pool's buffer starts at a multiple of the alignment, and its capacity
-    /// is one.
+    /// (a fresh buffer has exactly that tier's capacity). When that tier has no buffer
+    /// retained, a retained one of a larger tier up to twice its size is lent instead of
+    /// allocating (it goes back to its own tier when dropped); not in a pool with a budget,
+    /// nor in an aligned pool, whose buffers always have their tier's capacity. Above the
+    /// largest tier, a buffer of capacity exactly `n` from the heap, not kept when dropped.
+    /// `get(0)` serves the smallest tier. An aligned pool's buffer starts at a multiple of the
+    /// alignment, and its capacity is one.
     ///
     /// With a budget on bytes in use ([`Builder::max_in_use_bytes`]), waits (blocking the
     /// thread, like a bounded channel's `send`) until the buffer fits the budget; waiters are
@@ -219,7 +222,7 @@ impl<K: Kind> BufferPool<K> {
     /// are counted in tier sizes.
     #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
     pub(crate) fn try_get_exact(&self, n: usize) -> Result<K::Buf, AllocError> {
-        self.obtain(n, Fresh::Exact, Wait::Never)
+        self.obtain(n, Fresh::FallibleExact, Wait::Never)
     }
 
     /// [`get`](Self::get), served by the size's own tier only (as
@@ -229,7 +232,7 @@ impl<K: Kind> BufferPool<K> {
         match self.kind.inner_size(n) {
             Ok(m) => self
                 .kind
-                .wrap(self.core.obtain_or_panic(m, Fresh::Exact), 0),
+                .wrap(self.core.obtain_or_panic(m, Fresh::PlainExact), 0),
             Err(_) => capacity_overflow(n),
         }
     }

@@ -345,11 +345,20 @@ impl Owner<'_> {
         (end - tier.low.load(Relaxed) as usize) / size_of::<Slot>()
     }
 
-    /// Starts a new decay interval for tier `t`: its low-water mark is its length now.
+    /// Starts a new decay interval for tier `t`: its low-water mark is its length now, and
+    /// it may be lent a larger tier's buffer again.
     #[inline]
     pub(crate) fn reset_low(&self, t: usize) {
-        let tier = &self.cache.tiers[t];
+        let (tier, cold) = self.cache.tier(t);
         tier.low.store(tier.head.load(Relaxed), Relaxed);
+        cold.lent.store(false, Relaxed);
+    }
+
+    /// Records that a get of tier `t` is lent a larger tier's buffer this interval; false if
+    /// one already was.
+    #[inline]
+    pub(crate) fn mark_lent(&self, t: usize) -> bool {
+        !self.cache.head.cold[t].lent.swap(true, Relaxed)
     }
 
     /// Gives tier `t` its slots if it has none yet (a limit was just set above 0): spare ones
@@ -395,7 +404,9 @@ impl Owner<'_> {
         }
         let end = tier.end.swap(std::ptr::null_mut(), Release);
         if !end.is_null() {
-            (self.cache.head.spares).give(end.wrapping_sub(cold.cap as usize), cold.cap);
+            // SAFETY: the array `end` closes was taken by `ensure_storage` for this tier's
+            // `cap` (which never changes); every pointer into it was just cleared.
+            unsafe { (self.cache.head.spares).give(end.wrapping_sub(cold.cap as usize), cold.cap) };
         }
     }
 

@@ -1,17 +1,19 @@
 //! Stack storage that thread caches gave up, kept for the next cache that needs an array of
 //! the same length.
 //!
-//! A tier's stack is an array of slots, allocated when the tier is first used in a thread
-//! and freed when the tier goes idle, the cache is trimmed, or the thread exits
-//! (`owner.rs`). A program that starts threads for batches of work (`std::thread::scope`, a
-//! runtime's blocking pool) paid one small allocation per tier each new thread touched: the
-//! comparison report's `mixed` workload, two fresh threads per sample over about 30 tiers
-//! each, made 0.5 allocations per packet that way, beside the thread start-up itself. With
-//! this store an exiting thread's arrays serve the next thread.
+//! A tier's stack is an array of slots, taken when the tier is first used in a thread and
+//! given up when the tier goes idle, the cache is trimmed, or the thread exits (`owner.rs`).
+//! Before this store, given up meant freed, and a program that starts threads for batches
+//! of work (`std::thread::scope`, a runtime's blocking pool) paid one small allocation per
+//! tier each new thread touched: the comparison report's `mixed` workload, two fresh threads
+//! per sample over about 30 tiers each, made 0.5 allocations per packet that way, beside the
+//! thread start-up itself. Now an exiting thread's arrays serve the next thread.
 //!
 //! Bounded: at most [`MAX_SPARE_SLOTS`] slots (64 KiB) wait here. And decayed as the depot
 //! is: at each pool tick the arrays that stayed here through the whole interval since the
-//! last tick are freed (`decay`), and `trim` frees all of them.
+//! last tick are freed (`decay`). `trim` frees those here at the time (caches trimmed later,
+//! at their owners' next operation, give theirs afterwards), and once the pool is closed
+//! nothing is kept.
 
 use super::stack::{alloc_slots, free_slots, Slot};
 use crate::base::sync::{lock, Mutex, Ordering::Relaxed};
@@ -38,6 +40,8 @@ struct Spares {
     slots: usize,
     /// The fewest arrays held since the last decay: that many stayed unused a whole interval.
     low: usize,
+    /// Set when the pool closes: nothing is kept from then on.
+    closed: bool,
 }
 
 /// Spare stack storage of one pool's thread caches (module docs).
@@ -78,23 +82,34 @@ impl SpareSlots {
         spare.unwrap_or_else(|| alloc_slots(cap))
     }
 
-    /// Takes back `slots`, an array of `cap` slots from [`take`](Self::take) that no stack
-    /// uses any more, or frees it if the store is full.
-    pub(crate) fn give(&self, slots: *mut Slot, cap: u32) {
+    /// Takes back `slots`, an array of `cap` slots, or frees it if the store is full or the
+    /// pool closed.
+    ///
+    /// # Safety
+    /// `slots` came from [`take`](Self::take)`(cap)` of a store of the same pool (or from
+    /// [`alloc_slots`]`(cap)`), and nothing uses it afterwards: the caller clears every
+    /// pointer to it first.
+    pub(crate) unsafe fn give(&self, slots: *mut Slot, cap: u32) {
         for i in 0..cap as usize {
-            // SAFETY: `i < cap`: a slot of the array. Nulled so that no stale pointer to a
-            // buffer that left the stack outlives it (slots are written before they are read
-            // in any case).
+            // SAFETY: `i < cap`: a slot of the array (the caller's contract). Nulled so that
+            // no stale pointer to a buffer that left the stack outlives it (slots are written
+            // before they are read in any case).
             unsafe { &*slots.add(i) }.store(std::ptr::null_mut(), Relaxed);
         }
         let mut s = lock(&self.spares);
-        if s.slots + cap as usize > MAX_SPARE_SLOTS {
+        if s.closed || s.slots + cap as usize > MAX_SPARE_SLOTS {
             drop(s);
             free_slots(slots, cap);
             return;
         }
         s.slots += cap as usize;
         s.arrays.push(Array { slots, cap });
+    }
+
+    /// Frees every array and keeps none from now on (the pool closed).
+    pub(crate) fn close(&self) {
+        lock(&self.spares).closed = true;
+        self.decay(true);
     }
 
     /// Frees the arrays that stayed here since the previous call (the low-water mark) and
@@ -128,23 +143,35 @@ impl Drop for SpareSlots {
 mod tests {
     use super::*;
 
+    /// `SpareSlots::give` for the test's arrays: each from `take` or `alloc_slots` with that
+    /// length, given once, and not used after unless taken again.
+    fn give(s: &SpareSlots, slots: *mut Slot, cap: u32) {
+        // SAFETY: as above.
+        unsafe { s.give(slots, cap) }
+    }
+
     #[test]
     fn arrays_are_reused_by_length_bounded_and_decayed() {
         let s = SpareSlots::new();
         let a = s.take(64);
         let b = s.take(8);
-        s.give(a, 64);
-        s.give(b, 8);
+        // SAFETY: `a` has 64 slots.
+        unsafe { &*a.add(63) }.store(std::ptr::NonNull::dangling().as_ptr(), Relaxed);
+        give(&s, a, 64);
+        give(&s, b, 8);
         assert_eq!(s.take(64), a, "the same array back");
+        // SAFETY: `a` has 64 slots, taken again.
+        let last = unsafe { &*a.add(63) }.load(Relaxed);
+        assert!(last.is_null(), "given back nulled");
         assert_eq!(s.take(8), b);
         let fresh = s.take(8);
         assert_ne!(fresh, b, "none spare: a fresh one");
-        s.give(a, 64);
-        s.give(b, 8);
-        s.give(fresh, 8);
+        give(&s, a, 64);
+        give(&s, b, 8);
+        give(&s, fresh, 8);
         // Full: an array that does not fit is freed, not kept.
         let big = alloc_slots(MAX_SPARE_SLOTS as u32);
-        s.give(big, MAX_SPARE_SLOTS as u32);
+        give(&s, big, MAX_SPARE_SLOTS as u32);
         assert_eq!(lock(&s.spares).slots, 80);
         // A decay starts the interval; the next frees what stayed through it, but not what
         // was taken meanwhile.
@@ -161,8 +188,13 @@ mod tests {
             0,
             "two arrays stayed a whole interval"
         );
-        s.give(again, 64);
+        give(&s, again, 64);
         s.decay(true);
         assert_eq!(lock(&s.spares).slots, 0);
+        // Closed: nothing is kept.
+        let kept = s.take(8);
+        s.close();
+        give(&s, kept, 8);
+        assert_eq!(lock(&s.spares).arrays.len(), 0);
     }
 }

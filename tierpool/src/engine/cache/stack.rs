@@ -33,7 +33,7 @@
 use super::spare::SpareSlots;
 use std::mem::{size_of, ManuallyDrop};
 
-use crate::base::sync::{AtomicPtr, AtomicU32, AtomicU64, Ordering};
+use crate::base::sync::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, Ordering};
 
 use Ordering::{Acquire, Relaxed, Release};
 
@@ -118,6 +118,9 @@ pub(crate) struct TierCold {
     pub(in crate::engine) other_returns: AtomicU64,
     /// Buffers released to the allocator by this cache (including `released`).
     pub(in crate::engine) discarded: AtomicU64,
+    /// True once this interval a get of this tier was lent a larger tier's buffer
+    /// (`policy.rs`); cleared by decay. Only the owner reads or writes it.
+    pub(in crate::engine) lent: AtomicBool,
 }
 
 impl TierCold {
@@ -187,7 +190,9 @@ pub(in crate::engine) fn free_all(tier: &Tier, cold: &TierCold, spares: &SpareSl
         // the global allocator; nothing else refers to them any more.
         crate::sys::trim::free_idle(unsafe { Vec::from_raw_parts(p, 0, tier.size) });
     }
-    spares.give(end.wrapping_sub(cap), cold.cap);
+    // SAFETY: the array was taken for this tier's `cap` (`Owner::ensure_storage`); the cache
+    // is being dropped, so nothing refers to it afterwards.
+    unsafe { spares.give(end.wrapping_sub(cap), cold.cap) };
 }
 
 /// Allocates `cap` empty slots.

@@ -121,7 +121,11 @@ impl TlsConnector {
     ) -> io::Result<TlsStream<IO, ClientSide>> {
         let pool = self.pool.clone();
         // The ClientHello: the first flight, into a pooled buffer.
-        let mut hello = pool.acquire_owned(HELLO).await.map_err(alloc_error)?;
+        let mut hello = pool
+            .acquire_owned(HELLO)
+            .exact()
+            .await
+            .map_err(alloc_error)?;
         let conn = self
             .config
             .connect(name)
