@@ -255,7 +255,11 @@ impl Drop for Cache {
     /// allowance. `&mut self`: no owner is left.
     fn drop(&mut self) {
         for (tier, cold) in self.tiers.iter().zip(self.head.cold.iter()) {
-            free_all(tier, cold, &self.head.spares);
+            if let Some((slots, cap)) = free_all(tier, cold) {
+                // SAFETY: the tier's array, taken for its `cap` (`Owner::ensure_storage`);
+                // the cache is being dropped, so nothing refers to it afterwards.
+                unsafe { self.head.spares.give(slots, cap) };
+            }
         }
         let large = self.head.large.load(Relaxed);
         let large_bytes = large.checked_sub(1).map_or(0, |t| self.tiers[t].size);

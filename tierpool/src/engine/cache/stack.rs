@@ -30,7 +30,6 @@
 //! never a locked instruction), written only by the cache's current owner (`owner.rs`), so that
 //! `stats()` and the idle check on other threads may read them.
 
-use super::spare::SpareSlots;
 use std::mem::{size_of, ManuallyDrop};
 
 use crate::base::sync::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, Ordering};
@@ -175,12 +174,13 @@ pub(in crate::engine) fn count_return(tier: &Tier) -> u64 {
     left
 }
 
-/// Frees every buffer on `tier`'s stack and gives the stack's storage to `spares` (the cache
-/// is being dropped: no owner is left).
-pub(in crate::engine) fn free_all(tier: &Tier, cold: &TierCold, spares: &SpareSlots) {
+/// Frees every buffer on `tier`'s stack (the cache is being dropped: no owner is left) and
+/// returns the stack's storage, if it has any: its slots and their number, for the caller to
+/// give to the pool's spares.
+pub(in crate::engine) fn free_all(tier: &Tier, cold: &TierCold) -> Option<(*mut Slot, u32)> {
     let end = tier.end.load(Relaxed);
     if end.is_null() {
-        return;
+        return None;
     }
     let cap = cold.cap as usize;
     for i in cap - cold.len(tier)..cap {
@@ -190,9 +190,7 @@ pub(in crate::engine) fn free_all(tier: &Tier, cold: &TierCold, spares: &SpareSl
         // the global allocator; nothing else refers to them any more.
         crate::sys::trim::free_idle(unsafe { Vec::from_raw_parts(p, 0, tier.size) });
     }
-    // SAFETY: the array was taken for this tier's `cap` (`Owner::ensure_storage`); the cache
-    // is being dropped, so nothing refers to it afterwards.
-    unsafe { spares.give(end.wrapping_sub(cap), cold.cap) };
+    Some((end.wrapping_sub(cap), cold.cap))
 }
 
 /// Allocates `cap` empty slots.
