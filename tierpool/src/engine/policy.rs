@@ -114,47 +114,46 @@ pub(crate) fn get_slow(
         o.defer_refund(extra);
     }
     // Nothing of this size here: a larger buffer filed under this tier, or (a tier that
-    // bypasses the cache) any buffer of it, straight from the depot; else one of a larger
-    // tier's (`Classes::lenders`), from this cache's stacks first, then the depot; or a
-    // fresh one.
-    let mut popped = false;
-    let (v, from) = pool
-        .direct_or_fresh(t, n, how, keeps, || {
-            // Only asked where the pool and `how` lend.
-            let lent = lend(o, pool, t);
-            popped = matches!(lent, Some(Some(_)));
-            lent
-        })
-        .inspect_err(|_| o.defer_refund(charge))?;
-    match from {
-        // A pop from this cache's stack counts as a hit of its tier itself (`counters.rs`).
-        Some(_) if popped => {}
-        Some(u) => o.count(u, Count::DirectHit, 1),
-        None => o.count(t, Count::Miss, 1),
+    // bypasses the cache) any buffer of it, straight from the depot.
+    if let Some(mut v) = pool.take_direct(t, keeps) {
+        o.count(t, Count::DirectHit, 1);
+        prepare_hit(&mut v, n, how);
+        return Ok(Got::Buf(v, Tag::tier(t)));
     }
-    Ok(Got::Buf(v, Tag::tier(from.unwrap_or(t))))
+    // Else, once per tier and interval (`may_lend`), a larger tier's: from this cache's
+    // stacks (the pop counts as that tier's hit, `counters.rs`), then the depot.
+    if may_lend(o, pool, t, how) {
+        let cached = pool
+            .classes
+            .lenders(t)
+            .find_map(|u| o.pop(u).map(|v| (v, u)));
+        if let Some((mut v, u)) = cached.or_else(|| {
+            let (v, u) = pool.take_lent(t)?;
+            o.count(u, Count::DirectHit, 1);
+            Some((v, u))
+        }) {
+            prepare_hit(&mut v, n, how);
+            return Ok(Got::Buf(v, Tag::tier(u)));
+        }
+    }
+    let v = alloc_fresh(o.size(t), n, how).inspect_err(|_| o.defer_refund(charge))?;
+    o.count(t, Count::Miss, 1);
+    Ok(Got::Buf(v, Tag::tier(t)))
 }
 
-/// A buffer of a larger tier ([`Classes::lenders`]) from this cache's stacks, for a get of
-/// tier `t` that found none of its own, rather than a fresh allocation: with several tiers
-/// per doubling, a thread whose sizes vary keeps buffers of many neighbouring tiers, and the
-/// retained cap cannot hold one of each (the `mixed` workload's random sizes touch 46 tiers,
-/// 96 MiB of them). `None` (and the depot is not asked either) if tier `t` was lent one
-/// already this interval: the next miss allocates, so a tier in steady use gets buffers of
-/// its own and its gets stay on the fast path (a thread getting 1000 bytes in a loop, lent
-/// its 2048-byte buffer each time, would take the slow path and the depot's lock on every
-/// get). Returns the buffer and its tier.
+/// True if a get of tier `t` that found no buffer of its own may be lent one of a larger
+/// tier ([`Classes::lenders`]) rather than allocate: where the pool and `how` lend
+/// ([`PoolState::lends`]), and only once per tier and interval (this marks it). With several
+/// tiers per doubling, a thread whose sizes vary keeps buffers of many neighbouring tiers,
+/// and the retained cap cannot hold one of each (the `mixed` workload's random sizes touch
+/// 46 tiers, 96 MiB of them). Once per interval so that the next miss allocates and a tier in
+/// steady use gets buffers of its own, staying on the fast path (a thread getting 1000 bytes
+/// in a loop, lent its 2048-byte buffer each time, took the slow path and the depot's lock
+/// on every get).
 ///
 /// [`Classes::lenders`]: crate::engine::class::Classes::lenders
-fn lend(o: &Owner<'_>, pool: &PoolState, t: usize) -> Option<Option<(Vec<u8>, usize)>> {
-    if o.is_dead() || !o.mark_lent(t) {
-        return None;
-    }
-    Some(
-        pool.classes
-            .lenders(t)
-            .find_map(|u| o.pop(u).map(|v| (v, u))),
-    )
+fn may_lend(o: &Owner<'_>, pool: &PoolState, t: usize, how: Fresh) -> bool {
+    pool.lends(how) && !o.is_dead() && o.mark_lent(t)
 }
 
 /// Moves up to `n` of tier `t`'s buffers from the depot onto the stack (their charges are
@@ -337,7 +336,7 @@ fn evict(pool: &PoolState, t: usize, need: usize) -> usize {
     if need == 0 || !pool.caches_share_allowance() {
         return 0;
     }
-    let keep = if !pool.lends() {
+    let keep = if !pool.lends(Fresh::Plain) {
         t..t + 1
     } else {
         t..pool.classes.lenders(t).end

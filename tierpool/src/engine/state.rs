@@ -187,16 +187,6 @@ impl PoolState {
         self.budget.is_some()
     }
 
-    /// True if a get that finds no retained buffer of its tier may be lent one of a larger
-    /// tier ([`Classes::lenders`]): not under a budget (each buffer keeps the charge of the
-    /// tier it was taken for) nor behind an aligned pool (whose buffers' capacity is their
-    /// tier's, exactly).
-    ///
-    /// [`Classes::lenders`]: crate::engine::class::Classes::lenders
-    pub(crate) fn lends(&self) -> bool {
-        self.lend
-    }
-
     /// The bytes a buffer of this pool with `tag` was charged (0 without a budget).
     pub(crate) fn charge_of(&self, tag: Tag) -> usize {
         match &self.budget {
@@ -300,45 +290,33 @@ impl PoolState {
         CLOSED_POOLS.fetch_add(1, std::sync::atomic::Ordering::Release);
     }
 
-    /// A buffer of tier `t` for `n` bytes without a thread cache's stack: straight from the
-    /// depot (with `odd_only`, only one larger than the tier's size: the exact ones are the
-    /// thread cache's to refill); else, if the pool and `how` lend ([`Self::lends`],
-    /// [`Fresh::lends`]) and `cached` agrees (`None`: this get is not lent), a larger tier's
-    /// ([`Classes::lenders`]) from `cached` (the caller's thread cache) or the depot, of
-    /// exactly a lending tier's size; else fresh. Its charge is paid. Returns the buffer and
-    /// the tier whose retained buffer it was (`None`: fresh).
-    ///
-    /// [`Classes::lenders`]: crate::engine::class::Classes::lenders
-    pub(crate) fn direct_or_fresh(
-        &self,
-        t: usize,
-        n: usize,
-        how: Fresh,
-        odd_only: bool,
-        cached: impl FnOnce() -> Option<Option<(Vec<u8>, usize)>>,
-    ) -> Result<(Vec<u8>, Option<usize>), AllocError> {
-        let own = if odd_only {
+    /// A retained buffer of tier `t` straight from the depot, without a thread cache's stack:
+    /// with `odd_only`, only one larger than the tier's size (the exact ones are the thread
+    /// cache's to refill).
+    pub(crate) fn take_direct(&self, t: usize, odd_only: bool) -> Option<Vec<u8>> {
+        if odd_only {
             self.depot.take_odd(t)
         } else {
             self.depot.take_one(t)
-        };
-        let retained = own.map(|v| (v, t)).or_else(|| {
-            if !self.lends() || !how.lends() {
-                return None;
-            }
-            cached()?.or_else(|| {
-                self.classes
-                    .lenders(t)
-                    .find_map(|u| self.depot.take_exact(u).map(|v| (v, u)))
-            })
-        });
-        match retained {
-            Some((mut v, u)) => {
-                prepare_hit(&mut v, n, how);
-                Ok((v, Some(u)))
-            }
-            None => Ok((alloc_fresh(self.classes.size(t), n, how)?, None)),
         }
+    }
+
+    /// True if a get of kind `how` that finds no retained buffer of its tier may be lent
+    /// one of a larger tier ([`Classes::lenders`]): not under a budget (each buffer keeps
+    /// the charge of the tier it was taken for), nor behind an aligned pool (whose buffers'
+    /// capacity is their tier's, exactly), nor for `io`'s exact gets.
+    ///
+    /// [`Classes::lenders`]: crate::engine::class::Classes::lenders
+    pub(crate) fn lends(&self, how: Fresh) -> bool {
+        self.lend && how.lends()
+    }
+
+    /// A retained buffer of exactly a lending tier's size for a get of tier `t`, from the
+    /// depot, nearest size first; returns it and its tier.
+    pub(crate) fn take_lent(&self, t: usize) -> Option<(Vec<u8>, usize)> {
+        self.classes
+            .lenders(t)
+            .find_map(|u| self.depot.take_exact(u).map(|v| (v, u)))
     }
 
     /// A get that cannot use a thread cache (the thread is exiting, or a re-entrant call),
@@ -363,9 +341,22 @@ impl PoolState {
         if self.charge(charge, prepaid, 0, 1).is_none() {
             return Ok(Got::Wait(charge));
         }
-        let (v, from) = self
-            .direct_or_fresh(t, n, how, false, || Some(None))
-            .inspect_err(|_| self.refund(charge))?;
+        let retained = match self.take_direct(t, false) {
+            Some(v) => Some((v, t)),
+            None if self.lends(how) => self.take_lent(t),
+            None => None,
+        };
+        let (v, from) = match retained {
+            Some((mut v, u)) => {
+                prepare_hit(&mut v, n, how);
+                (v, Some(u))
+            }
+            None => {
+                let v = alloc_fresh(self.classes.size(t), n, how)
+                    .inspect_err(|_| self.refund(charge))?;
+                (v, None)
+            }
+        };
         self.caches.with_retired(|s| match from {
             Some(u) => s.tiers[u].hits += 1,
             None => s.tiers[t].misses += 1,

@@ -178,10 +178,15 @@ impl<K: Kind> BufferPool<K> {
     #[inline(always)]
     #[cfg_attr(feature = "holders", track_caller)]
     pub fn get(&self, n: usize) -> K::Buf {
+        self.get_as(n, Fresh::Plain)
+    }
+
+    /// [`get`](Self::get) with fresh buffers made as `how` says (`Plain`, or `PlainExact`).
+    #[inline(always)]
+    #[cfg_attr(feature = "holders", track_caller)]
+    fn get_as(&self, n: usize, how: Fresh) -> K::Buf {
         match self.kind.inner_size(n) {
-            Ok(m) => self
-                .kind
-                .wrap(self.core.obtain_or_panic(m, Fresh::Plain), 0),
+            Ok(m) => self.kind.wrap(self.core.obtain_or_panic(m, how), 0),
             Err(_) => capacity_overflow(n),
         }
     }
@@ -229,12 +234,7 @@ impl<K: Kind> BufferPool<K> {
     /// [`try_get_exact`](Self::try_get_exact)).
     #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
     pub(crate) fn get_exact(&self, n: usize) -> K::Buf {
-        match self.kind.inner_size(n) {
-            Ok(m) => self
-                .kind
-                .wrap(self.core.obtain_or_panic(m, Fresh::PlainExact), 0),
-            Err(_) => capacity_overflow(n),
-        }
+        self.get_as(n, Fresh::PlainExact)
     }
 
     /// Like [`get`](Self::get), but waits at most `timeout` for room in the budget, and

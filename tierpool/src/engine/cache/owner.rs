@@ -354,11 +354,14 @@ impl Owner<'_> {
         cold.lent.store(false, Relaxed);
     }
 
-    /// Records that a get of tier `t` is lent a larger tier's buffer this interval; false if
-    /// one already was.
+    /// Records that a get of tier `t` may be lent a larger tier's buffer this interval; false
+    /// if one already was. A load and a store: only the owner touches the flag.
     #[inline]
     pub(crate) fn mark_lent(&self, t: usize) -> bool {
-        !self.cache.head.cold[t].lent.swap(true, Relaxed)
+        let lent = &self.cache.head.cold[t].lent;
+        let first = !lent.load(Relaxed);
+        lent.store(true, Relaxed);
+        first
     }
 
     /// Gives tier `t` its slots if it has none yet (a limit was just set above 0): spare ones
