@@ -187,6 +187,39 @@ fn a_new_thread_takes_the_stack_storage_an_exited_one_left() {
 }
 
 #[test]
+fn a_new_thread_takes_over_the_cache_an_exited_one_left() {
+    serial(|| {
+        // Threads started one after another (a blocking pool, `std::thread::scope` per
+        // batch): the second one's first get allocates only its own table of pools (a box
+        // and the map's first entries), not a cache: it takes over the first thread's, which
+        // gave everything back when it exited. Before, each new thread allocated its cache's
+        // block, its cold state, and a vector and a copy to build them: 6 allocations.
+        let pool = BufferPool::builder().tiers([256, 4096]).build().unwrap();
+        let run = || {
+            std::thread::scope(|s| {
+                s.spawn(|| {
+                    let before = allocs_here();
+                    drop(pool.get(4096));
+                    allocs_here() - before
+                })
+                .join()
+                .unwrap()
+            })
+        };
+        let first = run();
+        let second = run();
+        assert_eq!(second, 2, "the first thread's first get: {first}");
+        // The first also made the cache (4), a stack's storage, the buffer, the pool's list.
+        assert!(first >= second + 4 + 2, "{first} vs {second}");
+        // And the counts of both threads are in the pool's figures once each.
+        let s = pool.stats();
+        let tier = &s.tiers[1];
+        assert_eq!((tier.hits, tier.misses), (1, 1), "{s}");
+        assert_eq!(s.thread_caches, 0, "{s}");
+    });
+}
+
+#[test]
 fn a_depot_full_of_other_sizes_makes_way_for_a_thread_at_work() {
     serial(|| {
         // The depot's allowance is spent on 1 MiB buffers nobody uses now (returned by threads

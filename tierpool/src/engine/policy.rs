@@ -660,6 +660,7 @@ pub(crate) fn finish<R>(o: Owner<'_>, pool: &PoolState, f: impl FnOnce(&Owner<'_
 mod tests {
     use super::*;
     use crate::base::key::Key;
+    use crate::base::sync::Arc;
     use crate::Builder;
 
     /// A thread that only gets (refills from the depot, pops) is not idle: decay keeps its
@@ -693,5 +694,89 @@ mod tests {
             0,
             "every reservation came back"
         );
+    }
+
+    /// Empties a cache as an exiting thread does (`retire`): stacks to the depot, room and
+    /// storage given back; then detaches it.
+    fn exit(cache: &Cache, state: &PoolState) {
+        // SAFETY: the test's cache, used by nothing else meanwhile.
+        let o = unsafe { Owner::new_unshared(cache) };
+        retire(&o, state);
+    }
+
+    /// An exited thread's empty cache is parked and taken over by the next new cache, as new:
+    /// not while anything else still refers to it, never one that holds something, and not
+    /// after a whole interval unused, a trim or the close.
+    #[test]
+    fn parked_caches_are_taken_over_as_new_and_decay() {
+        let state = PoolState::new(Builder::new().tiers([64, 128]).validate().unwrap());
+        let key = Key::new(1, false);
+        let a = state.new_cache(key);
+        {
+            // SAFETY: nothing else reaches this cache.
+            let o = unsafe { Owner::new_unshared(&a) };
+            assert!(o.set_limit(0, 4));
+            o.push(0, Vec::with_capacity(64), true).unwrap();
+            drop(o.pop(0).unwrap());
+        }
+        // Detached holding a reservation (no `retire`): freed, not parked.
+        state.caches.detach(&a);
+        assert_eq!(state.caches.parked(), 0);
+        drop(a);
+        let b = state.new_cache(key);
+        {
+            // SAFETY: as above.
+            let o = unsafe { Owner::new_unshared(&b) };
+            assert!(o.set_limit(0, 4));
+            o.push(0, Vec::with_capacity(64), true).unwrap();
+            drop(o.pop(0).unwrap());
+        }
+        exit(&b, &state);
+        assert_eq!(state.caches.parked(), 1);
+        // Still held (by its thread's table, say): not taken.
+        let c = state.new_cache(key);
+        assert!(!Arc::ptr_eq(&b, &c));
+        exit(&c, &state);
+        let b_at = Arc::as_ptr(&b);
+        drop(b);
+        // `c` is the newest parked one, but still held: `b` is taken, made new.
+        let d = state.new_cache(key);
+        assert_eq!(Arc::as_ptr(&d), b_at);
+        assert_eq!(state.caches.parked(), 1);
+        assert!(d.is_empty());
+        let s = state.stats();
+        assert_eq!(s.thread_caches, 1);
+        // Both exited caches' counts once each (two refills, two hits), none from `d` yet.
+        assert_eq!((s.tiers[0].hits, s.tiers[0].misses), (2, 0), "{s}");
+        {
+            // SAFETY: as above.
+            let o = unsafe { Owner::new_unshared(&d) };
+            assert_eq!(o.limit(0), 0, "no reservation carried over");
+            assert!(o.set_limit(0, 4), "usable as new");
+            o.push(0, Vec::with_capacity(64), true).unwrap();
+            drop(o.pop(0).unwrap());
+        }
+        assert_eq!(state.stats().tiers[0].hits, 3);
+        // A whole interval parked: freed at the second tick.
+        drop(c);
+        state.caches.decay_parked(false);
+        assert_eq!(
+            state.caches.parked(),
+            1,
+            "the first tick starts the interval"
+        );
+        state.caches.decay_parked(false);
+        assert_eq!(state.caches.parked(), 0);
+        // `trim` frees them at once; a closed pool keeps none.
+        exit(&d, &state);
+        drop(d);
+        assert_eq!(state.caches.parked(), 1);
+        state.trim_spares();
+        assert_eq!(state.caches.parked(), 0);
+        let e = state.new_cache(key);
+        state.close();
+        exit(&e, &state);
+        assert_eq!(state.caches.parked(), 0);
+        assert_eq!(state.depot.allowance().held(), 0);
     }
 }

@@ -143,7 +143,25 @@ impl PoolState {
     /// A new thread cache for this pool (key `key`), registered so that `stats()` reads it
     /// and reclaimers can reach it.
     pub(crate) fn new_cache(&self, key: Key) -> Arc<Cache> {
-        let cache = Cache::new(
+        let (epoch, trim_gen) = (self.clock.epoch(), self.trim_gen.load(Ordering::Relaxed));
+        // An exited thread's empty cache, if one is parked (`cache/reclaim.rs`).
+        let parked = self.caches.unpark(key, epoch, trim_gen);
+        let cache = parked.unwrap_or_else(|| self.make_cache(key, epoch, trim_gen));
+        // Born rung if the pool closed or a budget waiter is queued: its owner's first
+        // operation then takes the lock and sees why. (A cache born armed while a waiter
+        // waited kept a charged buffer its owner returned through the fast path, which the
+        // waiter's sweep, having listed the caches before this one existed, never took:
+        // `tests/budget.rs`, the tokio test, hung about one run in ten.)
+        self.caches.attach(&cache, || {
+            self.closed.load(Ordering::Relaxed)
+                || self.budget.as_ref().is_some_and(Budget::under_pressure)
+        });
+        cache
+    }
+
+    /// A new cache for key `key`, its clocks at `epoch` and `trim_gen`.
+    fn make_cache(&self, key: Key, epoch: u64, trim_gen: u64) -> Arc<Cache> {
+        Cache::new(
             key,
             &self.classes,
             &self.cache_table,
@@ -158,21 +176,11 @@ impl PoolState {
                 .as_ref()
                 .map_or(usize::MAX, |b| b.limit() / CACHE_SHARE),
             self.zero_on_return,
-            self.clock.epoch(),
-            self.trim_gen.load(Ordering::Relaxed),
+            epoch,
+            trim_gen,
             &self.cache_allowance,
             &self.spares,
-        );
-        // Born rung if the pool closed or a budget waiter is queued: its owner's first
-        // operation then takes the lock and sees why. (A cache born armed while a waiter
-        // waited kept a charged buffer its owner returned through the fast path, which the
-        // waiter's sweep, having listed the caches before this one existed, never took:
-        // `tests/budget.rs`, the tokio test, hung about one run in ten.)
-        self.caches.attach(&cache, || {
-            self.closed.load(Ordering::Relaxed)
-                || self.budget.as_ref().is_some_and(Budget::under_pressure)
-        });
-        cache
+        )
     }
 
     /// True if thread caches reserve their room from the depot's allowance (so that a stack
@@ -263,12 +271,14 @@ impl PoolState {
         if won {
             self.allocator_trim.released(self.depot.decay(), Why::Decay);
             self.spares.decay(false);
+            self.caches.decay_parked(false);
         }
         won
     }
 
-    /// Frees every spare stack array (`trim`).
+    /// Frees every spare stack array and parked cache (`trim`).
     pub(crate) fn trim_spares(&self) {
+        self.caches.decay_parked(true);
         self.spares.decay(true);
     }
 
@@ -285,6 +295,7 @@ impl PoolState {
         // Release: pairs with `is_closed`; published to each cache by its ring, too.
         self.closed.store(true, Ordering::Release);
         self.depot.close();
+        self.caches.close_parked();
         self.spares.close();
         // Release: see `closed_pools`.
         CLOSED_POOLS.fetch_add(1, std::sync::atomic::Ordering::Release);

@@ -181,6 +181,48 @@ impl Cache {
     pub(crate) fn is_dead(&self) -> bool {
         self.head.dead.load(Relaxed)
     }
+
+    /// True if the cache holds nothing of the pool's: no stack storage (so no buffer), no
+    /// reservation, no large slot, and it is not dead. What an exiting thread's cache is
+    /// once it gave everything back (`policy::retire`): such a cache may be parked for the
+    /// next thread ([`Caches::detach`](super::reclaim::Caches::detach)). Read by its owner,
+    /// or by a holder of the only reference.
+    pub(crate) fn is_empty(&self) -> bool {
+        !self.is_dead()
+            && self.head.reserved.load(Relaxed) == 0
+            && self.head.large.load(Relaxed) == 0
+            && self.tiers.iter().all(|t| t.end.load(Relaxed).is_null())
+    }
+
+    /// Makes an empty cache (an exited thread's, [`Self::is_empty`]) what [`Cache::new`]
+    /// makes for the same pool: doorbell armed with `key`, every counter and flag as new,
+    /// the housekeeping clocks at `epoch` and `trim_gen`. What stays is what the pool fixed
+    /// when it made it: the tiers' sizes and capacities, the lookup table, `cache_bytes`,
+    /// the allowance and the spare store. Returns false, and changes nothing, if the cache is
+    /// not empty or not `key`'s. `&mut`: nothing else refers to the cache
+    /// (`Arc::get_mut`), so the stores race with nothing.
+    pub(crate) fn reset(&mut self, key: Key, epoch: u64, trim_gen: u64) -> bool {
+        if !self.is_empty() || self.head.own_key != key {
+            return false;
+        }
+        for t in self.tiers.iter_mut() {
+            *t = Tier::new(t.size);
+        }
+        for c in self.head.cold.iter_mut() {
+            *c = TierCold::new(c.cap);
+        }
+        let h = &self.head;
+        h.bell.key.store(key.raw(), Relaxed);
+        h.bell.using.store(0, Relaxed);
+        h.countdown.store(SLOW_CHECK_EVERY, Relaxed);
+        h.epoch.store(epoch, Relaxed);
+        h.trim_gen.store(trim_gen, Relaxed);
+        h.oversize.store(0, Relaxed);
+        h.untiered_returned.store(0, Relaxed);
+        h.slow_ops.store(0, Relaxed);
+        h.seen.store(u64::MAX, Relaxed);
+        true
+    }
 }
 
 impl Cache {

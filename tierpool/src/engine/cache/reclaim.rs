@@ -31,9 +31,24 @@
 //!
 //! Without a heavy fence (`fence.rs`), nothing is reclaimed: the caches are only rung, and
 //! give their buffers up at their owner's next operation.
+//!
+//! # Parked caches
+//!
+//! A thread that exits gives its cache's buffers, reservations and stack storage back
+//! (`policy::retire`) and detaches it. Rather than free it, the list keeps up to
+//! [`MAX_PARKED`] such empty caches, and the pool's next new thread takes one
+//! ([`Caches::unpark`]) instead of allocating its own: a program that starts threads for
+//! batches of work (`std::thread::scope`, a runtime's blocking pool) paid four allocations
+//! per thread and pool for them (the cache's block, its cold state and, in building them, a
+//! vector and a copy), the `mixed` workload's two threads per sample among them. A parked
+//! cache is taken only through `Arc::get_mut`: when nothing else refers to it (the exited
+//! thread's table has dropped it, and no reclaimer that listed it before it left still holds
+//! it), so that [`Cache::reset`] races with nothing. Parked caches that stay so a whole
+//! interval are freed at the pool's tick; `trim` frees them all, and a closed pool keeps none.
 
 use super::block::Cache;
 use super::owner::{Owner, Seized};
+use crate::base::key::Key;
 use crate::base::sync::{lock, try_lock, Arc, Mutex, MutexGuard};
 use crate::observe::stats::Stats;
 use crate::sys::fence;
@@ -48,10 +63,20 @@ pub(crate) enum Turn {
     Try,
 }
 
+/// The most empty caches of exited threads a pool keeps for the next threads: 8, about
+/// 100 KiB with the default 65 tiers (a cache is 4 KiB of lookup table, a 64-byte line and
+/// 72 bytes of cold state per tier, and holds no buffer, reservation or stack storage).
+pub(crate) const MAX_PARKED: usize = 8;
+
 /// Registered thread caches, and the counts of threads that have gone.
 #[derive(Debug)]
 struct Attached {
     caches: Vec<Arc<Cache>>,
+    /// Empty caches of exited threads, oldest first, each with whether a tick passed since it
+    /// was parked (module docs, *Parked caches*).
+    parked: Vec<(Arc<Cache>, bool)>,
+    /// Set when the pool closes: no cache is parked from then on.
+    closed: bool,
     /// Counts folded in from exited threads, and from operations that ran without a thread
     /// cache (during thread exit, or re-entrant calls). Never holds retained figures.
     retired: Stats,
@@ -71,6 +96,9 @@ impl Caches {
         Caches {
             attached: Mutex::new(Attached {
                 caches: Vec::new(),
+                // Parking and unparking allocate nothing (`tests/alloc_free.rs`).
+                parked: Vec::with_capacity(MAX_PARKED),
+                closed: false,
                 retired: Stats::empty(sizes),
             }),
             reclaim: Mutex::new(()),
@@ -91,13 +119,55 @@ impl Caches {
     }
 
     /// Unregisters a cache, folding its counts into the retired totals in the same critical
-    /// section so that `stats()` never sees them twice or not at all.
+    /// section so that `stats()` never sees them twice or not at all. An empty cache
+    /// ([`Cache::is_empty`]: an exiting thread's, once it gave everything back) is parked for
+    /// the next thread, if there is room and the pool is open. Called by the cache's owner.
     pub(crate) fn detach(&self, cache: &Cache) {
         let mut a = lock(&self.attached);
         if let Some(i) = a.caches.iter().position(|c| std::ptr::eq(&**c, cache)) {
-            a.caches.swap_remove(i);
+            let c = a.caches.swap_remove(i);
             cache.add_to(&mut a.retired, false);
+            if !a.closed && a.parked.len() < MAX_PARKED && cache.is_empty() {
+                a.parked.push((c, false));
+            }
         }
+    }
+
+    /// A parked cache made new for the pool with key `key` ([`Cache::reset`]), if one is
+    /// referred to by nothing else any more (its thread's table has let go, and no reclaimer
+    /// that listed it before it left still holds it); the newest first.
+    pub(crate) fn unpark(&self, key: Key, epoch: u64, trim_gen: u64) -> Option<Arc<Cache>> {
+        let mut a = lock(&self.attached);
+        let i = a
+            .parked
+            .iter_mut()
+            .rposition(|(c, _)| Arc::get_mut(c).is_some_and(|c| c.reset(key, epoch, trim_gen)))?;
+        Some(a.parked.remove(i).0)
+    }
+
+    /// Frees the parked caches that stayed parked since the previous call (a pool tick), and
+    /// marks the rest; with `all`, every one (`trim`).
+    pub(crate) fn decay_parked(&self, all: bool) {
+        // Freeing a cache allocates nothing (its stacks have no storage to give to the spare
+        // store), so this may run at a tick inside an operation.
+        lock(&self.attached).parked.retain_mut(|(_, aged)| {
+            let keep = !all && !*aged;
+            *aged = true;
+            keep
+        });
+    }
+
+    /// How many caches are parked.
+    #[cfg(test)]
+    pub(crate) fn parked(&self) -> usize {
+        lock(&self.attached).parked.len()
+    }
+
+    /// The pool closed: frees the parked caches and parks none from now on.
+    pub(crate) fn close_parked(&self) {
+        let mut a = lock(&self.attached);
+        a.closed = true;
+        a.parked.clear();
     }
 
     /// Adds to the counts of operations that ran without a thread cache.
