@@ -10,7 +10,9 @@
 //! over each random stream on two fresh threads (one pass is what the report's counting pass
 //! measures). For each round: allocations per packet (every allocation the process made
 //! during the pass, thread start-up included), fresh buffers (the pool's misses) and their
-//! bytes, and what was released at the retained cap.
+//! bytes, and what was released at the retained cap. With `MIXED_VERBOSE=1`, also each tier
+//! that allocated in the pass: its size, fresh buffers, buffers the pool kept of it before the
+//! pass, those it released between the passes and during this one, and its hits.
 
 use std::collections::BTreeSet;
 use std::sync::atomic::AtomicU64;
@@ -56,6 +58,7 @@ fn main() {
     working_set(pool.tier_sizes(), &random);
     let c = Tierpool(pool.clone());
     let hits = AtomicU64::new(0);
+    let mut prev: Option<tierpool::Stats> = None;
     for round in 0..10 {
         for s in &others {
             parallel(2, |i| {
@@ -76,7 +79,35 @@ fn main() {
             .zip(&before.tiers)
             .map(|(a, b)| (a.misses - b.misses) * a.size as u64)
             .sum();
+        if std::env::var_os("MIXED_VERBOSE").is_some() {
+            let list: Vec<String> = after
+                .tiers
+                .iter()
+                .zip(&before.tiers)
+                .enumerate()
+                .filter(|(_, (a, b))| a.misses > b.misses)
+                .map(|(t, (a, b))| {
+                    let p = prev.as_ref().map_or(b, |p: &tierpool::Stats| &p.tiers[t]);
+                    format!(
+                        "{}K x{} (kept {}, discarded {}/{} between, {} in)",
+                        a.size >> 10,
+                        a.misses - b.misses,
+                        b.retained_buffers,
+                        b.discarded - p.discarded,
+                        a.discarded - b.discarded,
+                        a.hits - b.hits
+                    )
+                })
+                .collect();
+            println!("  fresh: {}", list.join(", "));
+            println!(
+                "  before: retained {:.1} MiB in {} caches",
+                mib(before.retained_bytes as u64),
+                before.thread_caches
+            );
+        }
         let packets = (2 * PACKETS) as f64;
+        prev = Some(after.clone());
         println!(
             "cap {cap_mib} MiB, round {round}: {:.3} allocations per packet; {} fresh buffers ({:.1} MiB); released at the cap {:.1} MiB; retained after {:.1} MiB",
             count.allocs as f64 / packets,
