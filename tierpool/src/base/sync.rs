@@ -21,8 +21,9 @@ pub(crate) use std::sync::{
     Mutex, MutexGuard,
 };
 
-// Reference counts are not modelled (loom has no `Weak`, and tierpool's correctness never
-// depends on the order in which counts change), so `Arc` is always std's.
+// Reference counts are not modelled (loom has no `Weak`), so `Arc` is always std's. One
+// place depends on them: a parked thread cache is taken over only when `Arc::get_mut` says
+// nothing else refers to it (`engine/cache/reclaim.rs`); under loom nothing is parked.
 pub(crate) use std::sync::{Arc, Weak};
 
 /// Locks `m`, ignoring poisoning.

@@ -196,7 +196,6 @@ impl Depot {
     }
 
     /// The allowance this depot counts its contents in (shared with the pool's thread caches).
-    #[cfg(test)]
     pub(crate) fn allowance(&self) -> &Allowance {
         &self.allowance
     }
@@ -293,23 +292,25 @@ impl Depot {
     }
 
     /// Releases the depot's oldest buffers, largest tier first and never those of the tiers in
-    /// `keep`, until `need` bytes are freed; returns the bytes freed. Releases nothing if the
-    /// other tiers hold less than `need`: the room could not be made, and the buffers would
-    /// be lost for nothing (a get of 12 MiB short of room released every small buffer the
-    /// depot kept, each allocated again at its next get: the `mixed` workload's random sizes,
-    /// `examples/mixed_random.rs` with `MIXED_VERBOSE=1`).
+    /// `keep`, until `need` bytes are freed or nothing else is left; returns the bytes freed.
+    /// Releases nothing if the other tiers hold less than `min` (`<= need`), the least room
+    /// that is of any use to the caller: the buffers would be lost for nothing (a get of
+    /// 12 MiB short of room released every small buffer the depot kept, each allocated again
+    /// at its next get: the `mixed` workload's random sizes, `examples/mixed_random.rs` with
+    /// `MIXED_VERBOSE=1`).
+    ///
     /// What a thread cache that needs room displaces when the allowance is spent: what the
     /// depot holds waits for someone to take it, and the caches of threads at work come first
     /// (before, they had room of their own outside the cap). `keep` is the tiers whose
     /// buffers the cache may be about to take: its own and the larger tiers that may lend to
     /// it (without that, a get of 6 MiB reserving room released the one 8 MiB buffer it
     /// would have been lent a moment later, and allocated).
-    pub(crate) fn evict(&self, need: usize, keep: std::ops::Range<usize>) -> usize {
+    pub(crate) fn evict(&self, need: usize, min: usize, keep: std::ops::Range<usize>) -> usize {
         let held: usize = (self.tiers.iter().enumerate())
             .filter(|(t, _)| !keep.contains(t))
             .map(|(_, tier)| lock(tier).bytes)
             .sum();
-        if held < need {
+        if held < min {
             return 0;
         }
         let mut total = 0;
@@ -538,23 +539,23 @@ mod tests {
         assert_eq!(d.bytes(), 30 + 40 + 25 + 80);
         // Tier 2 is kept; 30 bytes wanted: tier 1's two exact buffers go (oldest first,
         // rounded up to whole buffers), its odd one stays.
-        assert_eq!(d.evict(30, 2..3), 40);
+        assert_eq!(d.evict(30, 30, 2..3), 40);
         assert_eq!(d.bytes(), 30 + 25 + 80);
         assert_eq!(d.take_one(1).map(|b| b.capacity()), Some(25));
         d.put_one(1, Vec::with_capacity(25)).unwrap();
-        // More than the other tiers hold: nothing goes (it would not make the room).
-        assert_eq!(d.evict(1000, 2..3), 0);
+        // Less than the least of use is held by the other tiers: nothing goes.
+        assert_eq!(d.evict(1000, 56, 2..3), 0);
         assert_eq!(d.bytes(), 30 + 25 + 80);
-        // Exactly what they hold: all of them, largest tier first; tier 2 still stays.
-        assert_eq!(d.evict(55, 2..3), 25 + 30);
+        // More than they hold, but enough to be of use: all of them go, largest tier first;
+        // tier 2 still stays.
+        assert_eq!(d.evict(1000, 55, 2..3), 25 + 30);
         assert_eq!(d.bytes(), 80);
-        assert_eq!(d.evict(0, 0..1), 0, "nothing needed, nothing freed");
+        assert_eq!(d.evict(0, 0, 0..1), 0, "nothing needed, nothing freed");
         // A range keeps every tier in it: the taker's own and its lenders.
         put_exact(&d, 1, 1);
-        assert_eq!(d.evict(1000, 1..3), 0);
+        assert_eq!(d.evict(1000, 1, 1..3), 0);
         assert_eq!(d.bytes(), 80 + 20);
-        assert_eq!(d.evict(1000, 0..2), 0);
-        assert_eq!(d.evict(80, 0..2), 80);
+        assert_eq!(d.evict(1000, 1, 0..2), 80);
         assert_eq!(d.bytes(), 20);
         // The allowance got every byte back: the cap's room is whole again.
         assert_eq!(put_exact(&d, 0, 98), 98);

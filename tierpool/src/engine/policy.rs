@@ -283,7 +283,7 @@ fn reserve(o: &Owner<'_>, pool: &PoolState, t: usize) {
         let size = o.size(t);
         if !o.set_limit(t, 1)
             && o.allowance_spent(size)
-            && (evict(pool, t, size) == 0 || !o.set_limit(t, 1))
+            && (evict(pool, t, size, size) == 0 || !o.set_limit(t, 1))
         {
             o.defer_steal(); // room for the next operation
         }
@@ -323,25 +323,29 @@ fn grow(o: &Owner<'_>, pool: &PoolState, t: usize, target: usize, displace: bool
     let got = o.raise_limit(t, target);
     if got < target && o.allowance_spent(size) {
         let short = ((target - got) * size).min(o.unreserved() / size * size);
-        if evict(pool, t, short) == 0 || o.raise_limit(t, target) < target {
+        if evict(pool, t, short, size) == 0 || o.raise_limit(t, target) < target {
             o.defer_steal(); // more room for the next operation
         }
     }
 }
 
-/// The allowance is spent and tier `t` is `need` bytes short: the depot's oldest buffers of
-/// other tiers make way (`Depot::evict`), where caches share the depot's allowance. Returns
-/// the bytes freed.
-fn evict(pool: &PoolState, t: usize, need: usize) -> usize {
+/// The allowance is spent and tier `t` is `need` bytes short, in buffers of `unit` bytes:
+/// the depot's oldest buffers of other tiers make way (`Depot::evict`), where caches share
+/// the depot's allowance, but only if they can make room for one buffer at least (with what
+/// the allowance has free). Returns the bytes freed.
+fn evict(pool: &PoolState, t: usize, need: usize, unit: usize) -> usize {
     if need == 0 || !pool.caches_share_allowance() {
         return 0;
     }
+    let a = pool.depot.allowance();
+    let free = a.cap().saturating_sub(a.held());
+    let (need, min) = (need.saturating_sub(free), unit.saturating_sub(free));
     let keep = if !pool.lends(Fresh::Plain) {
         t..t + 1
     } else {
         t..pool.classes.lenders(t).end
     };
-    let freed = pool.depot.evict(need, keep);
+    let freed = pool.depot.evict(need, min, keep);
     pool.allocator_trim.released(freed, Why::Cap);
     freed
 }
@@ -694,6 +698,53 @@ mod tests {
             0,
             "every reservation came back"
         );
+    }
+
+    /// A cache short of room, with the allowance spent, makes what room the depot's other
+    /// tiers can give, even when that is less than it asked for: one buffer of the three it
+    /// wanted here. But nothing is released if not even one buffer's room can be made.
+    #[test]
+    fn eviction_makes_what_room_it_can_but_not_less_than_a_buffer() {
+        let config = Builder::new()
+            .tiers([64, 128])
+            .max_retained_bytes(448)
+            .thread_cache_bytes(448)
+            .validate()
+            .unwrap();
+        let state = PoolState::new(config);
+        if !state.caches_share_allowance() {
+            return; // no heavy fence here: caches do not draw from the depot's allowance
+        }
+        // The allowance spent: two 128-byte buffers (the tier being grown: kept) and three
+        // of 64 (another tier: 192 bytes that may make way).
+        for _ in 0..2 {
+            state.depot.put_one(1, Vec::with_capacity(128)).unwrap();
+        }
+        for _ in 0..3 {
+            state.depot.put_one(0, Vec::with_capacity(64)).unwrap();
+        }
+        assert_eq!(state.depot.allowance().held(), 448);
+        let cache = state.new_cache(Key::new(1, false));
+        // SAFETY: nothing else reaches this cache.
+        let o = unsafe { Owner::new_unshared(&cache) };
+        grow(&o, &state, 1, 3, false);
+        assert_eq!(o.limit(1), 1, "room for one buffer of the three wanted");
+        assert_eq!(state.depot.bytes(), 256, "the 64-byte buffers made way");
+        // A buffer of 256 bytes' room wanted for tier 1, 64 bytes of the allowance free, and
+        // 128 bytes of other tiers in the depot: they could not make it, and stay.
+        assert!(o.set_limit(1, 0));
+        state.depot.put_one(0, Vec::with_capacity(64)).unwrap();
+        state.depot.put_one(0, Vec::with_capacity(64)).unwrap();
+        assert_eq!(state.depot.allowance().held(), 384);
+        assert_eq!(evict(&state, 1, 256, 256), 0);
+        assert_eq!(state.depot.bytes(), 384, "128 bytes of 64s cannot make 192");
+        // With 64 more of them (the allowance spent again) a buffer of 128 can be made: the
+        // oldest go first, only as many as needed.
+        state.depot.put_one(0, Vec::with_capacity(64)).unwrap();
+        assert_eq!(evict(&state, 1, 128, 128), 128);
+        assert_eq!(state.depot.bytes(), 256 + 64);
+        drop(o);
+        state.caches.detach(&cache);
     }
 
     /// Empties a cache as an exiting thread does (`retire`): stacks to the depot, room and

@@ -66,7 +66,13 @@ pub(crate) enum Turn {
 /// The most empty caches of exited threads a pool keeps for the next threads: 8, about
 /// 100 KiB with the default 65 tiers (a cache is 4 KiB of lookup table, a 64-byte line and
 /// 72 bytes of cold state per tier, and holds no buffer, reservation or stack storage).
+#[cfg(not(loom))]
 pub(crate) const MAX_PARKED: usize = 8;
+
+/// Under loom, none: taking a parked cache over relies on `Arc::get_mut`, whose reference
+/// counts loom does not model (`base/sync.rs`).
+#[cfg(loom)]
+pub(crate) const MAX_PARKED: usize = 0;
 
 /// Registered thread caches, and the counts of threads that have gone.
 #[derive(Debug)]
@@ -148,13 +154,23 @@ impl Caches {
     /// Frees the parked caches that stayed parked since the previous call (a pool tick), and
     /// marks the rest; with `all`, every one (`trim`).
     pub(crate) fn decay_parked(&self, all: bool) {
-        // Freeing a cache allocates nothing (its stacks have no storage to give to the spare
-        // store), so this may run at a tick inside an operation.
-        lock(&self.attached).parked.retain_mut(|(_, aged)| {
-            let keep = !all && !*aged;
-            *aged = true;
-            keep
-        });
+        // Freed after the lock is let go, from an array on the stack: this runs at a tick,
+        // inside operations that must not allocate.
+        let mut gone: [Option<Arc<Cache>>; MAX_PARKED] = [const { None }; MAX_PARKED];
+        let mut a = lock(&self.attached);
+        let mut n = 0;
+        let mut i = 0;
+        while i < a.parked.len() {
+            if all || a.parked[i].1 {
+                gone[n] = Some(a.parked.remove(i).0);
+                n += 1;
+            } else {
+                a.parked[i].1 = true;
+                i += 1;
+            }
+        }
+        drop(a);
+        drop(gone);
     }
 
     /// How many caches are parked.
@@ -165,9 +181,8 @@ impl Caches {
 
     /// The pool closed: frees the parked caches and parks none from now on.
     pub(crate) fn close_parked(&self) {
-        let mut a = lock(&self.attached);
-        a.closed = true;
-        a.parked.clear();
+        lock(&self.attached).closed = true;
+        self.decay_parked(true);
     }
 
     /// Adds to the counts of operations that ran without a thread cache.
