@@ -18,13 +18,15 @@
 //! or made on first use), else, when the thread is exiting or the call is re-entrant, the
 //! pool without a cache (its depot and the allocator), else (the pool is gone) nothing. A
 //! second thread-local (`GUARD`) exists only to run a destructor at thread exit, which retires
-//! every cache: its buffers go to the depot, its counts to the pool.
+//! every cache: its buffers go to the depot, its counts to the pool, the emptied cache to the
+//! pool's parked ones and the emptied table to `SPARE_TABLES`, for the next threads.
 //!
 //! # Soundness
 //!
-//! - `LOCAL.table` is null or a pointer from `Box::into_raw` on this thread; only this thread
-//!   reads it (thread-local), and only `GUARD`'s destructor frees it, after resetting it to
-//!   null. A `&mut Table` is made from it only while `busy` is false, and `busy` is true for
+//! - `LOCAL.table` is null or a pointer from `Box::into_raw` on this thread (of a new table,
+//!   or an emptied one an exited thread left); only this thread reads it (thread-local), and
+//!   only `GUARD`'s destructor takes it back, after resetting it to null (then empties it and
+//!   keeps it for another thread, or frees it). A `&mut Table` is made from it only while `busy` is false, and `busy` is true for
 //!   as long as that reference lives (a drop guard resets it, also on unwind). A re-entrant
 //!   call (a global allocator that uses tierpool, say) sees `busy` and bypasses the caches.
 //! - `LOCAL.cur` is `NO_CACHE` or points at a cache held by this thread's table. Every slow
@@ -96,6 +98,38 @@ impl std::hash::Hasher for KeyHasher {
 struct Table {
     entries: HashMap<Key, Entry, std::hash::BuildHasherDefault<KeyHasher>>,
     closed_seen: u64,
+}
+
+/// The most emptied tables of exited threads kept for the next threads.
+const MAX_SPARE_TABLES: usize = 16;
+
+/// Tables of exited threads, emptied (their maps keep their capacity), for the next threads'
+/// first operations: with the pools' parked caches (`cache/reclaim.rs`), a thread started
+/// after another exited allocates nothing to use the pools the other used. A thread's table
+/// is two small allocations (the box and the map's first entries), made again for every
+/// thread a program starts for a batch of work (`std::thread::scope`, a blocking pool).
+static SPARE_TABLES: std::sync::Mutex<Vec<Box<Table>>> = std::sync::Mutex::new(Vec::new());
+
+/// A spare table, or a new one.
+fn new_table() -> Box<Table> {
+    let spare = SPARE_TABLES
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .pop();
+    spare.unwrap_or_default()
+}
+
+/// Empties an exiting thread's table (dropping its references to caches and pools) and
+/// keeps it for the next thread, if there is room.
+fn retire_table(mut table: Box<Table>) {
+    table.entries.clear();
+    table.closed_seen = 0;
+    let mut spare = SPARE_TABLES
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if spare.len() < MAX_SPARE_TABLES {
+        spare.push(table);
+    }
 }
 
 impl Table {
@@ -188,6 +222,7 @@ impl Drop for TableGuard {
                 let owner = unsafe { e.cache.enter() };
                 policy::finish(owner, &e.pool, |o| policy::retire(o, &e.pool));
             }
+            retire_table(table);
         });
     }
 }
@@ -360,7 +395,7 @@ fn attach<O: SlowOp>(
             local.destroyed.set(true);
             return Err((op, None));
         }
-        local.table.set(Box::into_raw(Box::default()));
+        local.table.set(Box::into_raw(new_table()));
     }
     // SAFETY: this thread's live table, and `busy` makes this the only reference into it.
     let table = unsafe { &mut *local.table.get() };
