@@ -108,6 +108,8 @@ const MAX_SPARE_TABLES: usize = 16;
 /// after another exited allocates nothing to use the pools the other used. A thread's table
 /// is two small allocations (the box and the map's first entries), made again for every
 /// thread a program starts for a batch of work (`std::thread::scope`, a blocking pool).
+// Boxes, because the box is reused too: a thread's table lives behind a raw pointer.
+#[allow(clippy::vec_box)]
 static SPARE_TABLES: std::sync::Mutex<Vec<Box<Table>>> = std::sync::Mutex::new(Vec::new());
 
 /// A spare table, or a new one.
