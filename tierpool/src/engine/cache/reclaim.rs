@@ -174,7 +174,7 @@ impl Caches {
     }
 
     /// How many caches are parked.
-    #[cfg(test)]
+    #[cfg(all(test, not(loom)))]
     pub(crate) fn parked(&self) -> usize {
         lock(&self.attached).parked.len()
     }
