@@ -258,7 +258,9 @@
 //!   the pool's tick reclaims idle caches.
 //! - **Thread exit**: a thread-local destructor gives each cache's buffers to its depot, with
 //!   the room they had (so the depot takes all of them), and folds its counters into the
-//!   pool's.
+//!   pool's. The emptied cache is parked (up to 8 per pool, freed after a whole interval
+//!   unused) and the thread's emptied table kept: the next thread to start takes both over,
+//!   and allocates nothing to use the pool.
 //!
 //! # Metrics
 //!
