@@ -4,6 +4,7 @@
 
 #![cfg(feature = "tokio")]
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use tierpool::io::frame::{FrameReader, FrameWriter};
@@ -184,20 +185,26 @@ async fn under_a_budget_the_task_waits_for_room_not_the_thread() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_frame_reader_holds_no_buffer_between_frames() {
+    use std::sync::atomic::{AtomicU64, Ordering::SeqCst};
     let pool = BufferPool::new();
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let mut writers = Vec::new();
     let mut readers = Vec::new();
+    // Frames read and dropped, by every reader: the check waits for them, not for a time
+    // (a fixed 50 ms sleep failed on a loaded machine, with two readers still at work).
+    let done = Arc::new(AtomicU64::new(0));
     for i in 0..200u64 {
         let (c, s) = pair(&listener).await;
         writers.push(FrameWriter::new(c));
-        let pool = pool.clone();
+        let (pool, done) = (pool.clone(), Arc::clone(&done));
         readers.push(tokio::spawn(async move {
             let mut r = FrameReader::new(s, pool);
             let mut n = 0;
             while let Some((_, p)) = r.read_frame().await.unwrap() {
                 assert_eq!(&p[..], &random_bytes(i * 10 + n, 20_000)[..]);
+                drop(p);
                 n += 1;
+                done.fetch_add(1, SeqCst);
             }
             n
         }));
@@ -209,7 +216,13 @@ async fn the_frame_reader_holds_no_buffer_between_frames() {
                 .unwrap();
             w.flush().await.unwrap();
         }
-        tokio::time::sleep(Duration::from_millis(50)).await;
+        let all = 200 * (round + 1);
+        let waited = tokio::time::timeout(Duration::from_secs(60), async {
+            while done.load(SeqCst) < all {
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+        });
+        waited.await.expect("every reader read its frame");
         assert_eq!(
             out(&pool),
             0,

@@ -90,9 +90,15 @@ impl Allowance {
         self.held.load(Ordering::Relaxed)
     }
 
-    /// The cap (`max_retained_bytes`).
+    /// The cap (`max_retained_bytes`): the loom models check `held() <= cap()`.
+    #[cfg(loom)]
     pub(crate) fn cap(&self) -> usize {
         self.cap
+    }
+
+    /// Bytes that may be taken now: the cap (`max_retained_bytes`) less what is held.
+    pub(crate) fn free(&self) -> usize {
+        self.cap.saturating_sub(self.held())
     }
 }
 

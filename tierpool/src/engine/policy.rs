@@ -337,8 +337,7 @@ fn evict(pool: &PoolState, t: usize, need: usize, unit: usize) -> usize {
     if need == 0 || !pool.caches_share_allowance() {
         return 0;
     }
-    let a = pool.depot.allowance();
-    let free = a.cap().saturating_sub(a.held());
+    let free = pool.depot.allowance().free();
     let (need, min) = (need.saturating_sub(free), unit.saturating_sub(free));
     let keep = if !pool.lends(Fresh::Plain) {
         t..t + 1

@@ -82,6 +82,51 @@ pub(crate) struct Head {
     pub(in crate::engine) seen: AtomicU64,
 }
 
+impl Head {
+    /// A head for a cache of the pool with key `key`: its doorbell armed, the pool's fixed
+    /// parts (the lookup table, the tiers' cold state, the room, the allowance, the spare
+    /// store), the housekeeping clocks at `(epoch, trim_gen)`, every counter and flag at its
+    /// start. [`Cache::new`] and [`Cache::reset`] both make theirs here.
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        key: Key,
+        hint_end: usize,
+        table: [u32; ALL_BUCKETS],
+        cold: Box<[TierCold]>,
+        cache_bytes: usize,
+        wipe: bool,
+        (epoch, trim_gen): (u64, u64),
+        allowance: Arc<Allowance>,
+        spares: Arc<SpareSlots>,
+    ) -> Self {
+        Head {
+            bell: Doorbell {
+                key: AtomicU32::new(key.raw()),
+                using: AtomicU32::new(0),
+            },
+            hint_end,
+            table,
+            own_key: key,
+            lock: Mutex::new(()),
+            cold,
+            cache_bytes,
+            reserved: AtomicUsize::new(0),
+            large: AtomicUsize::new(0),
+            allowance,
+            spares,
+            wipe,
+            dead: AtomicBool::new(false),
+            countdown: AtomicU32::new(SLOW_CHECK_EVERY),
+            epoch: AtomicU64::new(epoch),
+            trim_gen: AtomicU64::new(trim_gen),
+            oversize: AtomicU64::new(0),
+            untiered_returned: AtomicU64::new(0),
+            slow_ops: AtomicU64::new(0),
+            seen: AtomicU64::new(u64::MAX),
+        }
+    }
+}
+
 /// One thread's cache for one pool (module docs).
 #[repr(C)]
 pub(crate) struct Cache {
@@ -124,35 +169,22 @@ impl Cache {
             .map(|&size| Tier::new(size))
             .chain(std::iter::once(Tier::new(usize::MAX)))
             .collect();
-        let head = Head {
-            bell: Doorbell {
-                key: AtomicU32::new(key.raw()),
-                using: AtomicU32::new(0),
-            },
-            hint_end: tiers.len() * TIER_STRIDE,
-            table: *table,
-            own_key: key,
-            lock: Mutex::new(()),
-            cold: classes
-                .sizes()
-                .iter()
-                .map(|&size| TierCold::new(stack_cap(cache_bytes, size, large_max)))
-                .collect(),
+        let cold = classes
+            .sizes()
+            .iter()
+            .map(|&size| TierCold::new(stack_cap(cache_bytes, size, large_max)))
+            .collect();
+        let head = Head::new(
+            key,
+            tiers.len() * TIER_STRIDE,
+            *table,
+            cold,
             cache_bytes,
-            reserved: AtomicUsize::new(0),
-            large: AtomicUsize::new(0),
-            allowance: Arc::clone(allowance),
-            spares: Arc::clone(spares),
             wipe,
-            dead: AtomicBool::new(false),
-            countdown: AtomicU32::new(SLOW_CHECK_EVERY),
-            epoch: AtomicU64::new(epoch),
-            trim_gen: AtomicU64::new(trim_gen),
-            oversize: AtomicU64::new(0),
-            untiered_returned: AtomicU64::new(0),
-            slow_ops: AtomicU64::new(0),
-            seen: AtomicU64::new(u64::MAX),
-        };
+            (epoch, trim_gen),
+            Arc::clone(allowance),
+            Arc::clone(spares),
+        );
         Arc::from(assemble(head, tiers))
     }
 
@@ -208,19 +240,24 @@ impl Cache {
         for t in self.tiers.iter_mut() {
             *t = Tier::new(t.size);
         }
-        for c in self.head.cold.iter_mut() {
+        let mut cold = std::mem::take(&mut self.head.cold);
+        for c in cold.iter_mut() {
             *c = TierCold::new(c.cap);
         }
+        // The head `Cache::new` makes, from this one's fixed parts: a field added to the head
+        // is set in one place.
         let h = &self.head;
-        h.bell.key.store(key.raw(), Relaxed);
-        h.bell.using.store(0, Relaxed);
-        h.countdown.store(SLOW_CHECK_EVERY, Relaxed);
-        h.epoch.store(epoch, Relaxed);
-        h.trim_gen.store(trim_gen, Relaxed);
-        h.oversize.store(0, Relaxed);
-        h.untiered_returned.store(0, Relaxed);
-        h.slow_ops.store(0, Relaxed);
-        h.seen.store(u64::MAX, Relaxed);
+        self.head = Head::new(
+            key,
+            h.hint_end,
+            h.table,
+            cold,
+            h.cache_bytes,
+            h.wipe,
+            (epoch, trim_gen),
+            Arc::clone(&h.allowance),
+            Arc::clone(&h.spares),
+        );
         true
     }
 }

@@ -118,8 +118,7 @@ impl Owner<'_> {
     /// True if the allowance could not give tier `t` what it asked for lately (the pool is
     /// at `max_retained_bytes`): the caller may ask for idle caches to be reclaimed.
     pub(crate) fn allowance_spent(&self, bytes: usize) -> bool {
-        let a = &self.cache.head.allowance;
-        a.held().saturating_add(bytes) > a.cap()
+        self.cache.head.allowance.free() < bytes
     }
 
     /// Lowers tier `t`'s limit by `n` buffers that just left its stack for the depot, whose
