@@ -89,25 +89,44 @@ fn steady_state_get_put_allocates_nothing() {
             }
             drop(pool.get(300));
         }
-        let before = allocs_here();
+        // A decay may release a tier that sat idle through two intervals, and its next get
+        // then allocates, legitimately: with a 200 us interval, a thread descheduled for half
+        // a millisecond on a busy machine sees every tier idle (CI's LeakSanitizer run did, once:
+        // 4 tiers released and fetched again, 6 allocations). So an attempt that allocated
+        // must show a decay release that explains it, and is run again; one attempt in five
+        // must allocate nothing at all, misses included.
         let cycles = if cfg!(miri) { 100 } else { 20_000 };
-        for i in 0..cycles {
-            let n = sizes[i % sizes.len()];
-            let mut b = pool.get(n);
-            b.push(1); // first byte
-            if let Some(last) = b.spare_capacity_mut().last_mut() {
-                last.write(2); // last byte of the capacity
+        let mut clean = false;
+        for _attempt in 0..5 {
+            let s0 = pool.stats();
+            let before = allocs_here();
+            for i in 0..cycles {
+                let n = sizes[i % sizes.len()];
+                let mut b = pool.get(n);
+                b.push(1); // first byte
+                if let Some(last) = b.spare_capacity_mut().last_mut() {
+                    last.write(2); // last byte of the capacity
+                }
+                std::hint::black_box(&b);
+                drop(b);
+                let mut held = pool.get(std::hint::black_box(300));
+                held.push(3);
+                pool.put(held.into_vec());
             }
-            std::hint::black_box(&b);
-            drop(b);
-            let mut held = pool.get(std::hint::black_box(300));
-            held.push(3);
-            pool.put(held.into_vec());
+            let allocs = allocs_here() - before;
+            let s = pool.stats();
+            if allocs == 0 {
+                assert_eq!(s.misses, s0.misses, "a miss without an allocation? {s}");
+                clean = true;
+                break;
+            }
+            assert!(
+                s.released_by_decay > s0.released_by_decay,
+                "{allocs} allocations in {cycles} get/put cycles, none explained by a decay \
+                 release; {s}"
+            );
         }
-        let allocs = allocs_here() - before;
-        let s = pool.stats();
-        assert_eq!(allocs, 0, "allocations in {cycles} get/put cycles; {s}");
-        assert_eq!(s.misses, 7, "one miss per tier used, all during warm-up");
+        assert!(clean, "every attempt allocated after a decay release");
     });
 }
 
