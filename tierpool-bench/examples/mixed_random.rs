@@ -36,10 +36,11 @@ fn main() {
     let pause_ms: u64 = args
         .next()
         .map_or(1100, |a| a.parse().expect("a pause in ms"));
-    let pool = tierpool::BufferPool::builder()
-        .max_retained_bytes(cap_mib << 20)
-        .build()
-        .expect("a valid cap");
+    let mut builder = tierpool::BufferPool::builder().max_retained_bytes(cap_mib << 20);
+    if std::env::var_os("MIXED_POW2").is_some() {
+        builder = builder.power_of_two_tiers(256, 16 << 20);
+    }
+    let pool = builder.build().expect("a valid cap");
     // The report's streams: seeds 2d + 1 and 2d + 2 for distribution d.
     let random = [
         Stream::new(Dist::Random, PACKETS, 5),
@@ -116,6 +117,13 @@ fn main() {
             mib(after.released_at_cap - before.released_at_cap),
             mib(after.retained_bytes as u64),
         );
+        if std::env::var_os("MIXED_VERBOSE").is_some() {
+            println!(
+                "  after: depot {:.1} MiB, {} caches",
+                mib(after.depot_bytes as u64),
+                after.thread_caches
+            );
+        }
     }
 }
 

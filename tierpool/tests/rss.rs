@@ -12,8 +12,8 @@ use tierpool::BufferPool;
 mod common;
 use common::{reclaim_available, rss_bytes};
 
-/// Eight threads each take, fill and return two 8 MiB buffers and a few smaller ones into a
-/// pool large enough to keep them all, and go idle. `trim()` then releases every buffer from
+/// Eight threads each take and fill two 8 MiB buffers and a few smaller ones, and once all
+/// hold theirs, return them into a pool large enough to keep them all, and go idle. `trim()` then releases every buffer from
 /// this thread (where idle caches cannot be reclaimed, the threads exit first and their
 /// caches go to the pool's depot). Freed alone, glibc keeps them: each lies in the arena of
 /// the thread that allocated it, merged into that arena's top, which `malloc_trim` does not
@@ -29,18 +29,26 @@ fn released_buffers_leave_the_process_from_idle_threads_arenas() {
         .build()
         .unwrap();
     let baseline = rss_bytes().expect("/proc/self/statm is readable on Linux");
+    let got = Arc::new(Barrier::new(THREADS));
     let ready = Arc::new(Barrier::new(THREADS + 1));
     let done = Arc::new(Barrier::new(THREADS + 1));
     let mut threads: Vec<_> = (0..THREADS)
         .map(|i| {
-            let (pool, ready, done) = (pool.clone(), ready.clone(), done.clone());
+            let (pool, got, ready, done) = (pool.clone(), got.clone(), ready.clone(), done.clone());
             std::thread::spawn(move || {
+                let mut held = Vec::new();
                 for n in [64 << 10, 1 << 20, 8 << 20] {
-                    let (mut a, mut b) = (pool.get(n), pool.get(n));
-                    let (ca, cb) = (a.capacity(), b.capacity());
-                    a.resize(ca, i as u8);
-                    b.resize(cb, i as u8);
+                    for _ in 0..2 {
+                        let mut b = pool.get(n);
+                        let cap = b.capacity();
+                        b.resize(cap, i as u8);
+                        held.push(b);
+                    }
                 }
+                // Every thread's buffers are distinct: none was returned (and taken by
+                // another thread) before all were handed out.
+                got.wait();
+                drop(held);
                 ready.wait();
                 if idle {
                     done.wait(); // idle, holding its cache, until the measurement is over

@@ -9,15 +9,22 @@
 //! # Reservations
 //!
 //! A tier reserves room (`reserve.rs`) when it is first used: one buffer for a return, a batch
-//! for a refill. It grows with use, up to `min(64, cache_bytes / size)` buffers: doubling when
-//! a return finds its stack full, and by a batch when a get finds too little room to refill.
-//! It takes unreserved room first, then other tiers' reservations beyond what their stacks
-//! hold (no buffer moves), and, for a get's batch only, other tiers' whole stacks, which go to
-//! the depot, largest tier first. When the pool's allowance is spent, it asks for the caches
-//! that stayed idle since the last tick to be reclaimed (at most every sixteenth of an
-//! interval), and otherwise makes do. Decay shrinks a reservation by the buffers that stayed
-//! idle through the interval; a tier that saw no use at all gives all of it back, and its
-//! storage. A tier above `cache_bytes` takes the large slot from whichever tier held it.
+//! for a refill. The reservation grows with use, up to `min(64, cache_bytes / size)` buffers:
+//! doubling when a return finds its stack full, and by a batch when a get finds too little
+//! room to refill. It takes unreserved room first, then other tiers' reservations beyond what
+//! their stacks hold (no buffer moves), and, for a get's batch only, other tiers' whole
+//! stacks, which go to the depot, largest tier first. When the pool's allowance is spent, it
+//! asks for the caches that stayed idle since the last tick to be reclaimed (at most every
+//! sixteenth of an interval), and otherwise makes do. Decay shrinks a reservation by the
+//! buffers that stayed idle through the interval; a tier that saw no use at all gives all of
+//! it back, and its storage. A tier above `cache_bytes` takes the large slot from whichever
+//! tier held it.
+//!
+//! A refill's batch starts small (a slow start, as jemalloc's thread caches adapt their fill
+//! count): a tier's first refill asks the depot for one buffer, each later one for twice as
+//! many, up to half its stack, and decay halves it when buffers stayed idle. So a thread new
+//! to a tier takes what it uses, not every buffer the depot holds while another thread then
+//! allocates (the `mixed` workload's random sizes).
 //!
 //! # Budget
 //!
@@ -87,7 +94,7 @@ pub(crate) fn get_slow(
     // tiers' idle stacks if need be.
     let mut keeps = !o.is_dead() && o.cap(t) > 0 && !under_pressure(pool);
     let want = if keeps {
-        let batch = batch_size(o.cap(t));
+        let batch = o.take_fill(t, batch_size(o.cap(t)));
         if o.limit(t) - o.len(t) < batch {
             grow(o, pool, t, o.len(t) + batch, true);
         }
@@ -539,6 +546,7 @@ fn decay(o: &Owner<'_>, pool: &PoolState) -> usize {
     for t in 0..o.tiers() {
         let idle = o.low(t);
         if idle > 0 {
+            o.halve_fill(t);
             bytes += release(o, pool, t, idle);
             let keep = (o.limit(t) - idle).max(o.len(t)).max(1);
             o.set_limit(t, keep);
@@ -744,6 +752,52 @@ mod tests {
         assert_eq!(state.depot.bytes(), 256 + 64);
         drop(o);
         state.caches.detach(&cache);
+    }
+
+    /// A tier's refills start at one buffer and double with use (up to half its stack), so
+    /// that a thread new to a tier does not take every buffer the depot holds while it needs
+    /// one (a second thread then allocated, in the `mixed` workload's random sizes); decay
+    /// halves them again when buffers stayed idle.
+    #[test]
+    fn refills_start_at_one_buffer_and_double_with_use() {
+        let state = PoolState::new(Builder::new().tiers([64]).validate().unwrap());
+        for _ in 0..8 {
+            state.depot.put_one(0, Vec::with_capacity(64)).unwrap();
+        }
+        let in_depot = || state.depot.bytes() / 64;
+        let get = |c: &Cache| {
+            // SAFETY: the test's caches, each used by one call at a time.
+            let o = unsafe { Owner::new_unshared(c) };
+            match get_slow(&o, &state, 64, Fresh::Plain, 0) {
+                Ok(Got::Buf(v, _)) => assert_eq!(v.capacity(), 64),
+                _ => panic!("a buffer"),
+            }
+            o.len(0)
+        };
+        let (a, b) = (
+            state.new_cache(Key::new(1, false)),
+            state.new_cache(Key::new(2, false)),
+        );
+        assert_eq!((get(&a), in_depot()), (0, 7), "a first refill takes one");
+        assert_eq!(
+            (get(&b), in_depot()),
+            (0, 6),
+            "and leaves the rest to others"
+        );
+        assert_eq!((get(&a), in_depot()), (1, 4), "then two");
+        get(&a);
+        assert_eq!((get(&a), in_depot()), (3, 0), "then four");
+        // SAFETY: as above.
+        let o = unsafe { Owner::new_unshared(&a) };
+        decay(&o, &state); // starts an interval with three buffers on the stack
+        assert_eq!(o.cache().head.cold[0].fill.load(Relaxed), 8);
+        decay(&o, &state); // all three stayed idle
+        assert_eq!(o.cache().head.cold[0].fill.load(Relaxed), 4);
+        assert_eq!(state.stats().tiers[0].misses, 0);
+        drop(o);
+        for c in [&a, &b] {
+            exit(c, &state);
+        }
     }
 
     /// Empties a cache as an exiting thread does (`retire`): stacks to the depot, room and

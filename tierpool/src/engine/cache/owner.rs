@@ -364,6 +364,24 @@ impl Owner<'_> {
         first
     }
 
+    /// How many buffers a refill of tier `t` asks for now, at most `max` (`>= 1`); the next
+    /// one asks for twice as many. A load and a store: only the owner touches the count.
+    #[inline]
+    pub(crate) fn take_fill(&self, t: usize, max: usize) -> usize {
+        let fill = &self.cache.head.cold[t].fill;
+        let now = (fill.load(Relaxed) as usize).clamp(1, max.max(1));
+        fill.store((2 * now).min(max.max(1)) as u32, Relaxed);
+        now
+    }
+
+    /// Halves what tier `t`'s next refill asks for (not below one buffer): buffers it took
+    /// stayed idle.
+    #[inline]
+    pub(crate) fn halve_fill(&self, t: usize) {
+        let fill = &self.cache.head.cold[t].fill;
+        fill.store((fill.load(Relaxed) / 2).max(1), Relaxed);
+    }
+
     /// Gives tier `t` its slots if it has none yet (a limit was just set above 0): spare ones
     /// of the pool's (`spare.rs`) or fresh ones.
     pub(in crate::engine) fn ensure_storage(&self, t: usize) {

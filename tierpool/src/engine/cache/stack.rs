@@ -120,6 +120,10 @@ pub(crate) struct TierCold {
     /// True once this interval a get of this tier was lent a larger tier's buffer
     /// (`policy.rs`); cleared by decay. Only the owner reads or writes it.
     pub(in crate::engine) lent: AtomicBool,
+    /// Buffers the tier's next refill asks the depot for (slow start, `policy.rs`): 0 (read
+    /// as 1) for a tier new to this cache, doubled by each refill up to half the stack,
+    /// halved by decay when buffers stayed idle. Only the owner reads or writes it.
+    pub(in crate::engine) fill: AtomicU32,
 }
 
 impl TierCold {
