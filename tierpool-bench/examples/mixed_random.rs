@@ -40,6 +40,23 @@ fn main() {
     if std::env::var_os("MIXED_POW2").is_some() {
         builder = builder.power_of_two_tiers(256, 16 << 20);
     }
+    if let Some(split) = std::env::var_os("MIXED_SPLIT") {
+        // Four tiers per doubling below `split` KiB, `MIXED_STEPS` (default 1) above.
+        let split: usize = split.to_str().unwrap().parse::<usize>().unwrap() << 10;
+        let steps: usize = std::env::var("MIXED_STEPS").map_or(1, |s| s.parse().unwrap());
+        let low = tierpool::BufferPool::builder()
+            .geometric_tiers(256, split, 4)
+            .build()
+            .unwrap();
+        let high = tierpool::BufferPool::builder()
+            .geometric_tiers(split, 16 << 20, steps)
+            .build()
+            .unwrap();
+        let mut sizes: Vec<usize> = low.tier_sizes().to_vec();
+        sizes.extend(high.tier_sizes().iter().filter(|&&s| s > split));
+        println!("tiers: {}", sizes.len());
+        builder = builder.tiers(sizes);
+    }
     let pool = builder.build().expect("a valid cap");
     // The report's streams: seeds 2d + 1 and 2d + 2 for distribution d.
     let random = [

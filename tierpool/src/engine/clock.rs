@@ -2,8 +2,9 @@
 //!
 //! Time is cut into intervals of the configured length, numbered from the pool's creation
 //! (*epochs*). Nothing is released on a timer by default; instead, every thread cache reads
-//! the clock on its housekeeping: every 256 returns to a tier, every 16 slow-path operations,
-//! and whenever its doorbell rang. When a cache sees a new epoch it releases its own buffers
+//! the clock on its housekeeping: every 256 returns to a tier (down to 8 for a thread whose
+//! returns are far apart in time, so that it looks a few times an interval), every 16
+//! slow-path operations, and whenever its doorbell rang. When a cache sees a new epoch it releases its own buffers
 //! that stayed unused through the previous interval (its low-water mark), gives back the
 //! reservations of tiers it stopped using, and asks the pool to *tick* for that epoch, once
 //! whoever gets there first: the depot releases what stayed idle in it, and every thread cache

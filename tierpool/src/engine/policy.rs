@@ -459,7 +459,9 @@ pub(crate) fn service(o: &Owner<'_>, pool: &PoolState) {
         give_back(o, pool);
         o.ring_self(); // every operation on the slow path while the pressure lasts
     }
-    let epoch = pool.clock.epoch();
+    let now = pool.clock.tick16();
+    o.pace(now);
+    let epoch = now / 16;
     if epoch != o.epoch() {
         o.set_epoch(epoch);
         pool.allocator_trim.released(decay(o, pool), Why::Decay);
@@ -798,6 +800,47 @@ mod tests {
         for c in [&a, &b] {
             exit(c, &state);
         }
+    }
+
+    /// A thread's housekeeping looks come after fewer returns when they are far apart in time
+    /// (a thread returning a buffer a millisecond looked every 256 ms, and ticked the pool two
+    /// intervals late), and after more, up to `CHECK_EVERY`, when they come close together; the
+    /// returns and hits counted stay exact whatever each countdown's length.
+    #[test]
+    fn housekeeping_is_paced_by_the_time_between_looks_and_counts_stay_exact() {
+        use crate::engine::cache::stack::{CHECK_EVERY, MIN_CHECK_EVERY};
+        let state = PoolState::new(Builder::new().tiers([64]).validate().unwrap());
+        let cache = state.new_cache(Key::new(1, false));
+        // SAFETY: nothing else reaches this cache.
+        let o = unsafe { Owner::new_unshared(&cache) };
+        let every = || cache.head.check_every.load(Relaxed);
+        assert_eq!(every(), MIN_CHECK_EVERY, "a new cache looks often");
+        let mut now = cache.head.looked.load(Relaxed);
+        for want in [16, 32, 64, 128, CHECK_EVERY, CHECK_EVERY] {
+            o.pace(now); // within the same sixteenth of an interval
+            assert_eq!(every(), want);
+        }
+        now += 1;
+        o.pace(now);
+        assert_eq!(every(), CHECK_EVERY, "a sixteenth apart: as before");
+        for want in [128, 64, 32, 16, MIN_CHECK_EVERY, MIN_CHECK_EVERY] {
+            now += 5;
+            o.pace(now);
+            assert_eq!(every(), want);
+        }
+        assert!(o.set_limit(0, 4));
+        for round in 0..1000u64 {
+            o.push(0, Vec::with_capacity(64), false).unwrap();
+            drop(o.pop(0).unwrap());
+            if round % 7 == 0 {
+                now += [0, 0, 3][(round % 3) as usize];
+                o.pace(now);
+            }
+        }
+        let s = state.stats();
+        assert_eq!((s.tiers[0].returned, s.tiers[0].hits), (1000, 1000), "{s}");
+        drop(o);
+        exit(&cache, &state);
     }
 
     /// Empties a cache as an exiting thread does (`retire`): stacks to the depot, room and

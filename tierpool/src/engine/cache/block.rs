@@ -6,7 +6,7 @@
 use std::mem::{align_of, size_of};
 
 use super::spare::SpareSlots;
-use super::stack::{free_all, stack_cap, Tier, TierCold};
+use super::stack::{free_all, stack_cap, Tier, TierCold, MIN_CHECK_EVERY};
 use crate::base::key::{Key, RUNG, TIER_STRIDE};
 use crate::base::sync::{Arc, AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Mutex, Ordering};
 use crate::engine::class::{Classes, ALL_BUCKETS};
@@ -69,6 +69,14 @@ pub(crate) struct Head {
     pub(in crate::engine) dead: AtomicBool,
     /// Slow operations until the next housekeeping.
     pub(in crate::engine) countdown: AtomicU32,
+    /// Returns to a tier from one housekeeping look to the next: a tier's countdown
+    /// (`returns_left`) starts here after each look. From `MIN_CHECK_EVERY` up to
+    /// `CHECK_EVERY` for a thread whose returns come close together in time, so that a
+    /// thread whose returns are far apart still looks at the clock a few times an interval
+    /// (`Owner::pace`).
+    pub(in crate::engine) check_every: AtomicU64,
+    /// The pool clock's sixteenth of an interval at this cache's last look.
+    pub(in crate::engine) looked: AtomicU64,
     pub(in crate::engine) epoch: AtomicU64,
     pub(in crate::engine) trim_gen: AtomicU64,
     /// Gets above the largest tier.
@@ -117,6 +125,8 @@ impl Head {
             wipe,
             dead: AtomicBool::new(false),
             countdown: AtomicU32::new(SLOW_CHECK_EVERY),
+            check_every: AtomicU64::new(MIN_CHECK_EVERY),
+            looked: AtomicU64::new(epoch.saturating_mul(16)),
             epoch: AtomicU64::new(epoch),
             trim_gen: AtomicU64::new(trim_gen),
             oversize: AtomicU64::new(0),

@@ -40,7 +40,10 @@ use std::marker::PhantomData;
 use std::mem::size_of;
 
 use super::block::{Cache, SLOW_CHECK_EVERY};
-use super::stack::{count_return, fold, place, publish, pushes, Count, Slot, MAX_LOCAL_PER_TIER};
+use super::stack::{
+    count_return, fold, place, publish, pushes, Count, Slot, CHECK_EVERY, MAX_LOCAL_PER_TIER,
+    MIN_CHECK_EVERY,
+};
 use crate::base::key::TIER_STRIDE;
 use crate::base::sync::{lock, spin_wait, try_lock, MutexGuard, Ordering};
 use crate::observe::stats::bump;
@@ -274,6 +277,33 @@ impl<'a> Owner<'a> {
         }
     }
 
+    /// Returns to a tier between two housekeeping looks now (`Head::check_every`).
+    #[inline]
+    fn check_every(&self) -> u64 {
+        self.cache.head.check_every.load(Relaxed)
+    }
+
+    /// Paces the housekeeping looks of a thread whose returns are far apart in time: at a
+    /// look at `now` (the pool clock's sixteenth of an interval), if the last one was more
+    /// than an eighth of an interval ago, the next comes after half as many returns (at
+    /// least [`MIN_CHECK_EVERY`]); if it was within the same sixteenth, after twice as many
+    /// (at most `CHECK_EVERY`). A thread returning a buffer a millisecond looked every 256 ms
+    /// and ticked the pool that late, more than two intervals of 100 ms; it now looks every
+    /// sixteenth to eighth of an interval. A busy thread keeps looking every `CHECK_EVERY`
+    /// returns.
+    pub(crate) fn pace(&self, now: u64) {
+        let h = &self.cache.head;
+        let gap = now.wrapping_sub(h.looked.load(Relaxed));
+        h.looked.store(now, Relaxed);
+        let every = self.check_every();
+        let next = match gap {
+            0 => (2 * every).min(CHECK_EVERY),
+            1 => every,
+            _ => (every / 2).max(MIN_CHECK_EVERY),
+        };
+        h.check_every.store(next, Relaxed);
+    }
+
     /// The decay epoch this cache last saw.
     pub(crate) fn epoch(&self) -> u64 {
         self.cache.head.epoch.load(Relaxed)
@@ -467,7 +497,7 @@ impl Owner<'_> {
             publish(&tier.refilled, 1);
         } else {
             count_return(tier);
-            fold(tier, cold);
+            fold(tier, cold, self.check_every());
         }
         Ok(())
     }
@@ -561,7 +591,7 @@ impl Owner<'_> {
         let off = hint as usize;
         if off % TIER_STRIDE == 0 && off / TIER_STRIDE < self.tiers() {
             let (tier, cold) = self.cache.tier(off / TIER_STRIDE);
-            fold(tier, cold);
+            fold(tier, cold, self.check_every());
         }
     }
 

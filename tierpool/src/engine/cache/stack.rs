@@ -38,9 +38,15 @@ use Ordering::{Acquire, Relaxed, Release};
 
 /// Returns between two housekeeping checks (clock, decay), per tier. A check costs about 230
 /// instructions (most of them reading the clock): 0.9 per return at 256, 3.6 at 64
-/// (`examples/hot_loop.rs` under callgrind). At one return per millisecond a new decay
-/// interval is still noticed within a quarter of the default 1 s.
+/// (`examples/hot_loop.rs` under callgrind). The most: a thread whose returns are far apart
+/// in time checks after fewer (`Owner::pace`), so that it notices a new decay interval
+/// within an eighth of one.
 pub(crate) const CHECK_EVERY: u64 = 256;
+
+/// The fewest returns to a tier between two housekeeping checks (`Owner::pace`), and the
+/// first countdown of a tier new to its cache: a thread starts by looking often, and looks
+/// less often as it shows that its returns come close together.
+pub(crate) const MIN_CHECK_EVERY: u64 = 8;
 
 /// The most buffers a thread cache keeps per tier; a tier of size `s` keeps at most
 /// `min(MAX_LOCAL_PER_TIER, cache_bytes / s)`, and none if that is 0.
@@ -84,7 +90,7 @@ impl Tier {
             full: null(),
             size,
             end: null(),
-            returns_left: AtomicU64::new(CHECK_EVERY),
+            returns_left: AtomicU64::new(MIN_CHECK_EVERY),
             refilled: AtomicU64::new(0),
             flushed: AtomicU64::new(0),
         }
@@ -130,6 +136,9 @@ impl TierCold {
     pub(in crate::engine) fn new(cap: u32) -> Self {
         TierCold {
             cap,
+            // The first countdown is `MIN_CHECK_EVERY` returns (`Tier::new`): [`pushes`]
+            // counts `CHECK_EVERY - returns_left` on top of this, so it starts at 0.
+            pushes_folded: AtomicU64::new(MIN_CHECK_EVERY.wrapping_sub(CHECK_EVERY)),
             ..TierCold::default()
         }
     }
@@ -239,13 +248,17 @@ pub(in crate::engine) fn pushes(tier: &Tier, cold: &TierCold) -> u64 {
     folded.wrapping_add(CHECK_EVERY.wrapping_sub(left))
 }
 
-/// Moves a finished countdown into `pushes_folded`.
-pub(in crate::engine) fn fold(tier: &Tier, cold: &TierCold) {
+/// Moves a finished countdown into `pushes_folded` and starts the next one at `every`
+/// (`1..=CHECK_EVERY`). [`pushes`] counts `CHECK_EVERY - returns_left` on top of the folded
+/// total, so a countdown started at `every` adds `every` to the total: the count stays
+/// exact whatever each countdown's length.
+pub(in crate::engine) fn fold(tier: &Tier, cold: &TierCold, every: u64) {
+    debug_assert!((1..=CHECK_EVERY).contains(&every));
     if tier.returns_left.load(Relaxed) == 0 {
         // Reset, then add: a reader that sees the new total sees the reset too, so it never
         // counts these returns twice (`counters.rs`).
-        tier.returns_left.store(CHECK_EVERY, Release);
-        publish(&cold.pushes_folded, CHECK_EVERY);
+        tier.returns_left.store(every, Release);
+        publish(&cold.pushes_folded, every);
     }
 }
 
