@@ -408,11 +408,12 @@ pub fn shape(quick: bool) -> (usize, u32) {
     }
 }
 
-/// Runs the workload in this process: the server on a thread of its own, wrk, h2load and
-/// curl as child processes.
-pub fn run(ctx: &Ctx) -> Result<Output, String> {
-    clients_available()?;
-    let pool = BufferPool::new();
+/// Starts the workload's server on loopback (a port of the system's choosing), its bodies
+/// from `pool`: a hyper 1 server (HTTP/1.1 and h2c) on a tokio runtime of one worker, which
+/// serves until the runtime is dropped. Returns the runtime and the server's address.
+pub fn start_server(
+    pool: &BufferPool,
+) -> Result<(tokio::runtime::Runtime, std::net::SocketAddr), String> {
     let pattern: &'static [u8] = Box::leak((0..SIZES[1]).map(byte_at).collect::<Vec<u8>>().into());
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
@@ -423,25 +424,31 @@ pub fn run(ctx: &Ctx) -> Result<Output, String> {
         .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
         .map_err(|e| e.to_string())?;
     let addr = listener.local_addr().map_err(|e| e.to_string())?;
-    {
-        let pool = pool.clone();
-        rt.spawn(async move {
-            loop {
-                let Ok((s, _)) = listener.accept().await else {
-                    return;
-                };
-                let _ = s.set_nodelay(true);
-                let pool = pool.clone();
-                tokio::spawn(async move {
-                    let svc =
-                        hyper::service::service_fn(move |req| serve(req, pool.clone(), pattern));
-                    let _ = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new())
-                        .serve_connection(TokioIo::new(s), svc)
-                        .await;
-                });
-            }
-        });
-    }
+    let pool = pool.clone();
+    rt.spawn(async move {
+        loop {
+            let Ok((s, _)) = listener.accept().await else {
+                return;
+            };
+            let _ = s.set_nodelay(true);
+            let pool = pool.clone();
+            tokio::spawn(async move {
+                let svc = hyper::service::service_fn(move |req| serve(req, pool.clone(), pattern));
+                let _ = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new())
+                    .serve_connection(TokioIo::new(s), svc)
+                    .await;
+            });
+        }
+    });
+    Ok((rt, addr))
+}
+
+/// Runs the workload in this process: the server on a thread of its own, wrk, h2load and
+/// curl as child processes.
+pub fn run(ctx: &Ctx) -> Result<Output, String> {
+    clients_available()?;
+    let pool = BufferPool::new();
+    let (rt, addr) = start_server(&pool)?;
     // The bytes, through real clients, over both protocols.
     for size in SIZES {
         for &s in Strategy::ALL {
