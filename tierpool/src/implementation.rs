@@ -244,9 +244,11 @@
 //!   is then the cap plus each cache's own), and a budgeted pool uses no thread caches.
 //! - **Policy** (`engine/policy.rs`, safe code): what a get or a return does when the fast path
 //!   cannot serve it. Tiers reserve room when first used and grow with use (so the fast path
-//!   checks a limit, not a byte count), batches of half a stack move to and from the depot
-//!   under one lock acquisition, odd-capacity buffers go to the depot, housekeeping runs every
-//!   256 returns to a tier.
+//!   checks a limit, not a byte count), batches move to and from the depot under one lock
+//!   acquisition (half a stack to it; from it, one buffer first and twice as many each
+//!   refill after, up to half a stack), odd-capacity buffers go to the depot, housekeeping
+//!   runs every 256 returns to a tier (down to 8 for a thread whose returns are far apart in
+//!   time, so that it looks at the clock a few times an interval).
 //! - **Depot and allowance** (`engine/depot.rs`): the shared store between thread caches, and the one
 //!   count of what the pool may retain.
 //! - **Buffer handle** (`buf/pooled.rs`, `engine/registry.rs`, `base/key.rs`): a [`PooledBuf`] carries its pool's 32-bit

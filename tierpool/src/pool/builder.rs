@@ -169,8 +169,9 @@ impl Builder {
     /// Starts a background thread that ticks the pool every interval: the depot's decay, and
     /// reclaiming every thread cache that was not used for an interval. Without it the pool
     /// ticks when a thread using it looks at the clock (every 256 returns to a tier of its
-    /// cache, or 16 slow operations), so a pool that is used rarely, or not at all, gives back
-    /// what it holds late or never; with it, within about two intervals, whatever the rest of
+    /// cache, down to every 8 for a thread whose returns are far apart in time, or every 16
+    /// slow operations), so a pool that is used rarely, or not at all, gives back what it
+    /// holds late or never; with it, within about two intervals, whatever the rest of
     /// the program does. The thread holds only a weak reference and exits when the pool is
     /// dropped. Default off.
     pub fn background_trim(mut self, enabled: bool) -> Self {
