@@ -37,8 +37,8 @@ crate::choices! {
     /// What holds the buffers.
     pub enum Strategy {
         /// A tierpool pool (default configuration, 100 ms decay interval): the pool ticks when
-        /// the main thread's cache looks at the clock (every 256 returns to a tier, here every
-        /// 256 ms).
+        /// the main thread's cache looks at the clock (every 256 returns to a tier at most,
+        /// fewer for a thread whose returns are far apart in time: here every 8 ms).
         Tierpool => ("tierpool", "tierpool", Kind::Tierpool.adaptation()),
         /// The same with [`Builder::background_trim`](tierpool::Builder::background_trim): a
         /// thread of the pool ticks it every interval, however little the program does.
@@ -254,7 +254,7 @@ impl super::Scenario for IdleThreads {
     }
 
     fn describe(&self) -> &'static str {
-        "Threads that used the pool and went idle for good, as a thread-per-connection server's threads or a runtime's parked blocking threads do: T threads each take, fill and return two buffers each of 4 KiB, 64 KiB, 256 KiB, 1 MiB and 8 MiB, then park for good; the main thread goes on with one 4 KiB get/put per ms. Process RSS (and, in the extra columns, how far above the baseline, and the pool's retained bytes against its 64 MiB cap) when all are idle, 2 and 10 decay intervals (100 ms each) later, and for tierpool right after trim(); one process per strategy, allocator and T. tierpool ticks when the main thread's cache looks at the clock (every 256 returns to a tier: here every 256 ms), or, with background_trim, every interval."
+        "Threads that used the pool and went idle for good, as a thread-per-connection server's threads or a runtime's parked blocking threads do: T threads each take, fill and return two buffers each of 4 KiB, 64 KiB, 256 KiB, 1 MiB and 8 MiB, then park for good; the main thread goes on with one 4 KiB get/put per ms. Process RSS (and, in the extra columns, how far above the baseline, and the pool's retained bytes against its 64 MiB cap) when all are idle, 2 and 10 decay intervals (100 ms each) later, and for tierpool right after trim(); one process per strategy, allocator and T. tierpool ticks when the main thread's cache looks at the clock (every 256 returns to a tier at most, fewer when its returns are far apart in time: here every 8 ms), or, with background_trim, every interval."
     }
 
     fn weight(&self) -> u64 {

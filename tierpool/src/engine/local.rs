@@ -324,8 +324,12 @@ impl SlowOp for Service {
         None
     }
     fn with_cache(self, o: &Owner<'_>, pool: &PoolState) {
-        o.fold_countdown(self.hint);
+        // The look first, then the next countdown, at the length the look just chose
+        // (`Owner::pace`): the other way round, a thread that went from busy to sparse ran
+        // two more countdowns of 256 before its looks came closer. The finished countdown
+        // reads as 0 meanwhile, so the count the look reads is exact.
         policy::service(o, pool);
+        o.fold_countdown(self.hint);
     }
     fn without_cache(self, _: Option<&PoolState>) {}
 }

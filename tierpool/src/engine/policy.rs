@@ -21,10 +21,11 @@
 //! tier held it.
 //!
 //! A refill's batch starts small (a slow start, as jemalloc's thread caches adapt their fill
-//! count): a tier's first refill asks the depot for one buffer, each later one for twice as
-//! many, up to half its stack, and decay halves it when buffers stayed idle. So a thread new
-//! to a tier takes what it uses, not every buffer the depot holds while another thread then
-//! allocates (the `mixed` workload's random sizes).
+//! count): a tier's first refill asks the depot for one buffer, each refill that moved
+//! buffers doubles the next, up to the batch (half its stack, the whole of a stack of one or
+//! two), decay halves it when buffers stayed idle, and a tier that gives up its storage starts
+//! over. So a thread new to a tier takes what it uses, not every buffer the depot holds while
+//! another thread then allocates (the `mixed` workload's random sizes).
 //!
 //! # Budget
 //!
@@ -94,7 +95,7 @@ pub(crate) fn get_slow(
     // tiers' idle stacks if need be.
     let mut keeps = !o.is_dead() && o.cap(t) > 0 && !under_pressure(pool);
     let want = if keeps {
-        let batch = o.take_fill(t, batch_size(o.cap(t)));
+        let batch = o.fill(t, batch_size(o.cap(t)));
         if o.limit(t) - o.len(t) < batch {
             grow(o, pool, t, o.len(t) + batch, true);
         }
@@ -112,6 +113,7 @@ pub(crate) fn get_slow(
         let paid = 1 + extra.checked_div(charge).unwrap_or(want - 1);
         let moved = refill(o, pool, t, paid.min(want));
         if moved > 0 {
+            o.double_fill(t, batch_size(o.cap(t)));
             o.defer_refund((paid - moved) * charge);
             let v = o.pop(t).expect("just refilled");
             return hit(v);
@@ -759,7 +761,8 @@ mod tests {
     /// A tier's refills start at one buffer and double with use (up to half its stack), so
     /// that a thread new to a tier does not take every buffer the depot holds while it needs
     /// one (a second thread then allocated, in the `mixed` workload's random sizes); decay
-    /// halves them again when buffers stayed idle.
+    /// halves them again when buffers stayed idle, and a tier that gives up its storage
+    /// starts over.
     #[test]
     fn refills_start_at_one_buffer_and_double_with_use() {
         let state = PoolState::new(Builder::new().tiers([64]).validate().unwrap());
@@ -791,10 +794,15 @@ mod tests {
         assert_eq!((get(&a), in_depot()), (3, 0), "then four");
         // SAFETY: as above.
         let o = unsafe { Owner::new_unshared(&a) };
+        let fill = || o.cache().head.cold[0].fill.load(Relaxed);
         decay(&o, &state); // starts an interval with three buffers on the stack
-        assert_eq!(o.cache().head.cold[0].fill.load(Relaxed), 8);
-        decay(&o, &state); // all three stayed idle
-        assert_eq!(o.cache().head.cold[0].fill.load(Relaxed), 4);
+        assert_eq!(fill(), 8);
+        let v = o.pop(0).unwrap();
+        o.push(0, v, false).unwrap();
+        decay(&o, &state); // two of them stayed idle: released
+        assert_eq!((fill(), o.len(0)), (4, 1));
+        decay(&o, &state); // the last one too, and the tier saw no use: storage given up
+        assert_eq!((fill(), o.limit(0)), (0, 0), "starts over");
         assert_eq!(state.stats().tiers[0].misses, 0);
         drop(o);
         for c in [&a, &b] {
@@ -839,6 +847,42 @@ mod tests {
         }
         let s = state.stats();
         assert_eq!((s.tiers[0].returned, s.tiers[0].hits), (1000, 1000), "{s}");
+        drop(o);
+        exit(&cache, &state);
+    }
+
+    /// `stats()` read across a fold (the total loaded before it, the countdown after it) reads
+    /// the tier's returns a countdown's length short: early in a tier's life, below zero. The
+    /// reading is clamped, never an overflow (a panic in debug builds) or a wrapped count.
+    #[test]
+    fn a_count_read_across_a_fold_is_clamped_not_wrapped() {
+        use crate::engine::cache::stack::{fold, CHECK_EVERY, MIN_CHECK_EVERY};
+        let state = PoolState::new(Builder::new().tiers([64]).validate().unwrap());
+        let cache = state.new_cache(Key::new(1, false));
+        // SAFETY: nothing else reaches this cache.
+        let o = unsafe { Owner::new_unshared(&cache) };
+        assert!(o.set_limit(0, 4));
+        for _ in 0..MIN_CHECK_EVERY {
+            o.push(0, Vec::with_capacity(64), false).unwrap();
+            drop(o.pop(0).unwrap());
+        }
+        let (tier, cold) = cache.tier(0);
+        assert_eq!(
+            tier.returns_left.load(Relaxed),
+            MIN_CHECK_EVERY,
+            "folded at 8"
+        );
+        // The state a reader sees when it loads the total before a fold that restarts the
+        // countdown at `CHECK_EVERY`, and the countdown after it.
+        tier.returns_left.store(0, Relaxed);
+        let before = cold.pushes_folded.load(Relaxed);
+        fold(tier, cold, CHECK_EVERY);
+        let after = cold.pushes_folded.swap(before, Relaxed);
+        let s = state.stats();
+        assert_eq!((s.tiers[0].returned, s.tiers[0].hits), (0, 0), "{s}");
+        cold.pushes_folded.store(after, Relaxed);
+        let s = state.stats();
+        assert_eq!((s.tiers[0].returned, s.tiers[0].hits), (16, 16), "{s}");
         drop(o);
         exit(&cache, &state);
     }

@@ -7,9 +7,9 @@
 //! The fast path writes `head` (which it must anyway) and, on a return, `returns_left`; the
 //! stack's length is `end - head`, and the number of hits from the stack is derived:
 //! `pops = pushes + refilled - flushed - released - len`. The return counter is kept as a
-//! countdown (`returns_left`, folded into `pushes_folded` every `CHECK_EVERY` returns), so it
-//! doubles as the housekeeping countdown: every `CHECK_EVERY`-th return asks the owner to
-//! look at the clock.
+//! countdown (`returns_left`, folded into `pushes_folded` when it reaches 0, every 8 to
+//! `CHECK_EVERY` returns: `Owner::pace`), so it doubles as the housekeeping countdown: the
+//! return that ends a countdown asks the owner to look at the clock.
 
 use super::block::Cache;
 use super::stack::pushes;
@@ -38,7 +38,10 @@ impl Cache {
             // adds to the derived `pops` first (returns, refills: each stored after the stack
             // top it moved), then the stack top, then what subtracts (flushed, released: each
             // stored before the stack top it moved).
+            // Read across a fold, the count can come out a countdown's length short, and early
+            // in a tier's life below zero (`stack::fold`): clamped, as `pops` below.
             let pushes = pushes(tier, cold);
+            let pushes = if (pushes as i64) < 0 { 0 } else { pushes };
             let refilled = acq(&tier.refilled);
             let len = cold.len(tier) as u64;
             let flushed = acq(&tier.flushed);

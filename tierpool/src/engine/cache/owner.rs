@@ -284,13 +284,13 @@ impl<'a> Owner<'a> {
     }
 
     /// Paces the housekeeping looks of a thread whose returns are far apart in time: at a
-    /// look at `now` (the pool clock's sixteenth of an interval), if the last one was more
-    /// than an eighth of an interval ago, the next comes after half as many returns (at
-    /// least [`MIN_CHECK_EVERY`]); if it was within the same sixteenth, after twice as many
-    /// (at most `CHECK_EVERY`). A thread returning a buffer a millisecond looked every 256 ms
-    /// and ticked the pool that late, more than two intervals of 100 ms; it now looks every
-    /// sixteenth to eighth of an interval. A busy thread keeps looking every `CHECK_EVERY`
-    /// returns.
+    /// look at `now` (the pool clock's sixteenth of an interval), if two or more sixteenths
+    /// began since the last one (the looks are more than a sixteenth apart), the next comes
+    /// after half as many returns (at least [`MIN_CHECK_EVERY`]); if none did, after twice as
+    /// many (at most `CHECK_EVERY`); after one, as many. A thread returning a buffer a
+    /// millisecond looked every 256 ms and ticked the pool that late, more than two intervals
+    /// of 100 ms; it now looks about every sixteenth to eighth of an interval. A busy thread
+    /// keeps looking every `CHECK_EVERY` returns.
     pub(crate) fn pace(&self, now: u64) {
         let h = &self.cache.head;
         let gap = now.wrapping_sub(h.looked.load(Relaxed));
@@ -394,14 +394,20 @@ impl Owner<'_> {
         first
     }
 
-    /// How many buffers a refill of tier `t` asks for now, at most `max` (`>= 1`); the next
-    /// one asks for twice as many. A load and a store: only the owner touches the count.
+    /// How many buffers a refill of tier `t` asks for now, at most `max` (`>= 1`).
     #[inline]
-    pub(crate) fn take_fill(&self, t: usize, max: usize) -> usize {
-        let fill = &self.cache.head.cold[t].fill;
-        let now = (fill.load(Relaxed) as usize).clamp(1, max.max(1));
-        fill.store((2 * now).min(max.max(1)) as u32, Relaxed);
-        now
+    pub(crate) fn fill(&self, t: usize, max: usize) -> usize {
+        (self.cache.head.cold[t].fill.load(Relaxed) as usize).clamp(1, max.max(1))
+    }
+
+    /// Doubles what tier `t`'s next refill asks for, up to `max`: a refill just moved
+    /// buffers. A load and a store: only the owner touches the count.
+    #[inline]
+    pub(crate) fn double_fill(&self, t: usize, max: usize) {
+        let now = self.fill(t, max);
+        self.cache.head.cold[t]
+            .fill
+            .store((2 * now).min(max.max(1)) as u32, Relaxed);
     }
 
     /// Halves what tier `t`'s next refill asks for (not below one buffer): buffers it took
@@ -449,6 +455,8 @@ impl Owner<'_> {
         if cold.limit.load(Relaxed) != 0 || cold.len(tier) != 0 {
             return;
         }
+        // A tier that gave up its room and storage starts its refills over at one buffer.
+        cold.fill.store(0, Relaxed);
         for p in [&tier.head, &tier.low, &tier.full] {
             // `Release`: a reader that sees the stack gone sees the counts of what left it.
             p.store(std::ptr::null_mut(), Release);

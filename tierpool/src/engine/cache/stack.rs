@@ -71,9 +71,11 @@ pub(crate) struct Tier {
     /// One past the last slot (the stack's bottom): `slots + cap`, null while unallocated.
     pub(in crate::engine) end: AtomicPtr<Slot>,
     /// Returns onto the stack (fast or slow) left until the next housekeeping: counts down
-    /// from `CHECK_EVERY` to 0, when the owner folds `CHECK_EVERY` into `pushes_folded` and
-    /// starts over. So the fast path's one counter is also its countdown, and the test for
-    /// "housekeeping due" is the decrement's own zero flag.
+    /// to 0 from a length between `MIN_CHECK_EVERY` and `CHECK_EVERY` (the first is
+    /// `MIN_CHECK_EVERY`; each later one the cache's `check_every`), when the owner adds that
+    /// length to `pushes_folded` and starts the next ([`fold`]). So the fast path's one
+    /// counter is also its countdown, and the test for "housekeeping due" is the decrement's
+    /// own zero flag.
     pub(in crate::engine) returns_left: AtomicU64,
     /// Buffers moved onto the stack from the depot.
     pub(in crate::engine) refilled: AtomicU64,
@@ -127,8 +129,10 @@ pub(crate) struct TierCold {
     /// (`policy.rs`); cleared by decay. Only the owner reads or writes it.
     pub(in crate::engine) lent: AtomicBool,
     /// Buffers the tier's next refill asks the depot for (slow start, `policy.rs`): 0 (read
-    /// as 1) for a tier new to this cache, doubled by each refill up to half the stack,
-    /// halved by decay when buffers stayed idle. Only the owner reads or writes it.
+    /// as 1) for a tier new to this cache or that gave up its storage, doubled by each refill
+    /// that moved buffers, up to a refill's batch (half the stack; the whole of a stack of
+    /// one or two), halved by decay when buffers stayed idle. Only the owner reads or writes
+    /// it.
     pub(in crate::engine) fill: AtomicU32,
 }
 
@@ -251,7 +255,10 @@ pub(in crate::engine) fn pushes(tier: &Tier, cold: &TierCold) -> u64 {
 /// Moves a finished countdown into `pushes_folded` and starts the next one at `every`
 /// (`1..=CHECK_EVERY`). [`pushes`] counts `CHECK_EVERY - returns_left` on top of the folded
 /// total, so a countdown started at `every` adds `every` to the total: the count stays
-/// exact whatever each countdown's length.
+/// exact whatever each countdown's length. A reader on another thread that loads the total
+/// before this fold and the countdown after it reads up to `every` too few, which can be
+/// below zero early in a tier's life (its total starts at `MIN_CHECK_EVERY - CHECK_EVERY`):
+/// `Cache::add_to` clamps that reading at zero.
 pub(in crate::engine) fn fold(tier: &Tier, cold: &TierCold, every: u64) {
     debug_assert!((1..=CHECK_EVERY).contains(&every));
     if tier.returns_left.load(Relaxed) == 0 {
