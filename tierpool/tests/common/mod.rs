@@ -209,7 +209,9 @@ pub fn assert_the_allocator_gives_the_burst_back(how: tierpool::TrimAllocator, a
     const MIB: isize = 1 << 20;
     let base = rss_bytes().unwrap();
     let kept = burst_then_trim(tierpool::TrimAllocator::Off, 128 << 20, base);
-    assert!(kept > 96 * MIB, "{allocator} kept only {} MiB", kept / MIB);
+    // Usually all 128 MiB stay; mimalloc also purges freed pages by itself after its purge
+    // delay, and a CI run once saw 51 MiB kept: enough to tell the two cases apart.
+    assert!(kept > 32 * MIB, "{allocator} kept only {} MiB", kept / MIB);
     let left = burst_then_trim(how, 128 << 20, base);
     eprintln!(
         "{allocator}, above the start: {} MiB not asked, {} MiB asked",
