@@ -18,7 +18,7 @@
 use std::process::Command;
 
 use tierpool::BufferPool;
-use tierpool_bench::workloads::http::start_server;
+use tierpool_bench::workloads::http::{parse_h2load, start_server};
 
 fn main() {
     let mut args = std::env::args().skip(1);
@@ -34,15 +34,9 @@ fn main() {
         .output()
         .expect("h2load runs (apt-get install nghttp2-client)");
     let text = String::from_utf8_lossy(&out.stdout);
-    let line = text
-        .lines()
-        .find(|l| l.starts_with("requests:"))
-        .unwrap_or("requests: (no summary)");
-    println!("{body} {size} B x {requests}: h2load {line}");
-    assert!(
-        line.contains(&format!("{requests} succeeded")),
-        "every request succeeded: {text}"
-    );
+    let (rps, done) = parse_h2load(&text).expect("every request succeeded");
+    println!("{body} {size} B x {requests}: h2load {done} succeeded, {rps} req/s");
+    assert_eq!(done, requests as f64, "every request made: {text}");
     drop(rt);
     let s = pool.stats();
     println!("pool: {} gets, {} hits", s.gets, s.hits);

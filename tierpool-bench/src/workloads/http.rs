@@ -321,7 +321,7 @@ fn h2load(url: &str, seconds: u32) -> Result<(f64, f64), String> {
 
 /// h2load's summary: (requests/s, requests that succeeded), or why the run does not count
 /// (any failed, errored, timed-out or non-2xx request).
-fn parse_h2load(text: &str) -> Result<(f64, f64), String> {
+pub fn parse_h2load(text: &str) -> Result<(f64, f64), String> {
     // "finished in 2.00s, 21513.00 req/s, 1.31GB/s"
     let rps: f64 = text
         .lines()

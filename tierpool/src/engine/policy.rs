@@ -94,8 +94,9 @@ pub(crate) fn get_slow(
     // Refill a batch if the tier may use the cache: room for it first, evicting other
     // tiers' idle stacks if need be.
     let mut keeps = !o.is_dead() && o.cap(t) > 0 && !under_pressure(pool);
+    let max_batch = batch_size(o.cap(t));
     let want = if keeps {
-        let batch = o.fill(t, batch_size(o.cap(t)));
+        let batch = o.fill(t, max_batch);
         if o.limit(t) - o.len(t) < batch {
             grow(o, pool, t, o.len(t) + batch, true);
         }
@@ -113,7 +114,7 @@ pub(crate) fn get_slow(
         let paid = 1 + extra.checked_div(charge).unwrap_or(want - 1);
         let moved = refill(o, pool, t, paid.min(want));
         if moved > 0 {
-            o.double_fill(t, batch_size(o.cap(t)));
+            o.double_fill(t, max_batch);
             o.defer_refund((paid - moved) * charge);
             let v = o.pop(t).expect("just refilled");
             return hit(v);

@@ -38,10 +38,7 @@ impl Cache {
             // adds to the derived `pops` first (returns, refills: each stored after the stack
             // top it moved), then the stack top, then what subtracts (flushed, released: each
             // stored before the stack top it moved).
-            // Read across a fold, the count can come out a countdown's length short, and early
-            // in a tier's life below zero (`stack::fold`): clamped, as `pops` below.
             let pushes = pushes(tier, cold);
-            let pushes = if (pushes as i64) < 0 { 0 } else { pushes };
             let refilled = acq(&tier.refilled);
             let len = cold.len(tier) as u64;
             let flushed = acq(&tier.flushed);

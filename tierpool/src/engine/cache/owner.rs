@@ -394,20 +394,20 @@ impl Owner<'_> {
         first
     }
 
-    /// How many buffers a refill of tier `t` asks for now, at most `max` (`>= 1`).
+    /// How many buffers a refill of tier `t` asks for now, at most `max` (`>= 1`, a refill's
+    /// batch).
     #[inline]
     pub(crate) fn fill(&self, t: usize, max: usize) -> usize {
-        (self.cache.head.cold[t].fill.load(Relaxed) as usize).clamp(1, max.max(1))
+        debug_assert!(max >= 1);
+        (self.cache.head.cold[t].fill.load(Relaxed) as usize).clamp(1, max)
     }
 
     /// Doubles what tier `t`'s next refill asks for, up to `max`: a refill just moved
     /// buffers. A load and a store: only the owner touches the count.
     #[inline]
     pub(crate) fn double_fill(&self, t: usize, max: usize) {
-        let now = self.fill(t, max);
-        self.cache.head.cold[t]
-            .fill
-            .store((2 * now).min(max.max(1)) as u32, Relaxed);
+        let next = (2 * self.fill(t, max)).min(max);
+        self.cache.head.cold[t].fill.store(next as u32, Relaxed);
     }
 
     /// Halves what tier `t`'s next refill asks for (not below one buffer): buffers it took

@@ -245,11 +245,18 @@ pub(in crate::engine) fn publish(counter: &AtomicU64, by: u64) {
 }
 
 /// Returns pushed onto `tier`'s stack so far. Reads the total before the countdown (see
-/// [`fold`]), both `Acquire`.
+/// [`fold`]), both `Acquire`. Read on another thread across a fold, the count can come out a
+/// countdown's length short, and early in a tier's life below zero: that reading is 0, never
+/// a wrapped count (the owner's own readings are exact).
 pub(in crate::engine) fn pushes(tier: &Tier, cold: &TierCold) -> u64 {
     let folded = cold.pushes_folded.load(Acquire);
     let left = tier.returns_left.load(Acquire);
-    folded.wrapping_add(CHECK_EVERY.wrapping_sub(left))
+    let n = folded.wrapping_add(CHECK_EVERY.wrapping_sub(left));
+    if (n as i64) < 0 {
+        0
+    } else {
+        n
+    }
 }
 
 /// Moves a finished countdown into `pushes_folded` and starts the next one at `every`
@@ -258,7 +265,7 @@ pub(in crate::engine) fn pushes(tier: &Tier, cold: &TierCold) -> u64 {
 /// exact whatever each countdown's length. A reader on another thread that loads the total
 /// before this fold and the countdown after it reads up to `every` too few, which can be
 /// below zero early in a tier's life (its total starts at `MIN_CHECK_EVERY - CHECK_EVERY`):
-/// `Cache::add_to` clamps that reading at zero.
+/// [`pushes`] reads that as 0.
 pub(in crate::engine) fn fold(tier: &Tier, cold: &TierCold, every: u64) {
     debug_assert!((1..=CHECK_EVERY).contains(&every));
     if tier.returns_left.load(Relaxed) == 0 {
