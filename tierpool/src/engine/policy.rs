@@ -45,7 +45,7 @@ use crate::base::sync::Ordering::Relaxed;
 use crate::engine::error::AllocError;
 use crate::engine::fresh::{alloc_fresh, prepare_hit, scrub, Fresh};
 use crate::engine::state::{Got, PoolState};
-use crate::sys::trim::{free_idle, Why};
+use crate::sys::trim::{free_released, Why};
 
 /// Buffers moved per exchange with the depot for a tier whose stack holds at most `limit`:
 /// half the stack, so that a thread alternating gets and returns at the boundary does not
@@ -222,8 +222,7 @@ pub(crate) fn put_slow(o: &Owner<'_>, pool: &PoolState, mut v: Vec<u8>, tag: Tag
     // was charged).
     o.defer_refund(pool.charge_of(tag));
     o.count(t, Count::OtherReturn, 1);
-    if (pool.exact_only() && cap != o.size(t)) || pool.depot.put_one(t, v).is_err() {
-        pool.allocator_trim.released(cap, Why::Cap);
+    if !pool.file_in_depot(t, v) {
         o.count(t, Count::Discarded, 1);
     }
 }
@@ -274,7 +273,7 @@ fn give_up(o: &Owner<'_>, pool: &PoolState, t: usize) {
 /// Returns the bytes released.
 fn release(o: &Owner<'_>, pool: &PoolState, t: usize, n: usize) -> usize {
     let size = o.size(t);
-    let bytes = size * o.drain_oldest(t, n, true, free_idle);
+    let bytes = size * o.drain_oldest(t, n, true, free_released);
     o.defer_refund(bytes / size * pool.charge_of(Tag::tier(t)));
     bytes
 }

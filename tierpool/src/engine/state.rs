@@ -17,7 +17,7 @@ use crate::engine::fresh::{alloc_fresh, prepare_hit, scrub, Fresh};
 use crate::observe::holders::Tracker;
 use crate::observe::stats::{BudgetStats, Stats};
 use crate::observe::telemetry::Published;
-use crate::sys::trim::{AllocatorTrim, Why};
+use crate::sys::trim::{free_released, AllocatorTrim, Why};
 
 /// Bumped whenever any pool closes, so that thread tables know when to look for dead caches.
 static CLOSED_POOLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
@@ -384,6 +384,22 @@ impl PoolState {
         }
     }
 
+    /// Files `v`, a return to tier `t`, in the depot; or, refused there (no room under the
+    /// cap, or a pool that keeps only exact sizes and `v` is not one), frees it with its pages
+    /// given back (`free_released`) and counts it released at the cap. True if kept.
+    pub(crate) fn file_in_depot(&self, t: usize, v: Vec<u8>) -> bool {
+        let cap = v.capacity();
+        let refused = if !self.exact_only() || cap == self.classes.size(t) {
+            self.depot.put_one(t, v).err()
+        } else {
+            Some(v)
+        };
+        let Some(v) = refused else { return true };
+        free_released(v);
+        self.allocator_trim.released(cap, Why::Cap);
+        false
+    }
+
     /// A return that cannot use a thread cache.
     #[cold]
     pub(crate) fn put_direct(&self, mut v: Vec<u8>, tag: Tag) {
@@ -393,15 +409,7 @@ impl PoolState {
             self.caches.with_retired(|s| s.untiered_returned += 1);
             return;
         };
-        let cap = v.capacity();
-        let kept = if !self.exact_only() || cap == self.classes.size(t) {
-            self.depot.put_one(t, v).is_ok()
-        } else {
-            false
-        };
-        if !kept {
-            self.allocator_trim.released(cap, Why::Cap);
-        }
+        let kept = self.file_in_depot(t, v);
         self.caches.with_retired(|s| {
             s.tiers[t].returned += 1;
             if !kept {

@@ -277,7 +277,7 @@ fn collect_mimalloc() {
 }
 
 /// Buffers at least this large have their whole pages given back to the kernel when the
-/// pool lets them go idle ([`free_idle`]).
+/// pool lets them go idle ([`free_released`]).
 #[cfg_attr(not(all(target_os = "linux", not(any(loom, miri)))), allow(dead_code))]
 pub(crate) const RETURN_PAGES_FROM: usize = 64 << 10;
 
@@ -299,7 +299,7 @@ pub(crate) const RETURN_PAGES_FROM: usize = 64 << 10;
 /// Sound for any allocator that keeps no bookkeeping inside a live allocation (glibc,
 /// jemalloc, mimalloc): only whole pages inside `[ptr, ptr + capacity)`, which the buffer
 /// owns until the `drop` below, are touched, and their contents are never read again.
-pub(crate) fn free_idle(v: Vec<u8>) {
+pub(crate) fn free_released(v: Vec<u8>) {
     #[cfg(all(target_os = "linux", not(any(loom, miri))))]
     if v.capacity() >= RETURN_PAGES_FROM {
         // SAFETY: `sysconf` has no preconditions.

@@ -205,7 +205,7 @@ pub(in crate::engine) fn free_all(tier: &Tier, cold: &TierCold) -> Option<(*mut 
         let p = unsafe { &*tier.at(cap, i) }.load(Relaxed);
         // SAFETY: slots from `head` to `end` own buffers of capacity exactly `size`, from
         // the global allocator; nothing else refers to them any more.
-        crate::sys::trim::free_idle(unsafe { Vec::from_raw_parts(p, 0, tier.size) });
+        crate::sys::trim::free_released(unsafe { Vec::from_raw_parts(p, 0, tier.size) });
     }
     Some((end.wrapping_sub(cap), cold.cap))
 }
