@@ -126,7 +126,11 @@ fn release_oldest(stack: &mut Vec<Vec<u8>>, n: usize, shrink: bool) -> usize {
     // now (`free_released`). An eviction frees them as they are: it makes room for a cache
     // at work, whose next fresh buffer the allocator makes from that memory (giving the
     // pages back first made the `mixed_random` example fault 70% more).
-    let free = if shrink { free_released } else { drop::<Vec<u8>> };
+    let free = if shrink {
+        free_released
+    } else {
+        drop::<Vec<u8>>
+    };
     let freed: usize = stack
         .drain(..n)
         .map(|b| {

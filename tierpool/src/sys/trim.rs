@@ -277,24 +277,31 @@ fn collect_mimalloc() {
 }
 
 /// Buffers at least this large have their whole pages given back to the kernel when the
-/// pool lets them go idle ([`free_released`]).
+/// pool lets them go ([`free_released`]).
 #[cfg_attr(not(all(target_os = "linux", not(any(loom, miri)))), allow(dead_code))]
 pub(crate) const RETURN_PAGES_FROM: usize = 64 << 10;
 
-/// Frees a buffer the pool lets go of because it went idle (decay, `trim()`, a closed pool),
-/// first telling the kernel that its whole pages are not needed (`madvise(MADV_DONTNEED)`,
-/// on Linux, for buffers of [`RETURN_PAGES_FROM`] or more).
+/// Frees a buffer the pool lets go of, first telling the kernel that its whole pages are not
+/// needed (`madvise(MADV_DONTNEED)`, on Linux, for buffers of [`RETURN_PAGES_FROM`] or
+/// more): a buffer that went idle (decay, `trim()`, a closed pool), and a return refused at
+/// the cap (`PoolState::file_in_depot`). Not the depot's oldest buffers evicted to make room
+/// for a cache at work: the allocator makes that cache's next fresh buffer from their memory
+/// at once, and giving their pages back first made the `mixed_random` example fault 70% more
+/// (refused returns alone: no more faults, 100-113 thousand per run either way).
 ///
 /// Freed alone, such a buffer's pages leave the process only if the allocator gives them
 /// back, and glibc's does not always: a chunk freed into the arena of another thread (the
-/// thread that allocated it, now idle, whose cache was reclaimed) merges into that arena's
-/// top, which `malloc_trim` does not release for the arenas of other threads, and which
-/// glibc trims on a free only beyond its trim threshold (raised with its mmap threshold,
-/// to twice the largest chunk it freed). The report's `idle-threads` workload measured it:
-/// 16 idle threads, the pool retaining nothing, the process still 150-180 MiB above its
-/// start after `trim()`. After this call the bytes are gone from the process whatever the
-/// allocator does; it writes its bookkeeping into the first bytes when the buffer is freed,
-/// which costs a page again.
+/// thread that allocated it, now idle, whose cache was reclaimed), or into the arena of the
+/// thread that returns it and then goes idle, merges into that arena's top, which
+/// `malloc_trim` does not release for the arenas of other threads, and which glibc trims on
+/// a free only beyond its trim threshold (raised with its mmap threshold, to twice the
+/// largest chunk it freed). The report's `idle-threads` workload measured both: 16 idle
+/// threads, the pool retaining nothing, the process still 150-180 MiB above its start after
+/// `trim()` while idle buffers were freed alone, and 73-153 MiB two intervals later while
+/// refused returns were (1.2-1.6 MiB since; with glibc's thresholds fixed by
+/// `MALLOC_MMAP_THRESHOLD_=131072`, 2.1-2.5 MiB before). After this call the bytes are gone
+/// from the process whatever the allocator does; it writes its bookkeeping into the first
+/// bytes when the buffer is freed, which costs a page again.
 ///
 /// Sound for any allocator that keeps no bookkeeping inside a live allocation (glibc,
 /// jemalloc, mimalloc): only whole pages inside `[ptr, ptr + capacity)`, which the buffer
