@@ -7,6 +7,7 @@
 #![cfg(all(target_os = "linux", not(miri)))]
 
 use std::sync::{Arc, Barrier};
+use std::time::Duration;
 
 use tierpool::BufferPool;
 
@@ -32,8 +33,13 @@ fn buffers_refused_at_the_cap_leave_the_process() {
     const THREADS: usize = 8;
     let raise = std::hint::black_box(vec![1u8; 12 << 20]);
     drop(raise);
+    // No thread caches: every return goes to the depot, whatever the caches' room would be
+    // (their own, beyond the cap, where idle caches cannot be reclaimed:
+    // `TIERPOOL_NO_MEMBARRIER`), and no decay tick during the test frees room in between.
     let pool = BufferPool::builder()
         .max_retained_bytes(CAP)
+        .thread_cache_bytes(0)
+        .decay_interval(Duration::from_secs(3600))
         .build()
         .unwrap();
     let baseline = rss_bytes().expect("/proc/self/statm is readable on Linux");
@@ -58,7 +64,7 @@ fn buffers_refused_at_the_cap_leave_the_process() {
                 got.wait();
                 drop(held);
                 ready.wait();
-                done.wait(); // idle, holding its cache, until the measurement is over
+                done.wait(); // idle until the measurement is over
             })
         })
         .collect();

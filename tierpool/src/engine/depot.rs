@@ -411,7 +411,8 @@ impl Guard<'_> {
     /// Adds a buffer of exactly the tier's size whose bytes are already counted in the
     /// allowance: a thread cache hands over the room it had reserved for it
     /// (`cache/reserve.rs`, `transfer_out`). False if the depot is closed: the buffer is freed
-    /// and its room goes back to the allowance.
+    /// (its pages first, as every buffer a closed pool lets go) and its room goes back to the
+    /// allowance.
     pub(crate) fn push_transferred(&mut self, buf: Vec<u8>) -> bool {
         assert_eq!(
             buf.capacity(),
@@ -420,6 +421,7 @@ impl Guard<'_> {
         );
         if self.depot.closed.load(Ordering::Relaxed) {
             self.depot.allowance.give(buf.capacity());
+            free_released(buf);
             return false;
         }
         let tier = self.t_mut();

@@ -384,18 +384,21 @@ impl PoolState {
         }
     }
 
-    /// Files `v`, a return to tier `t`, in the depot; or, refused there (no room under the
-    /// cap, or a pool that keeps only exact sizes and `v` is not one), frees it with its pages
-    /// given back (`free_released`) and counts it released at the cap. True if kept.
+    /// Files `v`, a return to tier `t`, in the depot; or, refused there, frees it and counts
+    /// it released at the cap. True if kept. A return refused for want of room has its pages
+    /// given back first (`free_released`): nothing is about to reuse that memory, and glibc
+    /// would keep it in the returning thread's arena. A buffer of another size than its
+    /// tier's in a pool with a budget (which keeps only exact sizes) is freed as it is: a
+    /// grown buffer comes back that way on every return, however much room there is.
     pub(crate) fn file_in_depot(&self, t: usize, v: Vec<u8>) -> bool {
         let cap = v.capacity();
-        let refused = if !self.exact_only() || cap == self.classes.size(t) {
-            self.depot.put_one(t, v).err()
+        if self.exact_only() && cap != self.classes.size(t) {
+            drop(v);
+        } else if let Err(v) = self.depot.put_one(t, v) {
+            free_released(v);
         } else {
-            Some(v)
-        };
-        let Some(v) = refused else { return true };
-        free_released(v);
+            return true;
+        }
         self.allocator_trim.released(cap, Why::Cap);
         false
     }
