@@ -283,11 +283,13 @@ pub(crate) const RETURN_PAGES_FROM: usize = 64 << 10;
 
 /// Frees a buffer the pool lets go of, first telling the kernel that its whole pages are not
 /// needed (`madvise(MADV_DONTNEED)`, on Linux, for buffers of [`RETURN_PAGES_FROM`] or
-/// more): a buffer that went idle (decay, `trim()`, a closed pool), and a return refused at
-/// the cap (`PoolState::file_in_depot`). Not the depot's oldest buffers evicted to make room
-/// for a cache at work: the allocator makes that cache's next fresh buffer from their memory
-/// at once, and giving their pages back first made the `mixed_random` example fault 70% more
-/// (refused returns alone: no more faults, 100-113 thousand per run either way).
+/// more): a buffer that went idle (decay, `trim()`, a closed pool), and a return refused for
+/// want of room under the cap (`PoolState::file_in_depot`; not a budgeted pool's refusal of
+/// a buffer of another size than its tier's, which happens on every return of a grown
+/// buffer). Not the depot's oldest buffers evicted to make room for a cache at work: the
+/// allocator makes that cache's next fresh buffer from their memory at once, and giving
+/// their pages back first made the `mixed_random` example fault 70% more (refused returns
+/// alone: no more faults, 98-120 thousand per run either way).
 ///
 /// Freed alone, such a buffer's pages leave the process only if the allocator gives them
 /// back, and glibc's does not always: a chunk freed into the arena of another thread (the
