@@ -5,12 +5,10 @@
 //! Alone in its test binary, as one test: the resident set is the whole process's.
 #![cfg(all(target_os = "linux", not(miri)))]
 
-use std::sync::{Arc, Barrier};
-
 use tierpool::BufferPool;
 
 mod common;
-use common::{reclaim_available, rss_bytes};
+use common::{fill_return_and_idle, reclaim_available, rss_bytes};
 
 /// Eight threads each take and fill two 8 MiB buffers and a few smaller ones, and once all
 /// hold theirs, return them into a pool large enough to keep them all, and go idle. `trim()` then releases every buffer from
@@ -29,48 +27,25 @@ fn released_buffers_leave_the_process_from_idle_threads_arenas() {
         .build()
         .unwrap();
     let baseline = rss_bytes().expect("/proc/self/statm is readable on Linux");
-    let got = Arc::new(Barrier::new(THREADS));
-    let ready = Arc::new(Barrier::new(THREADS + 1));
-    let done = Arc::new(Barrier::new(THREADS + 1));
-    let mut threads: Vec<_> = (0..THREADS)
-        .map(|i| {
-            let (pool, got, ready, done) = (pool.clone(), got.clone(), ready.clone(), done.clone());
-            std::thread::spawn(move || {
-                let mut held = Vec::new();
-                for n in [64 << 10, 1 << 20, 8 << 20] {
-                    for _ in 0..2 {
-                        let mut b = pool.get(n);
-                        let cap = b.capacity();
-                        b.resize(cap, i as u8);
-                        held.push(b);
-                    }
-                }
-                // Every thread's buffers are distinct: none was returned (and taken by
-                // another thread) before all were handed out.
-                got.wait();
-                drop(held);
-                ready.wait();
-                if idle {
-                    done.wait(); // idle, holding its cache, until the measurement is over
-                }
-            })
-        })
-        .collect();
-    ready.wait();
+    let threads = fill_return_and_idle(&pool, THREADS, &[64 << 10, 1 << 20, 8 << 20], idle);
     let held = rss_bytes().unwrap().saturating_sub(baseline);
     assert!(
         held >= THREADS * (16 << 20),
         "the buffers are resident: {held} bytes"
     );
-    if !idle {
-        threads.drain(..).for_each(|t| t.join().unwrap());
-    }
+    // Where idle caches cannot be reclaimed, the threads exit first (their caches go to the
+    // depot); elsewhere they stay idle, holding their caches, until the measurement is over.
+    let threads = if idle {
+        Some(threads)
+    } else {
+        threads.finish();
+        None
+    };
     pool.trim();
     assert_eq!(pool.stats().retained_bytes, 0);
     let after = rss_bytes().unwrap().saturating_sub(baseline);
-    if idle {
-        done.wait();
-        threads.drain(..).for_each(|t| t.join().unwrap());
+    if let Some(threads) = threads {
+        threads.finish();
     }
     assert!(
         after < 16 << 20,

@@ -6,13 +6,12 @@
 //! whole process's.
 #![cfg(all(target_os = "linux", not(miri)))]
 
-use std::sync::{Arc, Barrier};
 use std::time::Duration;
 
 use tierpool::BufferPool;
 
 mod common;
-use common::rss_bytes;
+use common::{fill_return_and_idle, rss_bytes};
 
 /// What the pool may retain: two of the 8 MiB buffers.
 const CAP: usize = 16 << 20;
@@ -43,36 +42,10 @@ fn buffers_refused_at_the_cap_leave_the_process() {
         .build()
         .unwrap();
     let baseline = rss_bytes().expect("/proc/self/statm is readable on Linux");
-    let got = Arc::new(Barrier::new(THREADS));
-    let ready = Arc::new(Barrier::new(THREADS + 1));
-    let done = Arc::new(Barrier::new(THREADS + 1));
-    let threads: Vec<_> = (0..THREADS)
-        .map(|i| {
-            let (pool, got, ready, done) = (pool.clone(), got.clone(), ready.clone(), done.clone());
-            std::thread::spawn(move || {
-                let mut held = Vec::new();
-                for n in [1 << 20, 8 << 20] {
-                    for _ in 0..2 {
-                        let mut b = pool.get(n);
-                        let cap = b.capacity();
-                        b.resize(cap, i as u8 + 1);
-                        held.push(b);
-                    }
-                }
-                // Every thread's buffers are distinct: none was returned (and taken by
-                // another thread) before all were handed out.
-                got.wait();
-                drop(held);
-                ready.wait();
-                done.wait(); // idle until the measurement is over
-            })
-        })
-        .collect();
-    ready.wait();
+    let threads = fill_return_and_idle(&pool, THREADS, &[1 << 20, 8 << 20], true);
     let stats = pool.stats();
     let after = rss_bytes().unwrap().saturating_sub(baseline);
-    done.wait();
-    threads.into_iter().for_each(|t| t.join().unwrap());
+    threads.finish();
     assert!(stats.retained_bytes <= CAP, "{stats:?}");
     assert!(
         stats.released_at_cap >= (THREADS * (18 << 20) - CAP) as u64,

@@ -172,6 +172,69 @@ pub fn rss_bytes() -> Option<usize> {
     Some(pages * 4096)
 }
 
+/// Threads that took and filled buffers, returned them all, and went idle (the RSS tests,
+/// tests/rss*.rs): made by [`fill_return_and_idle`], ended by [`IdleThreads::finish`].
+#[allow(dead_code)]
+pub struct IdleThreads {
+    /// Released by `finish` when the threads stay parked; `None` when they have exited.
+    done: Option<std::sync::Arc<std::sync::Barrier>>,
+    handles: Vec<std::thread::JoinHandle<()>>,
+}
+
+/// `threads` threads each take two buffers of each size in `sizes` from `pool` and fill
+/// them; once all hold theirs (so no buffer was returned, and taken by another thread,
+/// before all were handed out), each returns them. Returns when all have. With `park` the
+/// threads then stay alive and idle, never touching the pool again, until
+/// [`IdleThreads::finish`]; without, they exit.
+#[allow(dead_code)]
+pub fn fill_return_and_idle(
+    pool: &tierpool::BufferPool,
+    threads: usize,
+    sizes: &[usize],
+    park: bool,
+) -> IdleThreads {
+    use std::sync::{Arc, Barrier};
+    let got = Arc::new(Barrier::new(threads));
+    let ready = Arc::new(Barrier::new(threads + 1));
+    let done = park.then(|| Arc::new(Barrier::new(threads + 1)));
+    let handles = (0..threads)
+        .map(|i| {
+            let (pool, got, ready, done) = (pool.clone(), got.clone(), ready.clone(), done.clone());
+            let sizes = sizes.to_vec();
+            std::thread::spawn(move || {
+                let mut held = Vec::new();
+                for n in sizes {
+                    for _ in 0..2 {
+                        let mut b = pool.get(n);
+                        let cap = b.capacity();
+                        b.resize(cap, i as u8 + 1);
+                        held.push(b);
+                    }
+                }
+                got.wait();
+                drop(held);
+                ready.wait();
+                if let Some(done) = done {
+                    done.wait();
+                }
+            })
+        })
+        .collect();
+    ready.wait();
+    IdleThreads { done, handles }
+}
+
+#[allow(dead_code)]
+impl IdleThreads {
+    /// Releases parked threads and joins all.
+    pub fn finish(self) {
+        if let Some(done) = self.done {
+            done.wait();
+        }
+        self.handles.into_iter().for_each(|t| t.join().unwrap());
+    }
+}
+
 /// The purge tests' burst (tests/purge_*.rs, each under the allocator it purges): a pool
 /// that may retain 1 MiB takes `total` bytes in 32 KiB buffers, writes them all, gets them
 /// all back (nearly all are released to the allocator, over the cap) and is trimmed. Returns
