@@ -249,7 +249,7 @@ impl Kind {
     /// How the contender was set up for these workloads.
     pub fn adaptation(self) -> &'static str {
         match self {
-            Kind::Tierpool => "BufferPool::new(): 65 tiers, 4 per doubling, 256 B..16 MiB; 64 MiB retained cap (thread caches included), 8 MiB thread caches, 1 s decay; glibc heap trimmed after releases of 1 MiB or more (trim_allocator, default on)",
+            Kind::Tierpool => "BufferPool::new(): 56 tiers, 4 per doubling from 256 B to 2 MiB, then 4, 8, 16 MiB; 64 MiB retained cap (thread caches included), 8 MiB thread caches, 1 s decay; glibc heap trimmed after releases of 1 MiB or more (trim_allocator, default on)",
             Kind::TierpoolPow2 => "builder().power_of_two_tiers(256, 16 MiB), otherwise default",
             Kind::TierpoolBudget => "builder().max_in_use_bytes(256 MiB), otherwise default (thread caches then hold min(8 MiB, 256 MiB / 16) each, plus one buffer of up to 16 MiB; not in burst, where tierpool's memory without a budget is the point)",
             Kind::Vec => "Vec::with_capacity(n) and drop; the allocator is the process's global allocator (mimalloc and jemalloc run in child processes). In the instructions workload the allocator is called directly (alloc + dealloc: what Vec compiles to under that global allocator), not through this binary's switchable counting allocator, which adds ~20 instructions per get+put",

@@ -12,7 +12,7 @@
 //! use tierpool::BufferPool;
 //!
 //! let pool = BufferPool::builder()
-//!     .tiers([1024, 2048, 4096, 8192, 15000]) // or the default: 256 B ..= 16 MiB, 4 per doubling
+//!     .tiers([1024, 2048, 4096, 8192, 15000]) // or the default: 256 B ..= 16 MiB (56 tiers)
 //!     .max_retained_bytes(64 << 20)
 //!     .build()?;
 //!

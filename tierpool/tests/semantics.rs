@@ -186,14 +186,23 @@ fn default_pool_serves_one_mib_plus_header_without_doubling() {
     assert_eq!(p.get((1 << 20) + 5).capacity(), 1_310_720);
     assert_eq!(p.get(32 * 1024 + 1).capacity(), 40 * 1024);
     assert_eq!(p.get(16 << 20).capacity(), 16 << 20);
-    // Geometric spacing: a fresh buffer's waste is at most 25% of the request in any tier.
-    // (A retained buffer of a larger tier may be lent when the tier has none, up to twice the
-    // tier: `a_get_its_tier_cannot_serve_is_lent...`; so nothing is kept here.)
+    // Above 2 MiB the tiers are powers of two (`Builder::DEFAULT_FINE_TIERS_UP_TO`). Fresh
+    // buffers: the 16 MiB one above, retained, would be lent to the 8 MiB tier.
+    p.trim();
+    assert_eq!(p.get((2 << 20) + 1).capacity(), 4 << 20);
+    p.trim();
+    assert_eq!(p.get(5 << 20).capacity(), 8 << 20);
+    // Geometric spacing: a fresh buffer's waste is at most 25% of the request in any tier up
+    // to 2 MiB, and less than the request above it. (A retained buffer of a larger tier may be
+    // lent when the tier has none, up to twice the tier: `a_get_its_tier_cannot_serve_is_lent...`;
+    // so nothing is kept here.)
     p.trim();
     for &s in p.tier_sizes() {
         let b = p.get(s + 1);
-        if s < 16 << 20 {
+        if s < tierpool::Builder::DEFAULT_FINE_TIERS_UP_TO {
             assert!(b.capacity() as f64 <= (s + 1) as f64 * 1.25 + 1.0);
+        } else if s < 16 << 20 {
+            assert!(b.capacity() < 2 * (s + 1));
         }
         drop(b.into_vec());
     }

@@ -11,8 +11,20 @@ use crate::sys::trim::TrimAllocator;
 pub(crate) const DEFAULT_MIN_TIER: usize = 256;
 /// Largest tier of the default configuration (16 MiB).
 pub(crate) const DEFAULT_MAX_TIER: usize = 16 << 20;
-/// Classes per doubling in the default configuration (256, 320, 384, 448, 512, 640, ...).
+/// Classes per doubling in the default configuration up to [`DEFAULT_FINE_TIERS_UP_TO`] (256,
+/// 320, 384, 448, 512, 640, ...).
 pub(crate) const DEFAULT_STEPS_PER_DOUBLING: usize = 4;
+/// The default configuration's tiers are [`DEFAULT_STEPS_PER_DOUBLING`] per doubling up to
+/// this size (2 MiB) and powers of two above it (4, 8, 16 MiB).
+///
+/// Fine classes bound the space a buffer wastes where buffers are many and the cap holds
+/// dozens of each; above 2 MiB the cap holds a few buffers of each tier, and every tier more is
+/// one more buffer a load of varied sizes needs retained to hit. Four per doubling all the way
+/// made 13 tiers from 2 to 16 MiB, one buffer of each 96 MiB against the 64 MiB cap: with
+/// sizes spread over them (the report's `mixed` random) the large tiers evicted one another and
+/// each miss made a fresh buffer of several MiB, its pages faulted in (46-65 MiB a pass of 128
+/// packets, against 5-24 MiB with this split; `BENCHMARKS.md` in the repository, *Issue 27*).
+pub(crate) const DEFAULT_FINE_TIERS_UP_TO: usize = 2 << 20;
 /// Default cap on the bytes the pool retains, depot and thread caches together (64 MiB).
 pub(crate) const DEFAULT_MAX_RETAINED_BYTES: usize = 64 << 20;
 /// Default most that each thread's cache may hold, per pool (8 MiB), when the cap allows it
@@ -35,7 +47,8 @@ pub(crate) const DEFAULT_DECAY_INTERVAL: Duration = Duration::from_secs(1);
 
 #[derive(Debug, Clone)]
 pub(crate) enum TierSpec {
-    /// Not set: the default geometric tiers (an aligned pool rounds them to its alignment).
+    /// Not set: the default tiers ([`default_tiers`]; an aligned pool rounds them to its
+    /// alignment).
     Default,
     Explicit(Vec<usize>),
     Geometric {
@@ -49,11 +62,7 @@ impl TierSpec {
     /// The sorted, distinct tier sizes this spec names, or the first invalid value.
     fn sizes(self) -> Result<Vec<usize>, ConfigError> {
         Ok(match self {
-            TierSpec::Default => class::geometric(
-                DEFAULT_MIN_TIER,
-                DEFAULT_MAX_TIER,
-                DEFAULT_STEPS_PER_DOUBLING,
-            ),
+            TierSpec::Default => default_tiers(DEFAULT_MIN_TIER),
             TierSpec::Explicit(mut sizes) => {
                 if sizes.is_empty() {
                     return Err(ConfigError::NoTiers);
@@ -79,6 +88,21 @@ impl TierSpec {
             }
         })
     }
+}
+
+/// The default tiers from `min` (at most [`DEFAULT_FINE_TIERS_UP_TO`]) to
+/// [`DEFAULT_MAX_TIER`]: [`DEFAULT_STEPS_PER_DOUBLING`] per doubling up to
+/// [`DEFAULT_FINE_TIERS_UP_TO`], powers of two above it.
+fn default_tiers(min: usize) -> Vec<usize> {
+    debug_assert!(min <= DEFAULT_FINE_TIERS_UP_TO && MAX_ALIGNMENT <= DEFAULT_FINE_TIERS_UP_TO);
+    let mut sizes = class::geometric(min, DEFAULT_FINE_TIERS_UP_TO, DEFAULT_STEPS_PER_DOUBLING);
+    sizes.extend(class::geometric(
+        DEFAULT_FINE_TIERS_UP_TO,
+        DEFAULT_MAX_TIER,
+        1,
+    ));
+    sizes.dedup();
+    sizes
 }
 
 /// What a [`Builder`](crate::Builder) has been told, before validation: every setting with
@@ -210,16 +234,13 @@ impl Settings {
         }
         let spec = std::mem::replace(&mut self.tiers, TierSpec::Default);
         let explicit = matches!(spec, TierSpec::Explicit(_));
-        let spec = match spec {
+        let mut sizes = match spec {
             // Nothing below the alignment: a smaller tier would be rounded up to it anyway.
-            TierSpec::Default => TierSpec::Geometric {
-                min: DEFAULT_MIN_TIER.max(align),
-                max: DEFAULT_MAX_TIER.max(align),
-                steps: DEFAULT_STEPS_PER_DOUBLING,
-            },
-            other => other,
+            // (`MAX_ALIGNMENT` is `DEFAULT_FINE_TIERS_UP_TO`, so the fine tiers start there at
+            // the latest.)
+            TierSpec::Default => default_tiers(DEFAULT_MIN_TIER.max(align)),
+            other => other.sizes()?,
         };
-        let mut sizes = spec.sizes()?;
         if explicit {
             if let Some(&tier) = sizes.iter().find(|&&t| t % align != 0) {
                 return Err(ConfigError::TierNotAligned { tier, align });
@@ -274,10 +295,22 @@ mod tests {
         let sizes = c.classes.sizes();
         assert_eq!(sizes[0], 256);
         assert_eq!(*sizes.last().unwrap(), 16 << 20);
-        assert_eq!(sizes.len(), 65);
+        assert_eq!(sizes.len(), 56);
         // A 1 MiB message plus a small header must not jump to 2 MiB.
         let t = c.classes.for_get((1 << 20) + 5).unwrap();
         assert_eq!(sizes[t], 1_310_720);
+        // Four per doubling up to 2 MiB, powers of two above.
+        let fine = sizes
+            .iter()
+            .filter(|&&t| t <= DEFAULT_FINE_TIERS_UP_TO)
+            .count();
+        assert_eq!(fine, 1 + 13 * 4); // 256 B, then 13 doublings to 2 MiB
+        assert_eq!(
+            sizes[fine - 2..],
+            [1_835_008, 2 << 20, 4 << 20, 8 << 20, 16 << 20]
+        );
+        assert_eq!(sizes[c.classes.for_get((2 << 20) + 1).unwrap()], 4 << 20);
+        assert_eq!(sizes[c.classes.for_get(5 << 20).unwrap()], 8 << 20);
         // 32 KiB + 1 lands in 40 KiB, not 1 MiB.
         assert_eq!(sizes[c.classes.for_get(32 * 1024 + 1).unwrap()], 40 * 1024);
         let default = if crate::sys::fence::available() {
@@ -287,6 +320,23 @@ mod tests {
         };
         assert_eq!(c.thread_cache_bytes, default);
         assert_eq!(c.classes.max_probes(), 1);
+    }
+
+    #[test]
+    fn aligned_default_tiers_are_the_default_ones_rounded_up_to_the_alignment() {
+        // 4 KiB: from 4 KiB, four per doubling (multiples of 4 KiB) up to 2 MiB, then powers
+        // of two.
+        let (_, sizes) = Settings::default().aligned_to(4096).unwrap();
+        assert_eq!(sizes[..6], [4096, 8192, 12_288, 16_384, 20_480, 24_576]);
+        assert!(sizes.iter().all(|t| t % 4096 == 0));
+        assert!(sizes.windows(2).all(|w| w[0] < w[1]));
+        assert_eq!(
+            sizes[sizes.len() - 4..],
+            [2 << 20, 4 << 20, 8 << 20, 16 << 20]
+        );
+        // The largest alignment (2 MiB): the tiers from it, powers of two.
+        let (_, sizes) = Settings::default().aligned_to(MAX_ALIGNMENT).unwrap();
+        assert_eq!(sizes, [2 << 20, 4 << 20, 8 << 20, 16 << 20]);
     }
 
     #[test]

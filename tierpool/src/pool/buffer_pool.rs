@@ -77,15 +77,24 @@ pub type AlignedPool = BufferPool<Aligned>;
 
 impl BufferPool {
     /// A new pool with the default configuration (a private pool; for the process-wide one,
-    /// see [`default_pool`](crate::default_pool)): geometric tiers with four classes per
-    /// doubling from 256 B to 16 MiB (256, 320, 384, 448, 512, 640, ..., 1 MiB, 1.25 MiB, ...,
-    /// 16 MiB; at most 20% of a buffer is slack), a 64 MiB cap on what the depot and all
-    /// thread caches retain together, 8 MiB per thread cache, and a 1 s decay interval.
+    /// see [`default_pool`](crate::default_pool)): 56 tiers, four classes per doubling from
+    /// 256 B to 2 MiB (256, 320, 384, 448, 512, 640, ..., 1 MiB, 1.25 MiB, ..., 2 MiB; at most
+    /// 20% of a buffer is slack) and powers of two above it (4, 8, 16 MiB), a 64 MiB cap on
+    /// what the depot and all thread caches retain together, 8 MiB per thread cache, and a
+    /// 1 s decay interval.
+    ///
+    /// Above 2 MiB the cap holds only a few buffers of each tier, and each tier more is one
+    /// more buffer a load of varied sizes needs kept to hit
+    /// ([`Builder::DEFAULT_FINE_TIERS_UP_TO`]); a load of large buffers of a few known sizes
+    /// names them ([`Builder::tiers`]).
     ///
     /// ```
     /// let pool = tierpool::BufferPool::new();
     /// // A 1 MiB message plus a 5-byte header does not jump to 2 MiB.
     /// assert_eq!(pool.get((1 << 20) + 5).capacity(), 1_310_720);
+    /// // Above 2 MiB, the tiers are powers of two.
+    /// assert_eq!(pool.get((2 << 20) + 5).capacity(), 4 << 20);
+    /// assert_eq!(pool.tier_sizes().len(), 56);
     /// ```
     pub fn new() -> Self {
         Builder::new()

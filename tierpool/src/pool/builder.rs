@@ -40,8 +40,36 @@ impl Builder {
     pub const DEFAULT_MIN_TIER: usize = config::DEFAULT_MIN_TIER;
     /// The largest tier of the default configuration: 16 MiB.
     pub const DEFAULT_MAX_TIER: usize = config::DEFAULT_MAX_TIER;
-    /// Classes per doubling in the default configuration: 4 (256, 320, 384, 448, 512, 640, ...).
+    /// Classes per doubling in the default configuration up to
+    /// [`DEFAULT_FINE_TIERS_UP_TO`](Self::DEFAULT_FINE_TIERS_UP_TO): 4 (256, 320, 384, 448,
+    /// 512, 640, ...).
     pub const DEFAULT_STEPS_PER_DOUBLING: usize = config::DEFAULT_STEPS_PER_DOUBLING;
+    /// The size up to which the default tiers are
+    /// [`DEFAULT_STEPS_PER_DOUBLING`](Self::DEFAULT_STEPS_PER_DOUBLING) per doubling: 2 MiB.
+    /// Above it they are powers of two (4, 8 and 16 MiB), 56 tiers in all.
+    ///
+    /// Fine classes bound the space a buffer wastes (20% at most) where the cap holds many
+    /// buffers of each tier. Above 2 MiB it holds a few, and every tier more is one more buffer
+    /// a load of varied sizes needs kept to hit: with four per doubling all the way (65 tiers),
+    /// one buffer of each tier from 2 to 16 MiB was 96 MiB against the 64 MiB default cap, and
+    /// a load of sizes spread over them made fresh buffers of several MiB as the large tiers
+    /// evicted one another. A load of large buffers of a few known sizes names them
+    /// ([`tiers`](Self::tiers)) or asks for finer ones
+    /// ([`geometric_tiers`](Self::geometric_tiers)).
+    ///
+    /// ```
+    /// use tierpool::{BufferPool, Builder};
+    ///
+    /// let pool = BufferPool::new();
+    /// let large: Vec<usize> = pool
+    ///     .tier_sizes()
+    ///     .iter()
+    ///     .copied()
+    ///     .filter(|&t| t >= Builder::DEFAULT_FINE_TIERS_UP_TO)
+    ///     .collect();
+    /// assert_eq!(large, [2 << 20, 4 << 20, 8 << 20, 16 << 20]);
+    /// ```
+    pub const DEFAULT_FINE_TIERS_UP_TO: usize = config::DEFAULT_FINE_TIERS_UP_TO;
     /// The default cap on what the pool retains, depot and thread caches together: 64 MiB.
     pub const DEFAULT_MAX_RETAINED_BYTES: usize = config::DEFAULT_MAX_RETAINED_BYTES;
     /// The default most each thread's cache may hold, per pool, where caches can be
