@@ -131,7 +131,8 @@ pub trait Contender: Clone + Send + Sync + 'static {
 /// The contenders of the report.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Kind {
-    /// tierpool, default configuration (4 tiers per doubling, 256 B..16 MiB).
+    /// tierpool, default configuration (56 tiers: 4 per doubling from 256 B to 2 MiB, then 4,
+    /// 8 and 16 MiB).
     Tierpool,
     /// tierpool with power-of-two tiers only.
     TierpoolPow2,

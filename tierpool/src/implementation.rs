@@ -47,7 +47,7 @@
 //!
 //! let pool = BufferPool::builder().max_in_use_bytes(8 << 20).build()?;
 //! let frame = pool.acquire(4 << 20).await?;          // waits while 8 MiB are out
-//! let refused = pool.try_get(6 << 20).unwrap_err();  // 4 + 6 > 8: refused, never waits
+//! let refused = pool.try_get(6 << 20).unwrap_err();  // 4 + 8 (its tier) > 8: refused
 //! assert!(matches!(refused, AllocError::OverBudget { in_use, .. } if in_use == 4 << 20));
 //! drop(frame);                                        // every way back returns the bytes
 //! let b = pool.stats().budget.expect("budgeted");

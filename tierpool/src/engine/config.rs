@@ -20,10 +20,11 @@ pub(crate) const DEFAULT_STEPS_PER_DOUBLING: usize = 4;
 /// Fine classes bound the space a buffer wastes where buffers are many and the cap holds
 /// dozens of each; above 2 MiB the cap holds a few buffers of each tier, and every tier more is
 /// one more buffer a load of varied sizes needs retained to hit. Four per doubling all the way
-/// made 13 tiers from 2 to 16 MiB, one buffer of each 96 MiB against the 64 MiB cap: with
-/// sizes spread over them (the report's `mixed` random) the large tiers evicted one another and
-/// each miss made a fresh buffer of several MiB, its pages faulted in (46-65 MiB a pass of 128
-/// packets, against 5-24 MiB with this split; `BENCHMARKS.md` in the repository, *Issue 27*).
+/// made 13 tiers from 2 to 16 MiB, one buffer of each 93 MiB against the 64 MiB cap (30 MiB as
+/// powers of two): with sizes spread over them (the report's `mixed` random) the large tiers
+/// evicted one another and each miss made a fresh buffer of several MiB, its pages faulted in
+/// (`examples/mixed_random.rs`: 46-65 MiB of fresh buffers a pass, against 5-24 MiB with this
+/// split; `BENCHMARKS.md` in the repository, *Issue 27*).
 pub(crate) const DEFAULT_FINE_TIERS_UP_TO: usize = 2 << 20;
 /// Default cap on the bytes the pool retains, depot and thread caches together (64 MiB).
 pub(crate) const DEFAULT_MAX_RETAINED_BYTES: usize = 64 << 20;
@@ -90,11 +91,15 @@ impl TierSpec {
     }
 }
 
+// An aligned pool's default tiers start at its alignment (`Settings::aligned_to`), which must
+// be within the fine tiers' range.
+const _: () = assert!(MAX_ALIGNMENT <= DEFAULT_FINE_TIERS_UP_TO);
+
 /// The default tiers from `min` (at most [`DEFAULT_FINE_TIERS_UP_TO`]) to
 /// [`DEFAULT_MAX_TIER`]: [`DEFAULT_STEPS_PER_DOUBLING`] per doubling up to
 /// [`DEFAULT_FINE_TIERS_UP_TO`], powers of two above it.
 fn default_tiers(min: usize) -> Vec<usize> {
-    debug_assert!(min <= DEFAULT_FINE_TIERS_UP_TO && MAX_ALIGNMENT <= DEFAULT_FINE_TIERS_UP_TO);
+    debug_assert!(min <= DEFAULT_FINE_TIERS_UP_TO);
     let mut sizes = class::geometric(min, DEFAULT_FINE_TIERS_UP_TO, DEFAULT_STEPS_PER_DOUBLING);
     sizes.extend(class::geometric(
         DEFAULT_FINE_TIERS_UP_TO,

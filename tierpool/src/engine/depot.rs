@@ -315,8 +315,8 @@ impl Depot {
     /// depot holds waits for someone to take it, and the caches of threads at work come first
     /// (before, they had room of their own outside the cap). `keep` is the tiers whose
     /// buffers the cache may be about to take: its own and the larger tiers that may lend to
-    /// it (without that, a get of 6 MiB reserving room released the one 8 MiB buffer it
-    /// would have been lent a moment later, and allocated).
+    /// it (without that, a get of 6 MiB, when 6 MiB was a tier, reserving room released the
+    /// one 8 MiB buffer it would have been lent a moment later, and allocated).
     pub(crate) fn evict(&self, need: usize, min: usize, keep: std::ops::Range<usize>) -> usize {
         let held: usize = (self.tiers.iter().enumerate())
             .filter(|(t, _)| !keep.contains(t))

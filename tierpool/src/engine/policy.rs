@@ -155,8 +155,9 @@ pub(crate) fn get_slow(
 /// tier ([`Classes::lenders`]) rather than allocate: where the pool and `how` lend
 /// ([`PoolState::lends`]), and only once per tier and interval (this marks it). With several
 /// tiers per doubling, a thread whose sizes vary keeps buffers of many neighbouring tiers,
-/// and the retained cap cannot hold one of each (the `mixed` workload's random sizes touch
-/// 46 tiers, 96 MiB of them). Once per interval so that the next miss allocates and a tier in
+/// and the retained cap cannot hold one of each (the `mixed` workload's random sizes touched
+/// 46 tiers, 96 MiB of them, when the default had four per doubling up to 16 MiB; 33 MiB a
+/// thread with the default now). Once per interval so that the next miss allocates and a tier in
 /// steady use gets buffers of its own, staying on the fast path (a thread getting 1000 bytes
 /// in a loop, lent its 2048-byte buffer each time, took the slow path and the depot's lock
 /// on every get).

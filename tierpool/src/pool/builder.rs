@@ -51,7 +51,7 @@ impl Builder {
     /// Fine classes bound the space a buffer wastes (20% at most) where the cap holds many
     /// buffers of each tier. Above 2 MiB it holds a few, and every tier more is one more buffer
     /// a load of varied sizes needs kept to hit: with four per doubling all the way (65 tiers),
-    /// one buffer of each tier from 2 to 16 MiB was 96 MiB against the 64 MiB default cap, and
+    /// one buffer of each tier from 2 to 16 MiB was 93 MiB against the 64 MiB default cap, and
     /// a load of sizes spread over them made fresh buffers of several MiB as the large tiers
     /// evicted one another. A load of large buffers of a few known sizes names them
     /// ([`tiers`](Self::tiers)) or asks for finer ones

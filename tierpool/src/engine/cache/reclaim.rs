@@ -64,7 +64,7 @@ pub(crate) enum Turn {
 }
 
 /// The most empty caches of exited threads a pool keeps for the next threads: 8, about
-/// 100 KiB at most with the default 56 tiers (a cache is 4 KiB of lookup table, a 64-byte line and
+/// 94 KiB with the default 56 tiers (a cache is 4 KiB of lookup table, a 64-byte line and
 /// 72 bytes of cold state per tier, and holds no buffer, reservation or stack storage).
 #[cfg(not(loom))]
 pub(crate) const MAX_PARKED: usize = 8;
