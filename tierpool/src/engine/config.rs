@@ -240,9 +240,8 @@ impl Settings {
         let spec = std::mem::replace(&mut self.tiers, TierSpec::Default);
         let explicit = matches!(spec, TierSpec::Explicit(_));
         let mut sizes = match spec {
-            // Nothing below the alignment: a smaller tier would be rounded up to it anyway.
-            // (`MAX_ALIGNMENT` is `DEFAULT_FINE_TIERS_UP_TO`, so the fine tiers start there at
-            // the latest.)
+            // Nothing below the alignment: a smaller tier would be rounded up to it anyway
+            // (within the fine tiers' range: the `const` assert above `default_tiers`).
             TierSpec::Default => default_tiers(DEFAULT_MIN_TIER.max(align)),
             other => other.sizes()?,
         };
