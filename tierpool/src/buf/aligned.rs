@@ -92,15 +92,19 @@ impl AlignedBuf {
     #[inline(always)]
     pub(crate) fn new(mut buf: PooledBuf, align: usize, len: usize) -> Self {
         let base = buf.as_mut_ptr();
-        // The distance to the next multiple of `align` (0 if `base` is one).
-        let off = (base as usize).wrapping_neg() & (align - 1);
+        // The distance to the next multiple of `align` (0 if `base` is one), written as the
+        // rounded-up address less the base so that `base + off` compiles to an add and a
+        // mask. (No overflow: the allocation, `align` bytes and more, ends below
+        // `usize::MAX`.)
+        let mask = align - 1;
+        let off = ((base as usize).wrapping_add(mask) & !mask).wrapping_sub(base as usize);
         debug_assert!(off < align && off < buf.capacity());
         // The capacity less the slack, in whole blocks: exactly the tier for a buffer of
         // tier + align, at least what was asked for any other (oversize, or a larger buffer
         // filed under the tier), and within the buffer wherever the start falls
         // (`off + cap <= off + capacity - align < capacity`). Not `capacity - off`: that
         // is a block more whenever the allocation happens to be aligned already.
-        let cap = (buf.capacity() - align) & !(align - 1);
+        let cap = (buf.capacity() - align) & !mask;
         debug_assert!(len <= cap && off + cap <= buf.capacity());
         // The `Vec`'s own length is not the window's (`get_zeroed` leaves it at the whole
         // buffer): 0, so that writes of uninitialized bytes through the window's spare
@@ -514,12 +518,29 @@ mod tests {
             pool.try_get(usize::MAX - 10),
             Err(AllocError::CapacityOverflow { requested }) if requested == usize::MAX - 10
         ));
-        assert!(matches!(
-            pool.try_get(isize::MAX as usize),
-            Err(AllocError::CapacityOverflow { .. })
-        ));
-        assert!(std::panic::catch_unwind(|| drop(pool.get(usize::MAX))).is_err());
         drop(held);
+        // Sizes whose sum with the alignment overflows are refused before the pool behind is
+        // asked; those whose rounding passes `isize::MAX` there (above the largest tier, off
+        // the fast path): both name the size asked, with a budget or without.
+        let plain = AlignedPool::with_alignment(4096).unwrap();
+        for pool in [&pool, &plain] {
+            for n in [
+                usize::MAX - 10,
+                isize::MAX as usize,
+                isize::MAX as usize - 4095,
+            ] {
+                match pool.try_get(n) {
+                    Err(AllocError::CapacityOverflow { requested }) => assert_eq!(requested, n),
+                    other => panic!("{n}: {other:?}"),
+                }
+                let panic = std::panic::catch_unwind(|| drop(pool.get(n))).unwrap_err();
+                let message = panic.downcast_ref::<String>().expect("a formatted message");
+                assert!(
+                    message.starts_with("tierpool: ") && message.contains(&n.to_string()),
+                    "{message}"
+                );
+            }
+        }
     }
 
     #[test]

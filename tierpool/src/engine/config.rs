@@ -127,10 +127,13 @@ pub(crate) struct Settings {
     pub(crate) track_every: u32,
     /// How long a budget wait lasts before it names the holders (feature `holders`).
     pub(crate) report_waits_after: Option<Duration>,
-    /// Every buffer handed out has its tier's capacity: no larger tier's buffer is lent
-    /// (the pool behind an [`AlignedPool`](crate::AlignedPool), whose buffers' capacity is
-    /// the tier's, exactly).
-    pub(crate) exact_tiers: bool,
+    /// For the pool behind an [`AlignedPool`](crate::AlignedPool): its alignment, the bytes
+    /// every buffer has beyond its aligned window (0 for a plain pool). Such a pool lends no
+    /// larger tier's buffer (every buffer it hands out has its tier's capacity, exactly), and
+    /// rounds a buffer above its largest tier up to a multiple of the alignment
+    /// (`PoolState::oversize_capacity`): a get asks it for `n + align` bytes, unrounded, so
+    /// that the fast path finds the tier without rounding.
+    pub(crate) slack: usize,
 }
 
 impl Default for Settings {
@@ -147,7 +150,7 @@ impl Default for Settings {
             name: None,
             track_every: 0,
             report_waits_after: Some(Duration::from_secs(1)),
-            exact_tiers: false,
+            slack: 0,
         }
     }
 }
@@ -219,7 +222,7 @@ impl Settings {
             interval_nanos,
             background_trim: self.background_trim,
             zero_on_return: self.zero_on_return,
-            exact_tiers: self.exact_tiers,
+            slack: self.slack,
         })
     }
 }
@@ -265,7 +268,7 @@ impl Settings {
             })
             .collect::<Result<Vec<_>, _>>()?;
         self.tiers = TierSpec::Explicit(inner);
-        self.exact_tiers = true;
+        self.slack = align;
         Ok((self, sizes))
     }
 }
@@ -279,8 +282,8 @@ pub(crate) struct Config {
     pub(crate) interval_nanos: u64,
     pub(crate) background_trim: bool,
     pub(crate) zero_on_return: bool,
-    /// See [`Settings::exact_tiers`].
-    pub(crate) exact_tiers: bool,
+    /// See [`Settings::slack`].
+    pub(crate) slack: usize,
     pub(crate) max_in_use_bytes: Option<usize>,
     pub(crate) trim_allocator: TrimAllocator,
     pub(crate) name: String,

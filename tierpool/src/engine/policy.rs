@@ -71,11 +71,12 @@ pub(crate) fn get_slow(
 ) -> Result<Got, AllocError> {
     housekeeping(o, pool);
     let Some(t) = pool.classes.for_get(n) else {
-        let (tag, charge) = pool.oversize_tag(n);
+        let cap = pool.oversize_capacity(n)?;
+        let (tag, charge) = pool.oversize_tag(cap);
         if pool.charge(charge, prepaid, 0, 1).is_none() {
             return Ok(Got::Wait(charge));
         }
-        let v = alloc_fresh(n, n, how).inspect_err(|_| o.defer_refund(charge))?;
+        let v = alloc_fresh(cap, n, how).inspect_err(|_| o.defer_refund(charge))?;
         o.count_oversize();
         return Ok(Got::Buf(v, tag));
     };

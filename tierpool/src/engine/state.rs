@@ -51,6 +51,9 @@ pub(crate) struct PoolState {
     pub(crate) zero_on_return: bool,
     /// A get its tier cannot serve may be lent a larger tier's buffer ([`Self::lends`]).
     lend: bool,
+    /// The alignment of the [`AlignedPool`](crate::AlignedPool) this pool is behind (0 for a
+    /// plain pool): see [`Self::oversize_capacity`] and `Settings::slack`.
+    slack: usize,
     pub(crate) max_retained_bytes: usize,
     pub(crate) clock: Clock,
     /// The thread caches' lookup table (`cache::offset_table`), copied into each.
@@ -118,7 +121,8 @@ impl PoolState {
             thread_cache_bytes: config.thread_cache_bytes,
             cache_bytes,
             zero_on_return: config.zero_on_return,
-            lend: !config.exact_tiers && config.max_in_use_bytes.is_none(),
+            lend: config.slack == 0 && config.max_in_use_bytes.is_none(),
+            slack: config.slack,
             max_retained_bytes: config.max_retained_bytes,
             clock: Clock::new(config.interval_nanos),
             closed: AtomicBool::new(false),
@@ -340,11 +344,12 @@ impl PoolState {
         prepaid: usize,
     ) -> Result<Got, AllocError> {
         let Some(t) = self.classes.for_get(n) else {
-            let (tag, charge) = self.oversize_tag(n);
+            let cap = self.oversize_capacity(n)?;
+            let (tag, charge) = self.oversize_tag(cap);
             if self.charge(charge, prepaid, 0, 1).is_none() {
                 return Ok(Got::Wait(charge));
             }
-            let v = alloc_fresh(n, n, how).inspect_err(|_| self.refund(charge))?;
+            let v = alloc_fresh(cap, n, how).inspect_err(|_| self.refund(charge))?;
             self.caches.with_retired(|s| s.oversize += 1);
             return Ok(Got::Buf(v, tag));
         };
@@ -373,6 +378,29 @@ impl PoolState {
             None => s.tiers[t].misses += 1,
         });
         Ok(Got::Buf(v, Tag::tier(from.unwrap_or(t))))
+    }
+
+    /// The capacity of a buffer above the largest tier for a get of `n` bytes: `n`, or in the
+    /// pool behind an [`AlignedPool`](crate::AlignedPool), `n` rounded up to the alignment.
+    /// There `n` is the size asked of the aligned pool plus the alignment (`pool/kind.rs`),
+    /// unrounded so that the fast path finds a tier without rounding (the smallest tier
+    /// holding `n` is the one whose window holds the size asked); a window into a buffer
+    /// above the tiers must still be a whole number of blocks, so it is rounded here.
+    ///
+    /// # Errors
+    /// [`AllocError::CapacityOverflow`] when the rounded size is above `isize::MAX` (naming
+    /// the size asked of the aligned pool).
+    #[inline]
+    pub(crate) fn oversize_capacity(&self, n: usize) -> Result<usize, AllocError> {
+        if self.slack == 0 {
+            return Ok(n);
+        }
+        match n.checked_next_multiple_of(self.slack) {
+            Some(cap) if cap <= isize::MAX as usize => Ok(cap),
+            _ => Err(AllocError::CapacityOverflow {
+                requested: n.saturating_sub(self.slack),
+            }),
+        }
     }
 
     /// The tag and charge of a buffer above the largest tier for `n` bytes (the charge is 0

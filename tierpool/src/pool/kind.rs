@@ -66,7 +66,7 @@ pub(crate) mod sealed {
     pub trait Sealed {
         /// The size to ask of the machinery for a buffer of at least `n` bytes.
         fn inner_size(&self, n: usize) -> Result<usize, AllocError>;
-        /// The handle of `buf`, a buffer of `inner_size(n)` bytes, whose first `len` bytes
+        /// The handle of `buf`, a buffer of at least `inner_size(n)` bytes, whose first `len` bytes
         /// are initialized (`get_zeroed`; a plain buffer's length is already set).
         fn wrap(&self, buf: PooledBuf, len: usize) -> Self::Buf
         where
@@ -103,15 +103,15 @@ pub(crate) mod sealed {
     }
 
     impl Sealed for Aligned {
-        /// `n` rounded up to the alignment, plus the alignment (an add and a mask: no
-        /// division on the fast path); [`AllocError::CapacityOverflow`] above `isize::MAX`.
+        /// `n` plus the alignment (one checked add on the fast path): the smallest tier
+        /// behind that holds it is the tier whose window holds `n`, rounded or not. Above
+        /// the largest tier the pool behind rounds it up to the alignment
+        /// (`PoolState::oversize_capacity`), so that every window is a whole number of
+        /// blocks; [`AllocError::CapacityOverflow`] if the sum overflows.
         #[inline(always)]
         fn inner_size(&self, n: usize) -> Result<usize, AllocError> {
-            let mask = self.align - 1;
-            match n.checked_add(mask + self.align) {
-                Some(m) if m & !mask <= isize::MAX as usize => Ok(m & !mask),
-                _ => Err(AllocError::CapacityOverflow { requested: n }),
-            }
+            n.checked_add(self.align)
+                .ok_or(AllocError::CapacityOverflow { requested: n })
         }
         #[inline(always)]
         fn wrap(&self, buf: PooledBuf, len: usize) -> AlignedBuf {
