@@ -521,13 +521,16 @@ mod tests {
         drop(held);
         // Sizes whose sum with the alignment overflows are refused before the pool behind is
         // asked; those whose rounding passes `isize::MAX` there (above the largest tier, off
-        // the fast path): both name the size asked, with a budget or without.
+        // the fast path): both name the size asked, with a budget or without, as an error
+        // and in `get`'s panic.
         let plain = AlignedPool::with_alignment(4096).unwrap();
         for pool in [&pool, &plain] {
+            // The last: `n + align` is `isize::MAX - 1`, and only its rounding passes it.
             for n in [
                 usize::MAX - 10,
                 isize::MAX as usize,
                 isize::MAX as usize - 4095,
+                isize::MAX as usize - 4097,
             ] {
                 match pool.try_get(n) {
                     Err(AllocError::CapacityOverflow { requested }) => assert_eq!(requested, n),

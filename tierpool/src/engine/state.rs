@@ -318,8 +318,9 @@ impl PoolState {
 
     /// True if a get of kind `how` that finds no retained buffer of its tier may be lent
     /// one of a larger tier ([`Classes::lenders`]): not under a budget (each buffer keeps
-    /// the charge of the tier it was taken for), nor behind an aligned pool (whose buffers'
-    /// capacity is their tier's, exactly), nor for `io`'s exact gets.
+    /// the charge of the tier it was taken for), nor behind an aligned pool (a window is as
+    /// large as the buffer behind allows: a lent buffer's would be a tier larger than asked),
+    /// nor for `io`'s exact gets.
     ///
     /// [`Classes::lenders`]: crate::engine::class::Classes::lenders
     pub(crate) fn lends(&self, how: Fresh) -> bool {
@@ -388,8 +389,9 @@ impl PoolState {
     /// above the tiers must still be a whole number of blocks, so it is rounded here.
     ///
     /// # Errors
-    /// [`AllocError::CapacityOverflow`] when the rounded size is above `isize::MAX` (naming
-    /// the size asked of the aligned pool).
+    /// [`AllocError::CapacityOverflow`] when the rounded size is above `isize::MAX`, naming
+    /// `n`: the aligned pool's gets name the size their caller asked instead
+    /// (`Sealed::asked`, `PoolRef::obtain_or_panic`).
     #[inline]
     pub(crate) fn oversize_capacity(&self, n: usize) -> Result<usize, AllocError> {
         if self.slack == 0 {
@@ -397,9 +399,7 @@ impl PoolState {
         }
         match n.checked_next_multiple_of(self.slack) {
             Some(cap) if cap <= isize::MAX as usize => Ok(cap),
-            _ => Err(AllocError::CapacityOverflow {
-                requested: n.saturating_sub(self.slack),
-            }),
+            _ => Err(AllocError::CapacityOverflow { requested: n }),
         }
     }
 

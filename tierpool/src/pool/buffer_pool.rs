@@ -160,7 +160,7 @@ impl<K: Kind> BufferPool<K> {
     /// (a fresh buffer has exactly that tier's capacity). When that tier has no buffer
     /// retained, a retained one of a larger tier up to twice its size is lent instead of
     /// allocating (it goes back to its own tier when dropped); not in a pool with a budget,
-    /// nor in an aligned pool, whose buffers always have their tier's capacity. Above the
+    /// nor in an aligned pool. Above the
     /// largest tier, a buffer of capacity exactly `n` from the heap, not kept when dropped.
     /// `get(0)` serves the smallest tier. An aligned pool's buffer starts at a multiple of the
     /// alignment, and its capacity is one.
@@ -195,7 +195,7 @@ impl<K: Kind> BufferPool<K> {
     #[cfg_attr(feature = "holders", track_caller)]
     fn get_as(&self, n: usize, how: Fresh) -> K::Buf {
         match self.kind.inner_size(n) {
-            Ok(m) => self.kind.wrap(self.core.obtain_or_panic(m, how), 0),
+            Ok(m) => self.kind.wrap(self.core.obtain_or_panic(m, how, n), 0),
             Err(_) => capacity_overflow(n),
         }
     }
@@ -204,7 +204,9 @@ impl<K: Kind> BufferPool<K> {
     /// allocator failure or (with a budget) no room in the budget now is an error.
     ///
     /// # Errors
-    /// [`AllocError::CapacityOverflow`] above `isize::MAX`, [`AllocError::AllocFailed`] when the
+    /// [`AllocError::CapacityOverflow`] above `isize::MAX` (for an aligned pool, within twice
+    /// its alignment of it: the buffer behind is the size rounded up to the alignment, plus
+    /// the alignment), [`AllocError::AllocFailed`] when the
     /// allocator refuses; with a budget, [`AllocError::OverBudget`] (with how much is in use)
     /// when the buffer does not fit now, and [`AllocError::LargerThanBudget`] when it never
     /// can.
@@ -356,7 +358,7 @@ impl<K: Kind> BufferPool<K> {
             // window's first `n` bytes with it.
             Ok(m) => self
                 .kind
-                .wrap(self.core.obtain_or_panic(m, Fresh::Zeroed), n),
+                .wrap(self.core.obtain_or_panic(m, Fresh::Zeroed, n), n),
             Err(_) => capacity_overflow(n),
         }
     }
