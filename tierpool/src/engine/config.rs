@@ -130,9 +130,10 @@ pub(crate) struct Settings {
     /// For the pool behind an [`AlignedPool`](crate::AlignedPool): its alignment, the bytes
     /// every buffer has beyond its aligned window (0 for a plain pool). Such a pool lends no
     /// larger tier's buffer (`PoolState::lends`: a window is as large as the buffer behind
-    /// allows, so a lent one would be a tier larger than asked), and rounds a buffer above its largest tier up to a multiple of the alignment
-    /// (`PoolState::oversize_capacity`): a get asks it for `n + align` bytes, unrounded, so
-    /// that the fast path finds the tier without rounding.
+    /// allows, so a lent one would be a tier larger than asked), and rounds a buffer above
+    /// its largest tier up to a multiple of the alignment (`PoolState::oversize_capacity`):
+    /// a get asks it for `n + align` bytes, unrounded, so that the fast path finds the tier
+    /// without rounding.
     pub(crate) slack: usize,
 }
 

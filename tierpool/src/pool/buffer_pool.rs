@@ -160,8 +160,8 @@ impl<K: Kind> BufferPool<K> {
     /// (a fresh buffer has exactly that tier's capacity). When that tier has no buffer
     /// retained, a retained one of a larger tier up to twice its size is lent instead of
     /// allocating (it goes back to its own tier when dropped); not in a pool with a budget,
-    /// nor in an aligned pool. Above the
-    /// largest tier, a buffer of capacity exactly `n` from the heap, not kept when dropped.
+    /// nor in an aligned pool. Above the largest tier, a buffer of capacity exactly `n` from
+    /// the heap (an aligned pool's: `n` rounded up to the alignment), not kept when dropped.
     /// `get(0)` serves the smallest tier. An aligned pool's buffer starts at a multiple of the
     /// alignment, and its capacity is one.
     ///
