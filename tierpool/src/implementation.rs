@@ -176,12 +176,13 @@
 //! multiple of the alignment (`EINVAL`) comes back as the operation's error, with the buffer
 //! and its contents intact.
 //!
-//! What it costs: an aligned buffer is a pooled `Vec<u8>` of its tier's size plus the
-//! alignment, and an `AlignedBuf` is a window into it that starts at the first aligned
-//! address. So every place that frees a buffer frees it with the layout it was allocated with,
-//! and the pool's fast path is the one a `BufferPool` takes, plus computing the window (see
-//! BENCHMARKS.md, *direct-read*); the price is `align` bytes of address space per buffer
-//! (counted in the pool's figures; slack pages never written cost no memory). An `AlignedBuf`
+//! What it costs: nothing beyond a plain pool's. An aligned buffer is allocated with the
+//! pool's alignment and its tier's size (`Layout::from_size_align`), so it has no bytes beyond
+//! its tier, and an `AlignedBuf` is a `PooledBuf` that cannot grow: the same 32-byte handle and
+//! the same get and return (65-66 instructions per get+put, BENCHMARKS.md). The machinery
+//! frees every one of its buffers with the pool's alignment (`sys/alloc.rs`; a buffer that
+//! outlives its pool finds it in its key), which Miri checks on every way a buffer goes back
+//! (`tests/aligned_layouts.rs`). An `AlignedBuf`
 //! cannot grow: appending past its capacity panics ([`std::io::Write`] writes what fits), as
 //! it would otherwise lose its alignment. [`AlignedBuf::into_shared`] gives [`PooledBytes`]
 //! views that start at the buffer's aligned start; a slice starting `k` bytes in is aligned as
@@ -338,7 +339,7 @@
 //! | `sys/direct_io.rs` | `statx` and `statfs` into zeroed structs | a NUL-terminated path; the kernel fills the struct or fails | `tests/direct_io.rs` on ext4 and tmpfs |
 //! | `buf/pooled.rs` | the handle's `ManuallyDrop<Vec>`, taken exactly once | `Drop`, `into_parts` and `into_vec` are the only takers, and the last two skip `Drop` | Miri (every test) |
 //! | `buf/shared.rs` | `PooledBytes` reads through a raw pointer into a buffer nothing mutates while a view exists; control blocks move between threads as raw boxes; `try_into_mut` | `Arc`'s counting protocol decides who hands the buffer back | Miri, loom (`last_view`), `tests/chain.rs` |
-//! | `buf/aligned.rs` | the aligned window: slices and spare capacity from a raw start pointer | the window lies in the buffer behind (`start + cap <= end`) | Miri (unit tests, `tests/aligned_model.rs`) |
+//! | `sys/alloc.rs` | an aligned pool's buffers: allocated with its alignment and carried as `Vec<u8>`s that never free or grow themselves; freed with the same layout | every free of such a buffer passes the pool's alignment (the key's, once the pool is gone); no such `Vec` reaches a user (an `AlignedBuf` cannot grow, its views are never made writable) | Miri (unit tests, `tests/aligned_layouts.rs`: its allocator compares each free's layout with the allocation's), `tests/aligned_ways_back.rs` (live heap back where it was) |
 //! | `buf/bytes.rs` | `BufMut` for `PooledBuf` (forwarded to `Vec`'s) and `AlignedBuf` (within the capacity) | `BufMut`'s contract | Miri (`--features bytes`) |
 //! | `io/buf_ring.rs` | registers a ring with io_uring, writes its entries, turns completions into views | the ring outlives its registration; a completion is passed once (`complete` is `unsafe` for it) | `tests/buf_ring.rs` on a real io_uring, under LSan |
 //! | `compat/compio.rs`, `tokio_uring.rs`, `monoio.rs` | the runtimes' buffer traits (`set_len`, stable pointers) | the heap pointer stays put while the kernel owns the buffer; lengths are honest | `tests/compio.rs`, `tokio_uring.rs`, `monoio.rs`, `direct_io.rs` on a real io_uring |

@@ -19,7 +19,7 @@ use loom::sync::Arc;
 
 /// A real key for a model's cache (any non-zero slot: the models use no registry).
 fn key(budgeted: bool) -> Key {
-    Key::new(1, budgeted)
+    Key::new(1, budgeted, 1)
 }
 
 /// Drains the depot's tier `t` and returns the sorted capacities found there.

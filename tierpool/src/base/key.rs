@@ -2,8 +2,11 @@
 //! [`Key`] and its [`Tag`]. Every bit pattern either can hold, and every sentinel, is written
 //! down here and nowhere else.
 //!
-//! - A **key** names a live pool (`registry.rs`). Its low 31 bits are never 0 and unique among
-//!   live pools; its top bit says the pool has a budget on bytes in use. A thread cache's
+//! - A **key** names a live pool (`registry.rs`). Its low 26 bits (the slot) are never 0 and
+//!   unique among live pools; the next five are the log2 of the alignment of the pool's
+//!   allocations (0 for a plain pool; an [`AlignedPool`](crate::AlignedPool)'s buffers are
+//!   allocated with its alignment and must be freed with it, also after the pool is gone);
+//!   its top bit says the pool has a budget on bytes in use. A thread cache's
 //!   doorbell holds its pool's whole key while the fast path may run, and [`RUNG`] (0, which
 //!   no key is) when another thread wants the owner's attention.
 //! - A **tag** says where a buffer was handed out from: the byte offset of its tier in a
@@ -29,6 +32,10 @@ pub(crate) const TIER_STRIDE: usize = 64;
 
 /// The bit of a key that marks a pool with a budget on bytes in use.
 const BUDGETED: u32 = 1 << 31;
+/// Where a key's alignment (its log2) starts.
+const ALIGN_SHIFT: u32 = 26;
+/// The bits of a key that hold the slot.
+const SLOT_BITS: u32 = (1 << ALIGN_SHIFT) - 1;
 
 /// A pool's key (module docs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -40,11 +47,14 @@ impl Key {
     /// [`Tag::FOREIGN`]): no pool has it, and no doorbell holds it.
     pub(crate) const NOBODY: Key = Key(RUNG);
 
-    /// The key with registry slot `slot` (non-zero, below 2^31) of a pool with or without a
-    /// budget.
-    pub(crate) fn new(slot: u32, budgeted: bool) -> Key {
-        debug_assert!(slot != RUNG && slot & BUDGETED == 0);
-        Key(if budgeted { slot | BUDGETED } else { slot })
+    /// The key with registry slot `slot` (non-zero, at most [`Key::SLOTS`]) of a pool with or
+    /// without a budget, whose buffers are allocated with alignment `align` (a power of two
+    /// up to 2^31, 1 for a plain pool).
+    pub(crate) fn new(slot: u32, budgeted: bool, align: usize) -> Key {
+        debug_assert!(slot != RUNG && slot & !SLOT_BITS == 0);
+        debug_assert!(align.is_power_of_two() && align.trailing_zeros() < 32);
+        let bits = slot | (align.trailing_zeros() << ALIGN_SHIFT);
+        Key(if budgeted { bits | BUDGETED } else { bits })
     }
 
     /// The key's bits, as a doorbell holds them.
@@ -53,9 +63,16 @@ impl Key {
         self.0
     }
 
-    /// The registry slot: the low 31 bits, unique among live pools.
+    /// The registry slot: the low 26 bits, unique among live pools.
     pub(crate) fn slot(self) -> u32 {
-        self.0 & !BUDGETED
+        self.0 & SLOT_BITS
+    }
+
+    /// The alignment the pool's buffers are allocated (and must be freed) with: 1 for a plain
+    /// pool and for [`Key::NOBODY`].
+    #[inline]
+    pub(crate) fn align(self) -> usize {
+        1 << ((self.0 & !BUDGETED) >> ALIGN_SHIFT)
     }
 
     /// True if the pool has a budget on bytes in use.
@@ -65,7 +82,7 @@ impl Key {
     }
 
     /// The most slots there can be (the registry refuses more live pools).
-    pub(crate) const SLOTS: usize = BUDGETED as usize - 1;
+    pub(crate) const SLOTS: usize = SLOT_BITS as usize;
 }
 
 /// The unit of charges above the largest tier.
@@ -184,11 +201,25 @@ mod tests {
 
     #[test]
     fn keys_keep_their_slot_and_budget_bit() {
-        let k = Key::new(7, true);
+        let k = Key::new(7, true, 1);
         assert!(k.budgeted());
         assert_eq!((k.slot(), k.raw()), (7, 7 | BUDGETED));
-        assert!(!Key::new(7, false).budgeted());
-        assert_ne!(Key::new(1, false).raw(), RUNG);
+        assert!(!Key::new(7, false, 1).budgeted());
+        assert_ne!(Key::new(1, false, 1).raw(), RUNG);
+        assert_eq!(Key::NOBODY.align(), 1);
+        // The alignment rides beside the slot and the budget bit, and changes neither.
+        let slot = Key::SLOTS as u32;
+        for align in [1, 2, 4096, 2 << 20, 1 << 31] {
+            for budgeted in [false, true] {
+                let k = Key::new(slot, budgeted, align);
+                assert_eq!((k.slot(), k.budgeted(), k.align()), (slot, budgeted, align));
+                assert_ne!(
+                    k,
+                    Key::new(slot - 1, budgeted, align),
+                    "the slot tells keys apart"
+                );
+            }
+        }
     }
 
     #[test]

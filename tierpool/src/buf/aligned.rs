@@ -1,36 +1,28 @@
-//! [`AlignedBuf`], the handle of an [`AlignedPool`](crate::AlignedPool): an aligned window into a
-//! pooled buffer, for direct I/O.
+//! [`AlignedBuf`], the handle of an [`AlignedPool`](crate::AlignedPool): a pooled buffer
+//! allocated with the pool's alignment, for direct I/O.
 //!
 //! # How an aligned buffer is kept
 //!
-//! An aligned pool is a [`BufferPool`](crate::BufferPool) whose tiers are the aligned tiers plus `align` bytes,
-//! and an [`AlignedBuf`] is a [`PooledBuf`] of such a tier with a window into it: the window
-//! starts at the first address in the buffer that is a multiple of `align` (at most
-//! `align - 1` bytes in) and its capacity is the tier's size (a multiple of `align`, so a
-//! window filled to its capacity is also a whole number of blocks).
+//! An aligned pool is a [`BufferPool`](crate::BufferPool) whose tiers are multiples of its
+//! alignment and whose buffers are allocated with it (`Layout::from_size_align(tier, align)`,
+//! `sys/alloc.rs`): a buffer starts at an aligned address, and its capacity is its tier's,
+//! a whole number of blocks. An [`AlignedBuf`] is a [`PooledBuf`] that cannot grow: the same
+//! 32-byte handle, the same get and return (what a get costs is a plain pool's, measured in
+//! BENCHMARKS.md), and no bytes beyond the tier.
 //!
-//! ```text
-//!  Vec<u8> of the pool behind (capacity = tier + align, allocated with alignment 1)
-//!  ┌─────────┬──────────────────────────────── tier ─────────────────────┬──────────┐
-//!  │ < align │ window: start % align == 0, capacity = tier                │ the rest │
-//!  └─────────┴────────────────────────────────────────────────────────────┴──────────┘
-//! ```
-//!
-//! So the buffers stay ordinary `Vec<u8>`s for the whole machinery (thread caches, depot, caps,
-//! decay, budget, stats, thread exit, a pool dropped with buffers out): every place that frees
-//! a buffer frees it with the layout it was allocated with, by construction, and no path can
-//! hand an aligned allocation to `dealloc` with the wrong alignment (which `Vec<u8>` would do:
-//! it frees with alignment 1). The price is `align` bytes of address space per buffer (the
-//! pool's figures count them: `stats().retained_bytes` and the budget see `tier + align`);
-//! pages of the slack that are never written cost no memory (RSS). *Direct I/O* in the crate
-//! docs says what that costs measured.
+//! The machinery (thread caches, depot, caps, decay, budget, stats, thread exit, a pool dropped
+//! with buffers out) moves an aligned pool's buffers as it moves a plain pool's, as `Vec<u8>`s,
+//! and frees every one of them with the pool's alignment, which `Vec<u8>` would not
+//! (`sys/alloc.rs` says how; `tests/aligned_ways_back.rs` takes every way a buffer goes back
+//! under Miri, which checks each free's layout). So no such buffer may become a `Vec` a user
+//! can grow: an `AlignedBuf` has no `Vec` to give, and a shared view of one is never made
+//! writable again ([`PooledBytes::try_into_mut`] is `Err` for it).
 
 use std::borrow::BorrowMut;
 use std::fmt;
 use std::io;
 use std::mem::MaybeUninit;
 use std::ops::{Deref, DerefMut};
-use std::ptr::{self, NonNull};
 
 use crate::buf::pooled::PooledBuf;
 use crate::buf::shared::PooledBytes;
@@ -67,119 +59,70 @@ use crate::buf::shared::PooledBytes;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct AlignedBuf {
-    /// The buffer behind, of capacity `tier + align` (or more); its own length is 0 until
-    /// `into_shared`, and its contents are never moved.
+    /// The buffer, allocated with the pool's alignment (`sys/alloc.rs`); its length is this
+    /// handle's. Never grown: every method stays within its capacity, and nothing else
+    /// reaches it.
     buf: PooledBuf,
-    /// The window's start: the first multiple of the alignment in `buf`'s allocation.
-    start: NonNull<u8>,
-    /// Initialized bytes from `start`.
-    len: usize,
-    /// Bytes from `start` that the window may use: a multiple of the alignment, within `buf`.
-    cap: usize,
 }
 
-// SAFETY: an `AlignedBuf` owns its buffer as the `PooledBuf` in it does (which is `Send +
-// Sync`); `start` points into that buffer's heap allocation, which moves with it and which
-// nothing else can reach. `&AlignedBuf` only reads the bytes.
-unsafe impl Send for AlignedBuf {}
-// SAFETY: as above.
-unsafe impl Sync for AlignedBuf {}
+// The size the docs promise: a `PooledBuf`'s.
+const _: () = assert!(std::mem::size_of::<AlignedBuf>() == 32);
 
 impl AlignedBuf {
-    /// The window of `buf` aligned to `align` (a power of two), with its first `len` bytes
-    /// initialized. `buf`'s capacity must be at least `align` more than any window asked of
-    /// it; at most `align - 1` of that goes before the start.
+    /// The handle of `buf`, a buffer of an aligned pool just taken from it.
     #[inline(always)]
-    pub(crate) fn new(mut buf: PooledBuf, align: usize, len: usize) -> Self {
-        let base = buf.as_mut_ptr();
-        // The distance to the next multiple of `align` (0 if `base` is one), written as the
-        // rounded-up address less the base so that `base + off` compiles to an add and a
-        // mask. (No overflow: the allocation, `align` bytes and more, ends below
-        // `usize::MAX`.)
-        let mask = align - 1;
-        let off = ((base as usize).wrapping_add(mask) & !mask).wrapping_sub(base as usize);
-        debug_assert!(off < align && off < buf.capacity());
-        // The capacity less the slack, in whole blocks: exactly the tier for a buffer of
-        // tier + align, at least what was asked for any other (oversize, or a larger buffer
-        // filed under the tier), and within the buffer wherever the start falls
-        // (`off + cap <= off + capacity - align < capacity`). Not `capacity - off`: that
-        // is a block more whenever the allocation happens to be aligned already.
-        let cap = (buf.capacity() - align) & !mask;
-        debug_assert!(len <= cap && off + cap <= buf.capacity());
-        // The `Vec`'s own length is not the window's (`get_zeroed` leaves it at the whole
-        // buffer): 0, so that writes of uninitialized bytes through the window's spare
-        // capacity can never fall in what the `Vec` counts as initialized.
-        buf.clear();
-        // SAFETY: `off < align <= buf.capacity()` (the buffer behind has at least `align`
-        // bytes more than the window), so `base + off` is within its allocation, and not null
-        // as `base` is not.
-        let start = unsafe { NonNull::new_unchecked(base.add(off)) };
-        AlignedBuf {
-            buf,
-            start,
-            len,
-            cap,
-        }
+    pub(crate) fn new(buf: PooledBuf) -> Self {
+        AlignedBuf { buf }
     }
 
     /// Number of initialized bytes.
     #[inline]
     pub fn len(&self) -> usize {
-        self.len
+        self.buf.len()
     }
 
     /// True if `len() == 0`.
     #[inline]
     pub fn is_empty(&self) -> bool {
-        self.len == 0
+        self.buf.is_empty()
     }
 
     /// Bytes the buffer can hold from its start: a multiple of the pool's alignment, at least
     /// what was asked. It never changes.
     #[inline]
     pub fn capacity(&self) -> usize {
-        self.cap
+        self.buf.capacity()
     }
 
     /// A pointer to the first byte (aligned to the pool's alignment).
     #[inline]
     pub fn as_ptr(&self) -> *const u8 {
-        self.start.as_ptr()
+        self.buf.as_ptr()
     }
 
     /// A mutable pointer to the first byte, valid for `capacity()` bytes.
     #[inline]
     pub fn as_mut_ptr(&mut self) -> *mut u8 {
-        self.start.as_ptr()
+        self.buf.as_mut_ptr()
     }
 
     /// The initialized bytes.
     #[inline]
     pub fn as_slice(&self) -> &[u8] {
-        // SAFETY: `len <= cap` bytes from `start` lie in the buffer's allocation and are
-        // initialized (field invariants); `&self` keeps them from being written meanwhile.
-        unsafe { std::slice::from_raw_parts(self.start.as_ptr(), self.len) }
+        self.buf.as_slice()
     }
 
     /// The initialized bytes, mutably.
     #[inline]
     pub fn as_mut_slice(&mut self) -> &mut [u8] {
-        // SAFETY: as in `as_slice`, with `&mut self` for exclusive access.
-        unsafe { std::slice::from_raw_parts_mut(self.start.as_ptr(), self.len) }
+        self.buf.as_mut_slice()
     }
 
     /// The bytes from `len()` to `capacity()`, possibly uninitialized, to fill before
     /// [`set_len`](Self::set_len).
     #[inline]
     pub fn spare_capacity_mut(&mut self) -> &mut [MaybeUninit<u8>] {
-        // SAFETY: `start + len .. start + cap` lies in the buffer's allocation (field
-        // invariants), and `MaybeUninit` makes no claim on its contents.
-        unsafe {
-            std::slice::from_raw_parts_mut(
-                self.start.as_ptr().add(self.len).cast::<MaybeUninit<u8>>(),
-                self.cap - self.len,
-            )
-        }
+        self.buf.spare_capacity_mut()
     }
 
     /// Sets the length, as [`Vec::set_len`].
@@ -189,20 +132,21 @@ impl AlignedBuf {
     /// filled by a read).
     #[inline]
     pub unsafe fn set_len(&mut self, new_len: usize) {
-        debug_assert!(new_len <= self.cap);
-        self.len = new_len;
+        debug_assert!(new_len <= self.capacity());
+        // SAFETY: the caller's contract is `Vec::set_len`'s.
+        unsafe { self.buf.set_len(new_len) };
     }
 
     /// Shortens the buffer to `len` bytes; no effect if it is not longer.
     #[inline]
     pub fn truncate(&mut self, len: usize) {
-        self.len = self.len.min(len);
+        self.buf.truncate(len);
     }
 
     /// Sets the length to 0.
     #[inline]
     pub fn clear(&mut self) {
-        self.len = 0;
+        self.buf.clear();
     }
 
     /// Appends `src`.
@@ -213,19 +157,15 @@ impl AlignedBuf {
     #[inline]
     #[track_caller]
     pub fn extend_from_slice(&mut self, src: &[u8]) {
+        let left = self.capacity() - self.len();
         assert!(
-            src.len() <= self.cap - self.len,
-            "tierpool: {} bytes do not fit in an aligned buffer with {} of {} bytes left",
+            src.len() <= left,
+            "tierpool: {} bytes do not fit in an aligned buffer with {left} of {} bytes left",
             src.len(),
-            self.cap - self.len,
-            self.cap
+            self.capacity()
         );
-        // SAFETY: `src` fits after the initialized bytes (checked), within the allocation; a
-        // `&[u8]` cannot overlap the buffer, which `&mut self` holds exclusively.
-        unsafe {
-            ptr::copy_nonoverlapping(src.as_ptr(), self.start.as_ptr().add(self.len), src.len());
-        }
-        self.len += src.len();
+        // Within the capacity (checked): the `Vec` does not reallocate.
+        self.buf.extend_from_slice(src);
     }
 
     /// Resizes to `new_len`, filling new bytes with `value`.
@@ -235,24 +175,18 @@ impl AlignedBuf {
     #[track_caller]
     pub fn resize(&mut self, new_len: usize, value: u8) {
         assert!(
-            new_len <= self.cap,
+            new_len <= self.capacity(),
             "tierpool: cannot resize an aligned buffer of capacity {} to {new_len} bytes",
-            self.cap
+            self.capacity()
         );
-        if new_len > self.len {
-            // SAFETY: `len..new_len` lies within the capacity (checked).
-            unsafe {
-                ptr::write_bytes(self.start.as_ptr().add(self.len), value, new_len - self.len);
-            }
-        }
-        self.len = new_len;
+        // Within the capacity (checked): the `Vec` does not reallocate.
+        self.buf.resize(new_len, value);
     }
 
     /// Turns this buffer into a shared, read-only [`PooledBytes`] over its contents, without
     /// copying; the view starts at the buffer's (aligned) start, and the buffer returns to
-    /// its pool when the last view is dropped. (A view made writable again with
-    /// [`PooledBytes::try_into_mut`] is a plain [`PooledBuf`], its bytes moved to the start
-    /// of the buffer behind: no longer aligned.)
+    /// its pool when the last view is dropped. The views cannot be made writable again
+    /// ([`PooledBytes::try_into_mut`] is `Err` for them: a [`PooledBuf`] could grow).
     ///
     /// ```
     /// let pool = tierpool::AlignedPool::with_alignment(4096)?;
@@ -266,25 +200,7 @@ impl AlignedBuf {
     /// ```
     #[must_use = "the buffer goes back to the pool if the view is dropped"]
     pub fn into_shared(self) -> PooledBytes {
-        let AlignedBuf {
-            mut buf,
-            start,
-            len,
-            ..
-        } = self;
-        let base = buf.as_mut_ptr();
-        // SAFETY: `start` was made as `base + off` with `off < align`, in the same allocation.
-        let off = unsafe { start.as_ptr().offset_from(base) } as usize;
-        // SAFETY: the `off` bytes before the start lie in the allocation; zeroing them makes
-        // every byte up to `off + len` initialized, as `set_len` requires (`off + len <=
-        // capacity`: the window lies within the buffer).
-        unsafe {
-            ptr::write_bytes(base, 0, off);
-            buf.set_len(off + len);
-        }
-        let mut shared = buf.into_shared();
-        shared.advance(off);
-        shared
+        self.buf.into_shared()
     }
 }
 
@@ -323,7 +239,7 @@ impl io::Write for AlignedBuf {
     /// fails with [`io::ErrorKind::WriteZero`].
     #[inline]
     fn write(&mut self, data: &[u8]) -> io::Result<usize> {
-        let n = data.len().min(self.cap - self.len);
+        let n = data.len().min(self.capacity() - self.len());
         self.extend_from_slice(&data[..n]);
         Ok(n)
     }
@@ -336,9 +252,9 @@ impl io::Write for AlignedBuf {
 impl fmt::Debug for AlignedBuf {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("AlignedBuf")
-            .field("len", &self.len)
-            .field("capacity", &self.cap)
-            .field("addr", &self.start)
+            .field("len", &self.len())
+            .field("capacity", &self.capacity())
+            .field("addr", &self.as_ptr())
             .finish()
     }
 }
@@ -496,11 +412,14 @@ mod tests {
         assert_eq!(pool.stats().returned, 0);
         drop(all);
         assert_eq!(pool.stats().returned, 1);
-        // Made writable again, it is a plain buffer with the bytes at its start.
+        // Never made writable again as a `PooledBuf` (a `Vec` that could grow): the sole
+        // view stays a view, and still goes back once.
         let mut b = pool.get(4096);
         b.extend_from_slice(b"tail");
-        let v = b.into_shared().try_into_mut().unwrap();
-        assert_eq!(&v[..], b"tail");
+        let view = b.into_shared().try_into_mut().unwrap_err();
+        assert_eq!(&view[..], b"tail");
+        drop(view);
+        assert_eq!(pool.stats().returned, 2);
     }
 
     #[test]
@@ -519,18 +438,16 @@ mod tests {
             Err(AllocError::CapacityOverflow { requested }) if requested == usize::MAX - 10
         ));
         drop(held);
-        // Sizes whose sum with the alignment overflows are refused before the pool behind is
-        // asked; those whose rounding passes `isize::MAX` there (above the largest tier, off
-        // the fast path): both name the size asked, with a budget or without, as an error
+        // Sizes whose rounding up to the alignment passes `isize::MAX` (above the largest
+        // tier, off the fast path) name the size asked, with a budget or without, as an error
         // and in `get`'s panic.
         let plain = AlignedPool::with_alignment(4096).unwrap();
         for pool in [&pool, &plain] {
-            // The last: `n + align` is `isize::MAX - 1`, and only its rounding passes it.
+            // The last: only just, by its rounding.
             for n in [
                 usize::MAX - 10,
                 isize::MAX as usize,
-                isize::MAX as usize - 4095,
-                isize::MAX as usize - 4097,
+                isize::MAX as usize - 4094,
             ] {
                 match pool.try_get(n) {
                     Err(AllocError::CapacityOverflow { requested }) => assert_eq!(requested, n),

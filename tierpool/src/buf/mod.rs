@@ -6,7 +6,7 @@
 //! | `pooled.rs` | [`PooledBuf`](crate::PooledBuf): one owner, a `Vec<u8>` on loan, and the return path |
 //! | `block.rs` | the control block shared views count on, and its recycling |
 //! | `shared.rs` | [`PooledBytes`](crate::PooledBytes): shared, sliceable, read-only views |
-//! | `aligned.rs` | [`AlignedBuf`](crate::AlignedBuf): an aligned window into a pooled buffer |
+//! | `aligned.rs` | [`AlignedBuf`](crate::AlignedBuf): a pooled buffer allocated with an alignment, that cannot grow |
 //! | `bytes.rs` | (feature `bytes`) `BufMut` for the writable handles, `Buf` for views, into `Bytes` |
 
 #[macro_use]

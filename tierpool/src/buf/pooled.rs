@@ -14,6 +14,7 @@ use crate::engine::local::{self, SlowOp};
 use crate::engine::state::PoolState;
 use crate::engine::{policy, registry};
 use crate::observe::holders::is_tracked;
+use crate::sys::alloc::free;
 
 /// A `Vec<u8>` on loan from a [`BufferPool`](crate::BufferPool); dropping it returns the buffer.
 ///
@@ -104,7 +105,7 @@ impl SlowOp for Return {
     fn without_cache(self, pool: Option<&PoolState>) {
         match pool {
             Some(pool) => pool.put_direct(self.v, pool.untrack(self.tag)),
-            None => drop(self.v), // the pool is gone
+            None => free(self.v, self.key.align()), // the pool is gone
         }
     }
 }

@@ -211,7 +211,11 @@ impl PooledBytes {
     /// its full capacity. If the view does not start at the buffer's start (after
     /// `split_to` or `advance`), its bytes are moved to the front (a `memmove` of `len()`
     /// bytes); otherwise nothing is copied. A view of a `Vec` that belongs to no pool
-    /// (`From<Vec<u8>>`) is always `Err`.
+    /// (`From<Vec<u8>>`) is always `Err`, and so is a view of an
+    /// [`AlignedBuf`](crate::AlignedBuf)'s buffer: a `PooledBuf` is a `Vec` that can grow,
+    /// and an aligned pool's buffer cannot (it is allocated with the pool's alignment, and a
+    /// `Vec` would reallocate and free it with alignment 1). Copy its bytes out instead
+    /// ([`to_vec`](Self::to_vec), or into a buffer of your own).
     ///
     /// ```
     /// let pool = tierpool::BufferPool::new();
@@ -229,7 +233,10 @@ impl PooledBytes {
     pub fn try_into_mut(self) -> Result<PooledBuf, PooledBytes> {
         // `Acquire`: pairs with the `Release` decrements of views dropped on other threads,
         // whose reads of the bytes then happen before our writes (as in `last_view`).
-        if self.inner().tag == Tag::FOREIGN || self.inner().refs.load(Ordering::Acquire) != 1 {
+        if self.inner().tag == Tag::FOREIGN
+            || self.inner().pool.align() > 1
+            || self.inner().refs.load(Ordering::Acquire) != 1
+        {
             return Err(self);
         }
         let this = mem::ManuallyDrop::new(self);

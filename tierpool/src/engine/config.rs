@@ -127,14 +127,12 @@ pub(crate) struct Settings {
     pub(crate) track_every: u32,
     /// How long a budget wait lasts before it names the holders (feature `holders`).
     pub(crate) report_waits_after: Option<Duration>,
-    /// For the pool behind an [`AlignedPool`](crate::AlignedPool): its alignment, the bytes
-    /// every buffer has beyond its aligned window (0 for a plain pool). Such a pool lends no
-    /// larger tier's buffer (`PoolState::lends`: a window is as large as the buffer behind
-    /// allows, so a lent one would be a tier larger than asked), and rounds a buffer above
-    /// its largest tier up to a multiple of the alignment (`PoolState::oversize_capacity`):
-    /// a get asks it for `n + align` bytes, unrounded, so that the fast path finds the tier
-    /// without rounding.
-    pub(crate) slack: usize,
+    /// The alignment of every buffer's allocation: 1 for a plain pool, an
+    /// [`AlignedPool`](crate::AlignedPool)'s alignment for its pool (`sys/alloc.rs`). Such a
+    /// pool lends no larger tier's buffer (`PoolState::lends`: its buffers have their tier's
+    /// capacity, a whole number of blocks, as its docs promise), and rounds a buffer above its
+    /// largest tier up to a multiple of the alignment (`PoolState::oversize_capacity`).
+    pub(crate) align: usize,
 }
 
 impl Default for Settings {
@@ -151,7 +149,7 @@ impl Default for Settings {
             name: None,
             track_every: 0,
             report_waits_after: Some(Duration::from_secs(1)),
-            slack: 0,
+            align: 1,
         }
     }
 }
@@ -223,21 +221,17 @@ impl Settings {
             interval_nanos,
             background_trim: self.background_trim,
             zero_on_return: self.zero_on_return,
-            slack: self.slack,
+            align: self.align,
         })
     }
 }
 
 impl Settings {
-    /// These settings for the pool behind an [`AlignedPool`](crate::AlignedPool) of alignment
-    /// `align`, and the aligned pool's tier sizes: generated tiers (the default, power-of-two
-    /// and geometric ones) rounded up to multiples of `align`, explicit ones checked to be
-    /// multiples; the pool behind it gets each tier plus `align` bytes (the slack that lets a
-    /// buffer of alignment 1 hold an aligned window of the tier's size, `aligned.rs`).
-    pub(crate) fn aligned_to(
-        mut self,
-        align: usize,
-    ) -> Result<(Settings, Vec<usize>), ConfigError> {
+    /// These settings for an [`AlignedPool`](crate::AlignedPool) of alignment `align`:
+    /// generated tiers (the default, power-of-two and geometric ones) rounded up to multiples
+    /// of `align`, explicit ones checked to be multiples; the buffers are allocated with the
+    /// alignment (`sys/alloc.rs`), so each tier's buffers have exactly its size.
+    pub(crate) fn aligned_to(mut self, align: usize) -> Result<Settings, ConfigError> {
         if !align.is_power_of_two() || align > MAX_ALIGNMENT {
             return Err(ConfigError::InvalidAlignment { align });
         }
@@ -261,16 +255,12 @@ impl Settings {
             }
             sizes.dedup();
         }
-        let inner = sizes
-            .iter()
-            .map(|&t| match t.checked_add(align) {
-                Some(s) if s <= isize::MAX as usize => Ok(s),
-                _ => Err(ConfigError::TierTooLarge { size: t }),
-            })
-            .collect::<Result<Vec<_>, _>>()?;
-        self.tiers = TierSpec::Explicit(inner);
-        self.slack = align;
-        Ok((self, sizes))
+        if let Some(&size) = sizes.iter().find(|&&t| t > isize::MAX as usize) {
+            return Err(ConfigError::TierTooLarge { size });
+        }
+        self.tiers = TierSpec::Explicit(sizes);
+        self.align = align;
+        Ok(self)
     }
 }
 
@@ -283,8 +273,8 @@ pub(crate) struct Config {
     pub(crate) interval_nanos: u64,
     pub(crate) background_trim: bool,
     pub(crate) zero_on_return: bool,
-    /// See [`Settings::slack`].
-    pub(crate) slack: usize,
+    /// See [`Settings::align`].
+    pub(crate) align: usize,
     pub(crate) max_in_use_bytes: Option<usize>,
     pub(crate) trim_allocator: TrimAllocator,
     pub(crate) name: String,
@@ -334,7 +324,12 @@ mod tests {
     fn aligned_default_tiers_are_the_default_ones_rounded_up_to_the_alignment() {
         // 4 KiB: from 4 KiB, four per doubling (multiples of 4 KiB) up to 2 MiB, then powers
         // of two.
-        let (_, sizes) = Settings::default().aligned_to(4096).unwrap();
+        let sizes = |align| match Settings::default().aligned_to(align).unwrap().tiers {
+            TierSpec::Explicit(sizes) => sizes,
+            other => panic!("an aligned pool's tiers are explicit: {other:?}"),
+        };
+        let sizes_4k = sizes(4096);
+        let (sizes_2m, sizes) = (sizes(MAX_ALIGNMENT), sizes_4k);
         assert_eq!(sizes[..6], [4096, 8192, 12_288, 16_384, 20_480, 24_576]);
         assert!(sizes.iter().all(|t| t % 4096 == 0));
         assert!(sizes.windows(2).all(|w| w[0] < w[1]));
@@ -343,8 +338,7 @@ mod tests {
             [2 << 20, 4 << 20, 8 << 20, 16 << 20]
         );
         // The largest alignment (2 MiB): the tiers from it, powers of two.
-        let (_, sizes) = Settings::default().aligned_to(MAX_ALIGNMENT).unwrap();
-        assert_eq!(sizes, [2 << 20, 4 << 20, 8 << 20, 16 << 20]);
+        assert_eq!(sizes_2m, [2 << 20, 4 << 20, 8 << 20, 16 << 20]);
     }
 
     #[test]

@@ -30,6 +30,7 @@ use crate::base::sync::{
     lock, Arc, AtomicBool, AtomicUsize, CachePadded, Mutex, MutexGuard, Ordering,
 };
 use crate::observe::stats::Stats;
+use crate::sys::alloc::free;
 use crate::sys::trim::free_released;
 
 /// What a pool may retain, depot and thread caches together: `held <= cap` at every instant
@@ -120,22 +121,21 @@ struct DepotTier {
 /// Removes the `n` oldest buffers of `stack` and returns their total capacity. They are
 /// dropped here, under the tier's lock; decay and trim are rare, and dropping in place needs
 /// no scratch allocation. With `shrink`, an emptied stack frees its storage too.
-fn release_oldest(stack: &mut Vec<Vec<u8>>, n: usize, shrink: bool) -> usize {
+fn release_oldest(stack: &mut Vec<Vec<u8>>, n: usize, shrink: bool, align: usize) -> usize {
     let n = n.min(stack.len());
     // Decay and trim (`shrink`): the buffers went idle, and their pages leave the process
     // now (`free_released`). An eviction frees them as they are: it makes room for a cache
     // at work, whose next fresh buffer the allocator makes from that memory (giving the
     // pages back first made the `mixed_random` example fault 70% more).
-    let free = if shrink {
-        free_released
-    } else {
-        drop::<Vec<u8>>
-    };
     let freed: usize = stack
         .drain(..n)
         .map(|b| {
             let cap = b.capacity();
-            free(b);
+            if shrink {
+                free_released(b, align);
+            } else {
+                free(b, align);
+            }
             cap
         })
         .sum();
@@ -152,10 +152,10 @@ impl DepotTier {
     /// Releases the `exact` and `odd` oldest buffers; returns the bytes freed. With `shrink`,
     /// an emptied stack frees its storage (decay and trim: the tier went idle); without it
     /// (eviction, while the pool is busy) the next push needs no allocation.
-    fn release(&mut self, exact: usize, odd: usize, shrink: bool) -> usize {
+    fn release(&mut self, exact: usize, odd: usize, shrink: bool, align: usize) -> usize {
         let before = self.exact.len() + self.odd.len();
-        let freed = release_oldest(&mut self.exact, exact, shrink)
-            + release_oldest(&mut self.odd, odd, shrink);
+        let freed = release_oldest(&mut self.exact, exact, shrink, align)
+            + release_oldest(&mut self.odd, odd, shrink, align);
         self.discarded += (before - self.exact.len() - self.odd.len()) as u64;
         self.bytes -= freed;
         freed
@@ -174,6 +174,25 @@ pub(crate) struct Depot {
     sizes: Box<[usize]>,
     allowance: Arc<Allowance>,
     closed: AtomicBool,
+    /// The alignment the buffers were allocated with, which frees them (`sys/alloc.rs`).
+    align: usize,
+}
+
+impl Drop for Depot {
+    /// Frees what is left with the pool's alignment (dropped as `Vec`s, an aligned pool's
+    /// buffers would be freed with alignment 1).
+    fn drop(&mut self) {
+        if self.align == 1 {
+            return;
+        }
+        for tier in self.tiers.iter() {
+            let mut tier = lock(&tier.0);
+            let tier = &mut *tier;
+            for b in tier.exact.drain(..).chain(tier.odd.drain(..)) {
+                free(b, self.align);
+            }
+        }
+    }
 }
 
 /// One tier of the depot, locked: for moving a batch between a thread cache and the depot
@@ -188,8 +207,9 @@ pub(crate) struct Guard<'a> {
 }
 
 impl Depot {
-    /// A depot for tiers of these sizes, counting what it holds in `allowance`.
-    pub(crate) fn new(sizes: &[usize], allowance: Arc<Allowance>) -> Self {
+    /// A depot for tiers of these sizes, counting what it holds in `allowance`, of buffers
+    /// allocated with alignment `align` (1 for a plain pool).
+    pub(crate) fn new(sizes: &[usize], allowance: Arc<Allowance>, align: usize) -> Self {
         Depot {
             tiers: sizes
                 .iter()
@@ -198,13 +218,14 @@ impl Depot {
             sizes: sizes.into(),
             allowance,
             closed: AtomicBool::new(false),
+            align,
         }
     }
 
     /// A depot with an allowance of its own of `cap` bytes (for tests and models).
     #[cfg(test)]
     pub(crate) fn with_cap(sizes: &[usize], cap: usize) -> Self {
-        Depot::new(sizes, Arc::new(Allowance::new(cap)))
+        Depot::new(sizes, Arc::new(Allowance::new(cap)), 1)
     }
 
     /// The allowance this depot counts its contents in (shared with the pool's thread caches).
@@ -293,7 +314,7 @@ impl Depot {
         for tier in self.tiers.iter() {
             let mut tier = lock(tier);
             let (exact, odd) = how_many(&tier);
-            let freed = tier.release(exact, odd, true);
+            let freed = tier.release(exact, odd, true, self.align);
             tier.low_exact = tier.exact.len();
             tier.low_odd = tier.odd.len();
             drop(tier);
@@ -338,7 +359,7 @@ impl Depot {
             let n = (need - total).div_ceil(size);
             let exact = n.min(tier.exact.len());
             let odd = (n - exact).min(tier.odd.len());
-            let freed = tier.release(exact, odd, false);
+            let freed = tier.release(exact, odd, false, self.align);
             tier.low_exact = tier.low_exact.min(tier.exact.len());
             tier.low_odd = tier.low_odd.min(tier.odd.len());
             drop(tier);
@@ -421,7 +442,7 @@ impl Guard<'_> {
         );
         if self.depot.closed.load(Ordering::Relaxed) {
             self.depot.allowance.give(buf.capacity());
-            free_released(buf);
+            free_released(buf, self.depot.align);
             return false;
         }
         let tier = self.t_mut();

@@ -227,41 +227,6 @@ pub enum AllocError {
     },
 }
 
-impl AllocError {
-    /// This error as seen by a caller who asked for `n` bytes (an aligned pool asks the pool
-    /// behind it for more than its caller did).
-    pub(crate) fn with_requested(self, n: usize) -> AllocError {
-        match self {
-            AllocError::CapacityOverflow { .. } => AllocError::CapacityOverflow { requested: n },
-            AllocError::AllocFailed { capacity, .. } => AllocError::AllocFailed {
-                requested: n,
-                capacity,
-            },
-            AllocError::OverBudget { in_use, limit, .. } => AllocError::OverBudget {
-                requested: n,
-                in_use,
-                limit,
-            },
-            AllocError::TimedOut {
-                in_use,
-                limit,
-                waited,
-                ..
-            } => AllocError::TimedOut {
-                requested: n,
-                in_use,
-                limit,
-                waited,
-            },
-            AllocError::LargerThanBudget { charge, limit, .. } => AllocError::LargerThanBudget {
-                requested: n,
-                charge,
-                limit,
-            },
-        }
-    }
-}
-
 impl fmt::Display for AllocError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {

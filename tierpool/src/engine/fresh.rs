@@ -1,6 +1,7 @@
 //! How buffers are made on a miss, made ready on a hit, and cleaned on return.
 
 use crate::engine::error::AllocError;
+use crate::sys::alloc::{self, free};
 
 /// How a fresh buffer is made on a miss.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -27,16 +28,23 @@ impl Fresh {
     }
 }
 
-/// Allocates a buffer of capacity `cap` for a request of `n` bytes.
-pub(crate) fn alloc_fresh(cap: usize, n: usize, how: Fresh) -> Result<Vec<u8>, AllocError> {
-    let v = alloc_once(cap, n, how)?;
+/// Allocates a buffer of capacity `cap` for a request of `n` bytes, with alignment `align`
+/// (1 for a plain pool; an [`AlignedPool`](crate::AlignedPool)'s alignment otherwise, in which
+/// case `cap` is a multiple of it: `sys/alloc.rs`).
+pub(crate) fn alloc_fresh(
+    cap: usize,
+    n: usize,
+    how: Fresh,
+    align: usize,
+) -> Result<Vec<u8>, AllocError> {
+    let v = alloc_once(cap, n, how, align)?;
     if !badly_placed(&v) {
         return Ok(v);
     }
     // Freed first: glibc then raises its mmap threshold above this size, and the second
     // allocation comes from its heap, at another offset. Kept whatever it is.
-    drop(v);
-    alloc_once(cap, n, how)
+    free(v, align);
+    alloc_once(cap, n, how, align)
 }
 
 /// Buffers at least this large are checked for their placement (glibc's initial mmap
@@ -57,7 +65,10 @@ fn badly_placed(v: &Vec<u8>) -> bool {
         && v.as_ptr().align_offset(4096) == 4096 - 16
 }
 
-fn alloc_once(cap: usize, n: usize, how: Fresh) -> Result<Vec<u8>, AllocError> {
+fn alloc_once(cap: usize, n: usize, how: Fresh, align: usize) -> Result<Vec<u8>, AllocError> {
+    if align > 1 {
+        return alloc_aligned(cap, n, how, align);
+    }
     match how {
         Fresh::Plain | Fresh::PlainExact => Ok(Vec::with_capacity(cap)),
         Fresh::Zeroed => {
@@ -77,6 +88,24 @@ fn alloc_once(cap: usize, n: usize, how: Fresh) -> Result<Vec<u8>, AllocError> {
                 })?;
             Ok(v)
         }
+    }
+}
+
+/// [`alloc_once`] for an aligned pool (`sys/alloc.rs`): errors as the kinds of `Vec` have
+/// them (the infallible kinds abort through
+/// [`handle_alloc_error`](std::alloc::handle_alloc_error), as `Vec` does).
+#[cold]
+fn alloc_aligned(cap: usize, n: usize, how: Fresh, align: usize) -> Result<Vec<u8>, AllocError> {
+    match alloc::alloc_aligned(cap, align, how == Fresh::Zeroed, n) {
+        Ok(v) => Ok(v),
+        Err(None) => Err(AllocError::CapacityOverflow { requested: n }),
+        Err(Some(layout)) => match how {
+            Fresh::Fallible | Fresh::FallibleExact => Err(AllocError::AllocFailed {
+                requested: n,
+                capacity: cap,
+            }),
+            _ => std::alloc::handle_alloc_error(layout),
+        },
     }
 }
 
@@ -147,7 +176,7 @@ mod tests {
         if let Ok(what) = std::env::var(CHILD) {
             let v = match what.as_str() {
                 "vec" => Vec::with_capacity(1 << 20),
-                _ => alloc_fresh(1 << 20, 1 << 20, Fresh::Plain).unwrap(),
+                _ => alloc_fresh(1 << 20, 1 << 20, Fresh::Plain, 1).unwrap(),
             };
             let bad = v.capacity() >= LARGE && v.as_ptr().align_offset(4096) == 4096 - 16;
             println!("placement: {}", if bad { "bad" } else { "good" });
@@ -169,13 +198,27 @@ mod tests {
     fn large_fresh_buffers_have_what_was_asked() {
         for how in [Fresh::Plain, Fresh::Zeroed, Fresh::Fallible] {
             for cap in [LARGE, 1 << 20, 3 << 20] {
-                let v = alloc_fresh(cap, cap / 2, how).unwrap();
-                assert!(v.capacity() >= cap);
-                if how == Fresh::Zeroed {
-                    assert_eq!(v.len(), cap / 2);
-                    assert!(v.iter().all(|&b| b == 0));
+                for align in [1, 4096] {
+                    let v = alloc_fresh(cap, cap / 2, how, align).unwrap();
+                    assert!(v.capacity() >= cap);
+                    assert_eq!(v.as_ptr() as usize % align, 0);
+                    if how == Fresh::Zeroed {
+                        assert_eq!(v.len(), cap / 2);
+                        assert!(v.iter().all(|&b| b == 0));
+                    }
+                    free(v, align);
                 }
             }
+        }
+    }
+
+    /// An aligned pool's sizes that no layout can hold are errors, never a panic or a
+    /// wrongly sized buffer.
+    #[test]
+    fn aligned_sizes_past_isize_max_are_errors() {
+        for how in [Fresh::Plain, Fresh::Fallible] {
+            let e = alloc_fresh(isize::MAX as usize + 1, 7, how, 4096).unwrap_err();
+            assert_eq!(e, AllocError::CapacityOverflow { requested: 7 });
         }
     }
 }

@@ -45,6 +45,7 @@ use crate::base::sync::Ordering::Relaxed;
 use crate::engine::error::AllocError;
 use crate::engine::fresh::{alloc_fresh, prepare_hit, scrub, Fresh};
 use crate::engine::state::{Got, PoolState};
+use crate::sys::alloc::free;
 use crate::sys::trim::{free_released, Why};
 
 /// Buffers moved per exchange with the depot for a tier whose stack holds at most `limit`:
@@ -76,7 +77,7 @@ pub(crate) fn get_slow(
         if pool.charge(charge, prepaid, 0, 1).is_none() {
             return Ok(Got::Wait(charge));
         }
-        let v = alloc_fresh(cap, n, how).inspect_err(|_| o.defer_refund(charge))?;
+        let v = alloc_fresh(cap, n, how, pool.align()).inspect_err(|_| o.defer_refund(charge))?;
         o.count_oversize();
         return Ok(Got::Buf(v, tag));
     };
@@ -147,7 +148,7 @@ pub(crate) fn get_slow(
             return Ok(Got::Buf(v, Tag::tier(u)));
         }
     }
-    let v = alloc_fresh(o.size(t), n, how).inspect_err(|_| o.defer_refund(charge))?;
+    let v = alloc_fresh(o.size(t), n, how, pool.align()).inspect_err(|_| o.defer_refund(charge))?;
     o.count(t, Count::Miss, 1);
     Ok(Got::Buf(v, Tag::tier(t)))
 }
@@ -187,6 +188,7 @@ pub(crate) fn put_slow(o: &Owner<'_>, pool: &PoolState, mut v: Vec<u8>, tag: Tag
     housekeeping(o, pool);
     if o.is_dead() {
         o.defer_refund(pool.charge_of(tag));
+        free(v, pool.align());
         return; // the pool is gone: free the buffer, count nothing
     }
     scrub(&mut v, o.wipes());
@@ -194,6 +196,7 @@ pub(crate) fn put_slow(o: &Owner<'_>, pool: &PoolState, mut v: Vec<u8>, tag: Tag
     let Some(t) = pool.classes.for_put(cap) else {
         o.defer_refund(pool.charge_of(tag));
         o.count_untiered();
+        free(v, pool.align());
         return;
     };
     // In a pool with a budget only a buffer charged this tier's size may join the stack (its
@@ -275,7 +278,8 @@ fn give_up(o: &Owner<'_>, pool: &PoolState, t: usize) {
 /// Returns the bytes released.
 fn release(o: &Owner<'_>, pool: &PoolState, t: usize, n: usize) -> usize {
     let size = o.size(t);
-    let bytes = size * o.drain_oldest(t, n, true, free_released);
+    let align = pool.align();
+    let bytes = size * o.drain_oldest(t, n, true, |v| free_released(v, align));
     o.defer_refund(bytes / size * pool.charge_of(Tag::tier(t)));
     bytes
 }
@@ -686,7 +690,7 @@ mod tests {
     #[test]
     fn decay_keeps_a_getting_tier_and_frees_an_idle_one() {
         let state = PoolState::new(Builder::new().tiers([64, 128]).validate().unwrap());
-        let cache = state.new_cache(Key::new(1, false));
+        let cache = state.new_cache(Key::new(1, false, 1));
         // SAFETY: nothing else reaches this cache.
         let o = unsafe { Owner::new_unshared(&cache) };
         decay(&o, &state); // a first look: records the counts
@@ -737,7 +741,7 @@ mod tests {
             state.depot.put_one(0, Vec::with_capacity(64)).unwrap();
         }
         assert_eq!(state.depot.allowance().held(), 448);
-        let cache = state.new_cache(Key::new(1, false));
+        let cache = state.new_cache(Key::new(1, false, 1));
         // SAFETY: nothing else reaches this cache.
         let o = unsafe { Owner::new_unshared(&cache) };
         grow(&o, &state, 1, 3, false);
@@ -782,8 +786,8 @@ mod tests {
             o.len(0)
         };
         let (a, b) = (
-            state.new_cache(Key::new(1, false)),
-            state.new_cache(Key::new(2, false)),
+            state.new_cache(Key::new(1, false, 1)),
+            state.new_cache(Key::new(2, false, 1)),
         );
         assert_eq!((get(&a), in_depot()), (0, 7), "a first refill takes one");
         assert_eq!(
@@ -820,7 +824,7 @@ mod tests {
     fn housekeeping_is_paced_by_the_time_between_looks_and_counts_stay_exact() {
         use crate::engine::cache::stack::{CHECK_EVERY, MIN_CHECK_EVERY};
         let state = PoolState::new(Builder::new().tiers([64]).validate().unwrap());
-        let cache = state.new_cache(Key::new(1, false));
+        let cache = state.new_cache(Key::new(1, false, 1));
         // SAFETY: nothing else reaches this cache.
         let o = unsafe { Owner::new_unshared(&cache) };
         let every = || cache.head.check_every.load(Relaxed);
@@ -860,7 +864,7 @@ mod tests {
     fn a_count_read_across_a_fold_is_clamped_not_wrapped() {
         use crate::engine::cache::stack::{fold, CHECK_EVERY, MIN_CHECK_EVERY};
         let state = PoolState::new(Builder::new().tiers([64]).validate().unwrap());
-        let cache = state.new_cache(Key::new(1, false));
+        let cache = state.new_cache(Key::new(1, false, 1));
         // SAFETY: nothing else reaches this cache.
         let o = unsafe { Owner::new_unshared(&cache) };
         assert!(o.set_limit(0, 4));
@@ -903,7 +907,7 @@ mod tests {
     #[test]
     fn parked_caches_are_taken_over_as_new_and_decay() {
         let state = PoolState::new(Builder::new().tiers([64, 128]).validate().unwrap());
-        let key = Key::new(1, false);
+        let key = Key::new(1, false, 1);
         let a = state.new_cache(key);
         {
             // SAFETY: nothing else reaches this cache.

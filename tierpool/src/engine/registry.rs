@@ -50,7 +50,7 @@ fn registry() -> std::sync::MutexGuard<'static, Registry> {
 /// budgeted if the pool has a budget on bytes in use.
 ///
 /// # Panics
-/// If 2^31 - 1 pools are alive at once (the registry alone would need over 50 GiB).
+/// If 2^26 - 1 pools are alive at once (the registry alone would need several GiB).
 pub(crate) fn register(pool: &Arc<PoolState>) -> Key {
     let mut reg = registry();
     assert!(reg.pools.len() < Key::SLOTS, "too many live pools");
@@ -62,7 +62,7 @@ pub(crate) fn register(pool: &Arc<PoolState>) -> Key {
         }
     }
     reg.last = slot;
-    let key = Key::new(slot, pool.budget.is_some());
+    let key = Key::new(slot, pool.budget.is_some(), pool.align());
     reg.pools.insert(slot, (key, Arc::downgrade(pool)));
     key
 }

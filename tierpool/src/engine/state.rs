@@ -17,6 +17,7 @@ use crate::engine::fresh::{alloc_fresh, prepare_hit, scrub, Fresh};
 use crate::observe::holders::Tracker;
 use crate::observe::stats::{BudgetStats, Stats};
 use crate::observe::telemetry::Published;
+use crate::sys::alloc::free;
 use crate::sys::trim::{free_released, AllocatorTrim, Why};
 
 /// Bumped whenever any pool closes, so that thread tables know when to look for dead caches.
@@ -51,9 +52,9 @@ pub(crate) struct PoolState {
     pub(crate) zero_on_return: bool,
     /// A get its tier cannot serve may be lent a larger tier's buffer ([`Self::lends`]).
     lend: bool,
-    /// The alignment of the [`AlignedPool`](crate::AlignedPool) this pool is behind (0 for a
-    /// plain pool): see [`Self::oversize_capacity`] and `Settings::slack`.
-    slack: usize,
+    /// The alignment of every buffer's allocation (1 for a plain pool, an
+    /// [`AlignedPool`](crate::AlignedPool)'s alignment): see `Settings::align`.
+    align: usize,
     pub(crate) max_retained_bytes: usize,
     pub(crate) clock: Clock,
     /// The thread caches' lookup table (`cache::offset_table`), copied into each.
@@ -114,15 +115,15 @@ impl PoolState {
         PoolState {
             cache_allowance,
             spares: Arc::new(SpareSlots::new()),
-            depot: Depot::new(config.classes.sizes(), allowance),
+            depot: Depot::new(config.classes.sizes(), allowance, config.align),
             cache_table: offset_table(&config.classes),
             caches: Caches::new(config.classes.sizes()),
             classes: config.classes,
             thread_cache_bytes: config.thread_cache_bytes,
             cache_bytes,
             zero_on_return: config.zero_on_return,
-            lend: config.slack == 0 && config.max_in_use_bytes.is_none(),
-            slack: config.slack,
+            lend: config.align == 1 && config.max_in_use_bytes.is_none(),
+            align: config.align,
             max_retained_bytes: config.max_retained_bytes,
             clock: Clock::new(config.interval_nanos),
             closed: AtomicBool::new(false),
@@ -318,9 +319,8 @@ impl PoolState {
 
     /// True if a get of kind `how` that finds no retained buffer of its tier may be lent
     /// one of a larger tier ([`Classes::lenders`]): not under a budget (each buffer keeps
-    /// the charge of the tier it was taken for), nor behind an aligned pool (a window is as
-    /// large as the buffer behind allows: a lent buffer's would be a tier larger than asked),
-    /// nor for `io`'s exact gets.
+    /// the charge of the tier it was taken for), nor in an aligned pool (its buffers have
+    /// their tier's capacity), nor for `io`'s exact gets.
     ///
     /// [`Classes::lenders`]: crate::engine::class::Classes::lenders
     pub(crate) fn lends(&self, how: Fresh) -> bool {
@@ -350,7 +350,7 @@ impl PoolState {
             if self.charge(charge, prepaid, 0, 1).is_none() {
                 return Ok(Got::Wait(charge));
             }
-            let v = alloc_fresh(cap, n, how).inspect_err(|_| self.refund(charge))?;
+            let v = alloc_fresh(cap, n, how, self.align).inspect_err(|_| self.refund(charge))?;
             self.caches.with_retired(|s| s.oversize += 1);
             return Ok(Got::Buf(v, tag));
         };
@@ -369,7 +369,7 @@ impl PoolState {
                 (v, Some(u))
             }
             None => {
-                let v = alloc_fresh(self.classes.size(t), n, how)
+                let v = alloc_fresh(self.classes.size(t), n, how, self.align)
                     .inspect_err(|_| self.refund(charge))?;
                 (v, None)
             }
@@ -381,23 +381,24 @@ impl PoolState {
         Ok(Got::Buf(v, Tag::tier(from.unwrap_or(t))))
     }
 
-    /// The capacity of a buffer above the largest tier for a get of `n` bytes: `n`, or in the
-    /// pool behind an [`AlignedPool`](crate::AlignedPool), `n` rounded up to the alignment.
-    /// There `n` is the size asked of the aligned pool plus the alignment (`pool/kind.rs`),
-    /// unrounded so that the fast path finds a tier without rounding (the smallest tier
-    /// holding `n` is the one whose window holds the size asked); a window into a buffer
-    /// above the tiers must still be a whole number of blocks, so it is rounded here.
+    /// The alignment of every buffer's allocation (`Settings::align`): what frees them.
+    #[inline]
+    pub(crate) fn align(&self) -> usize {
+        self.align
+    }
+
+    /// The capacity of a buffer above the largest tier for a get of `n` bytes: `n`, or in an
+    /// [`AlignedPool`](crate::AlignedPool), `n` rounded up to the alignment (a whole number of
+    /// blocks, as its docs promise).
     ///
     /// # Errors
-    /// [`AllocError::CapacityOverflow`] when the rounded size is above `isize::MAX`, naming
-    /// `n`: the aligned pool's gets name the size their caller asked instead
-    /// (`Sealed::asked`, `PoolRef::obtain_or_panic`).
+    /// [`AllocError::CapacityOverflow`] when the rounded size is above `isize::MAX`.
     #[inline]
     pub(crate) fn oversize_capacity(&self, n: usize) -> Result<usize, AllocError> {
-        if self.slack == 0 {
+        if self.align == 1 {
             return Ok(n);
         }
-        match n.checked_next_multiple_of(self.slack) {
+        match n.checked_next_multiple_of(self.align) {
             Some(cap) if cap <= isize::MAX as usize => Ok(cap),
             _ => Err(AllocError::CapacityOverflow { requested: n }),
         }
@@ -421,9 +422,9 @@ impl PoolState {
     pub(crate) fn file_in_depot(&self, t: usize, v: Vec<u8>) -> bool {
         let cap = v.capacity();
         if self.exact_only() && cap != self.classes.size(t) {
-            drop(v);
+            free(v, self.align);
         } else if let Err(v) = self.depot.put_one(t, v) {
-            free_released(v);
+            free_released(v, self.align);
         } else {
             return true;
         }
@@ -437,6 +438,7 @@ impl PoolState {
         self.refund(self.charge_of(tag));
         scrub(&mut v, self.zero_on_return);
         let Some(t) = self.classes.for_put(v.capacity()) else {
+            free(v, self.align);
             self.caches.with_retired(|s| s.untiered_returned += 1);
             return;
         };

@@ -294,7 +294,7 @@ mod tests {
         let site = Location::caller();
         let tags: Vec<Tag> = (0..8)
             .map(|i| {
-                if due(Key::new(1, false), t.every()) {
+                if due(Key::new(1, false, 1), t.every()) {
                     t.track(Tag::tier(i), 100, site)
                 } else {
                     Tag::tier(i)

@@ -297,10 +297,7 @@ impl<K: Kind> Future for Acquire<'_, K> {
         let this = self.get_mut();
         let polled = this.poll_buf(cx);
         let kind = this.pool.kind();
-        polled.map(|r| match r {
-            Ok(b) => Ok(kind.wrap(b, 0)),
-            Err(e) => Err(kind.asked(e, this.n)),
-        })
+        polled.map(|r| r.map(|b| kind.wrap(b, 0)))
     }
 }
 
@@ -309,10 +306,7 @@ impl<K: Kind> Acquire<'_, K> {
         let pool = self.pool.pool();
         if let AcquireState::Start = self.state {
             self.state = AcquireState::Done;
-            let m = match self.pool.kind().inner_size(self.n) {
-                Ok(m) => m,
-                Err(e) => return Poll::Ready(Err(e)),
-            };
+            let m = self.n;
             if !pool.key.budgeted() {
                 return Poll::Ready(pool.obtain_at(m, self.how, Wait::Never, self.site));
             }

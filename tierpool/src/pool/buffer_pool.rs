@@ -15,7 +15,7 @@ use crate::engine::local;
 use crate::engine::policy;
 use crate::observe::stats::Stats;
 use crate::pool::acquire::Acquire;
-use crate::pool::handle::{capacity_overflow, PoolRef, TrimOwn, Wait};
+use crate::pool::handle::{PoolRef, TrimOwn, Wait};
 use crate::pool::kind::{Aligned, Kind, Plain};
 use crate::sys::trim::Why;
 // check_layers: allow pool::builder (a pool and its builder name each other)
@@ -194,19 +194,15 @@ impl<K: Kind> BufferPool<K> {
     #[inline(always)]
     #[cfg_attr(feature = "holders", track_caller)]
     fn get_as(&self, n: usize, how: Fresh) -> K::Buf {
-        match self.kind.inner_size(n) {
-            Ok(m) => self.kind.wrap(self.core.obtain_or_panic(m, how, n), 0),
-            Err(_) => capacity_overflow(n),
-        }
+        self.kind.wrap(self.core.obtain_or_panic(n, how), 0)
     }
 
     /// Like [`get`](Self::get), but never waits and never panics: an impossible size, an
     /// allocator failure or (with a budget) no room in the budget now is an error.
     ///
     /// # Errors
-    /// [`AllocError::CapacityOverflow`] above `isize::MAX` (for an aligned pool, within twice
-    /// its alignment of it: the buffer behind is the size rounded up to the alignment, plus
-    /// the alignment), [`AllocError::AllocFailed`] when the
+    /// [`AllocError::CapacityOverflow`] above `isize::MAX` (for an aligned pool, when the size
+    /// rounded up to the alignment is), [`AllocError::AllocFailed`] when the
     /// allocator refuses; with a budget, [`AllocError::OverBudget`] (with how much is in use)
     /// when the buffer does not fit now, and [`AllocError::LargerThanBudget`] when it never
     /// can.
@@ -282,11 +278,7 @@ impl<K: Kind> BufferPool<K> {
     #[inline(always)]
     #[cfg_attr(feature = "holders", track_caller)]
     fn obtain(&self, n: usize, how: Fresh, wait: Wait) -> Result<K::Buf, AllocError> {
-        let m = self.kind.inner_size(n)?;
-        match self.core.obtain(m, how, wait) {
-            Ok(b) => Ok(self.kind.wrap(b, 0)),
-            Err(e) => Err(self.kind.asked(e, n)),
-        }
+        self.core.obtain(n, how, wait).map(|b| self.kind.wrap(b, 0))
     }
 
     /// A future that resolves to a buffer for `n` bytes once it fits the budget on bytes in
@@ -353,21 +345,14 @@ impl<K: Kind> BufferPool<K> {
     #[inline]
     #[cfg_attr(feature = "holders", track_caller)]
     pub fn get_zeroed(&self, n: usize) -> K::Buf {
-        match self.kind.inner_size(n) {
-            // An aligned pool's whole buffer behind is zeroed (`m >= n + align`), the
-            // window's first `n` bytes with it.
-            Ok(m) => self
-                .kind
-                .wrap(self.core.obtain_or_panic(m, Fresh::Zeroed, n), n),
-            Err(_) => capacity_overflow(n),
-        }
+        self.kind
+            .wrap(self.core.obtain_or_panic(n, Fresh::Zeroed), n)
     }
 
     /// The buffers handed out and not yet returned, among those tracked
     /// ([`Builder::track_holders`]; feature `holders`), grouped by the call site of the get
     /// that took them, most bytes first: who holds the memory, and for how long. With a
-    /// sample of one get in N, the counts are a sample. An aligned pool's bytes count a tier
-    /// plus the alignment per buffer.
+    /// sample of one get in N, the counts are a sample.
     ///
     /// ```
     /// let pool = tierpool::BufferPool::builder().track_holders(1).build()?;
@@ -385,17 +370,10 @@ impl<K: Kind> BufferPool<K> {
         self.core.state().holders.holders()
     }
 
-    /// A snapshot of the pool's counters. See [`Stats`] for what is exact when. An aligned
-    /// pool's byte figures count what it allocates, a tier plus the alignment per buffer;
-    /// each [`TierStats::size`](crate::TierStats::size) is the aligned tier's size.
+    /// A snapshot of the pool's counters. See [`Stats`] for what is exact when.
     #[must_use]
     pub fn stats(&self) -> Stats {
-        let mut stats = self.core.state().stats();
-        let slack = self.kind.slack();
-        for t in &mut stats.tiers {
-            t.size -= slack;
-        }
-        stats
+        self.core.state().stats()
     }
 
     /// Releases retained memory now: everything in the shared depot and in every thread's
@@ -445,7 +423,7 @@ impl<K: Kind> BufferPool<K> {
 
     /// The tier sizes, ascending (an aligned pool's: each a multiple of the alignment).
     pub fn tier_sizes(&self) -> &[usize] {
-        self.kind.tier_sizes(self.core.state().classes.sizes())
+        self.core.state().classes.sizes()
     }
 
     /// The capacity a get of `n` bytes gives: the smallest tier that holds `n`, or `n` above
@@ -483,8 +461,6 @@ impl<K: Kind> BufferPool<K> {
     /// (feature `metrics`; the names and labels are listed in [`implementation`](crate::implementation), *Metrics*). The pool also
     /// publishes them at each tick, once per decay interval while it is used or with
     /// [`Builder::background_trim`]; call this for a pool used rarely, or before a scrape.
-    /// An aligned pool's tier labels are the sizes of the pool behind, each tier plus the
-    /// alignment.
     ///
     /// ```
     /// let pool = tierpool::BufferPool::builder().name("rx").build()?;

@@ -355,8 +355,8 @@ impl Builder {
     /// [`geometric_tiers`](Builder::geometric_tiers)) are rounded up to multiples of `align`;
     /// the default then runs from `max(256, align)` to 16 MiB. Explicit
     /// [`tiers`](Builder::tiers) must be multiples already. Every other setting means what it
-    /// means for a [`BufferPool`], counted in the bytes the pool allocates: a buffer of tier
-    /// `t` takes `t + align` (see [`AlignedPool`]).
+    /// means for a [`BufferPool`]: a buffer of tier `t` is `t` bytes, allocated with the
+    /// alignment (see [`AlignedPool`]).
     ///
     /// # Errors
     /// As [`build`](Builder::build), and [`ConfigError::InvalidAlignment`] for an alignment
@@ -379,10 +379,10 @@ impl Builder {
     /// # Ok::<(), ConfigError>(())
     /// ```
     pub fn build_aligned(self, align: usize) -> Result<AlignedPool, ConfigError> {
-        let (inner, tiers) = self.s.aligned_to(align)?;
+        let settings = self.s.aligned_to(align)?;
         Ok(AlignedPool::from_config_aligned(
-            inner.validate()?,
-            Aligned::new(align, tiers),
+            settings.validate()?,
+            Aligned::new(align),
         ))
     }
 }

@@ -149,14 +149,12 @@ impl PoolRef {
     /// [`obtain`](Self::obtain) for the gets that cannot fail (they panic instead): the slow
     /// path returns a plain handle, which stays in registers (a `Result` with
     /// [`AllocError`]'s layout merged into the fast path through the stack: 4 instructions).
-    /// `asked` is the size the caller asked of its pool (`n` less an aligned pool's slack),
-    /// which the panic names.
     #[inline(always)]
     #[cfg_attr(feature = "holders", track_caller)]
-    pub(crate) fn obtain_or_panic(&self, n: usize, how: Fresh, asked: usize) -> PooledBuf {
+    pub(crate) fn obtain_or_panic(&self, n: usize, how: Fresh) -> PooledBuf {
         let (v, tag) = match local::fast_pop(self.key, n) {
             Some(hit) => taken(hit, n, how),
-            None => self.slow_or_panic(n, how, asked).into_parts(),
+            None => self.slow_or_panic(n, how).into_parts(),
         };
         let tag = self.sampled(tag, v.capacity(), site());
         PooledBuf::new(v, self.key, tag)
@@ -164,10 +162,10 @@ impl PoolRef {
 
     #[cold]
     #[inline(never)]
-    fn slow_or_panic(&self, n: usize, how: Fresh, asked: usize) -> PooledBuf {
+    fn slow_or_panic(&self, n: usize, how: Fresh) -> PooledBuf {
         match self.acquire_slow(n, how, Wait::For(None)) {
             Ok(b) => b,
-            Err(e) => get_failed(e.with_requested(asked)),
+            Err(e) => get_failed(e),
         }
     }
 
@@ -211,12 +209,4 @@ fn taken(hit: Popped, n: usize, how: Fresh) -> (Vec<u8>, Tag) {
 #[track_caller]
 pub(crate) fn get_failed(e: AllocError) -> ! {
     panic!("tierpool: {e}")
-}
-
-/// The panic of a get of an aligned size above `isize::MAX`.
-#[cold]
-#[inline(never)]
-#[track_caller]
-pub(crate) fn capacity_overflow(n: usize) -> ! {
-    get_failed(AllocError::CapacityOverflow { requested: n })
 }

@@ -5,7 +5,7 @@
 //!
 //! | file | what it holds |
 //! |---|---|
-//! | `kind.rs` | what a pool hands out: [`Plain`](crate::Plain) buffers or [`Aligned`](crate::Aligned) windows |
+//! | `kind.rs` | what a pool hands out: [`Plain`](crate::Plain) buffers or [`Aligned`](crate::Aligned) ones |
 //! | `trimmer.rs` | the background trimmer thread |
 //! | `handle.rs` | what every pool handle holds (the key, the state, closing), and the get's fast path |
 //! | `acquire.rs` | the slow get: the one wait on the budget, blocking or async ([`Acquire`](crate::Acquire)) |

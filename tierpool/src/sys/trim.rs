@@ -307,8 +307,9 @@ pub(crate) const RETURN_PAGES_FROM: usize = 64 << 10;
 ///
 /// Sound for any allocator that keeps no bookkeeping inside a live allocation (glibc,
 /// jemalloc, mimalloc): only whole pages inside `[ptr, ptr + capacity)`, which the buffer
-/// owns until the `drop` below, are touched, and their contents are never read again.
-pub(crate) fn free_released(v: Vec<u8>) {
+/// owns until it is freed below, are touched, and their contents are never read again.
+/// `align` is the pool's alignment, which the free needs (`alloc.rs`).
+pub(crate) fn free_released(v: Vec<u8>, align: usize) {
     #[cfg(all(target_os = "linux", not(any(loom, miri))))]
     if v.capacity() >= RETURN_PAGES_FROM {
         // SAFETY: `sysconf` has no preconditions.
@@ -329,7 +330,7 @@ pub(crate) fn free_released(v: Vec<u8>) {
             }
         }
     }
-    drop(v);
+    crate::sys::alloc::free(v, align);
 }
 
 #[cfg(all(test, not(loom)))]

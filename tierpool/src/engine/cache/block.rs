@@ -344,7 +344,7 @@ impl Drop for Cache {
     /// allowance. `&mut self`: no owner is left.
     fn drop(&mut self) {
         for (tier, cold) in self.tiers.iter().zip(self.head.cold.iter()) {
-            if let Some((slots, cap)) = free_all(tier, cold) {
+            if let Some((slots, cap)) = free_all(tier, cold, self.head.own_key.align()) {
                 // SAFETY: the tier's array, taken for its `cap` (`Owner::ensure_storage`);
                 // the cache is being dropped, so nothing refers to it afterwards.
                 unsafe { self.head.spares.give(slots, cap) };

@@ -191,10 +191,14 @@ pub(in crate::engine) fn count_return(tier: &Tier) -> u64 {
     left
 }
 
-/// Frees every buffer on `tier`'s stack (the cache is being dropped: no owner is left) and
-/// returns the stack's storage, if it has any: its slots and their number, for the caller to
-/// give to the pool's spares.
-pub(in crate::engine) fn free_all(tier: &Tier, cold: &TierCold) -> Option<(*mut Slot, u32)> {
+/// Frees every buffer on `tier`'s stack (the cache is being dropped: no owner is left) with
+/// the pool's alignment `align`, and returns the stack's storage, if it has any: its slots
+/// and their number, for the caller to give to the pool's spares.
+pub(in crate::engine) fn free_all(
+    tier: &Tier,
+    cold: &TierCold,
+    align: usize,
+) -> Option<(*mut Slot, u32)> {
     let end = tier.end.load(Relaxed);
     if end.is_null() {
         return None;
@@ -205,7 +209,7 @@ pub(in crate::engine) fn free_all(tier: &Tier, cold: &TierCold) -> Option<(*mut 
         let p = unsafe { &*tier.at(cap, i) }.load(Relaxed);
         // SAFETY: slots from `head` to `end` own buffers of capacity exactly `size`, from
         // the global allocator; nothing else refers to them any more.
-        crate::sys::trim::free_released(unsafe { Vec::from_raw_parts(p, 0, tier.size) });
+        crate::sys::trim::free_released(unsafe { Vec::from_raw_parts(p, 0, tier.size) }, align);
     }
     Some((end.wrapping_sub(cap), cold.cap))
 }
