@@ -179,7 +179,7 @@
 //! What it costs: nothing beyond a plain pool's. An aligned buffer is allocated with the
 //! pool's alignment and its tier's size (`Layout::from_size_align`), so it has no bytes beyond
 //! its tier, and an `AlignedBuf` is a `PooledBuf` that cannot grow: the same 32-byte handle and
-//! the same get and return (65-66 instructions per get+put, BENCHMARKS.md). The machinery
+//! the same get and return (65.4 instructions per get+put, as a plain pool's; BENCHMARKS.md). The machinery
 //! frees every one of its buffers with the pool's alignment (`sys/alloc.rs`; a buffer that
 //! outlives its pool finds it in its key), which Miri checks on every way a buffer goes back
 //! (`tests/aligned_layouts.rs`). An `AlignedBuf`

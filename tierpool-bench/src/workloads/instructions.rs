@@ -271,8 +271,13 @@ pub fn run(quick: bool) -> Result<Output, String> {
 }
 
 /// The cases of [`feature_costs`]: (features the example is built with, `HOT_LOOP`, label).
-pub const FEATURE_CASES: [(&str, &str, &str); 4] = [
+pub const FEATURE_CASES: [(&str, &str, &str); 5] = [
     ("", "", "tierpool hot_loop, default build"),
+    (
+        "",
+        "aligned",
+        "tierpool hot_loop, AlignedPool (4 KiB alignment), default build",
+    ),
     (
         "holders,metrics",
         "holders0",
@@ -420,7 +425,7 @@ impl super::Scenario for Instructions {
             super::Entry::new(
                 *label,
                 format!(
-                    "tierpool's examples/hot_loop.rs (get 4 KiB, two byte writes, drop) built by cargo into target/feature-costs as tierpool-probe's binary with features '{features}', run with HOT_LOOP='{mode}' (counted under callgrind, and timed natively: median of 3 interleaved runs); the cost of the optional features, which the report's own binary leaves out"
+                    "tierpool's examples/hot_loop.rs (get 4 KiB, two byte writes, drop) built by cargo into target/feature-costs as tierpool-probe's binary with features '{features}', run with HOT_LOOP='{mode}' (counted under callgrind, and timed natively: median of 3 interleaved runs); the cost of the optional features, which the report's own binary leaves out, and (HOT_LOOP=aligned) of an AlignedPool's get+put"
                 ),
             )
         }));
