@@ -18,7 +18,8 @@
 //! `bytes::Buf::chunks_vectored`), reads through `std::io::Read`/`BufRead`, and
 //! [`materialize`](PooledChain::materialize)s into one pooled buffer when a consumer needs
 //! contiguous bytes. And when the last view of a buffer is all that is left,
-//! [`PooledBytes::try_into_mut`] makes it a writable [`PooledBuf`] again.
+//! [`PooledBytes::try_into_mut`] makes it a writable [`PooledBuf`] again (not a view of an
+//! aligned pool's buffer, which cannot grow).
 //!
 //! # Budgets and backpressure
 //!
@@ -184,7 +185,7 @@
 //! outlives its pool finds it in its key), which Miri checks on every way a buffer goes back
 //! (`tests/aligned_layouts.rs`). An `AlignedBuf`
 //! cannot grow: appending past its capacity panics ([`std::io::Write`] writes what fits), as
-//! it would otherwise lose its alignment. [`AlignedBuf::into_shared`] gives [`PooledBytes`]
+//! a buffer allocated with its alignment cannot be reallocated as a `Vec`. [`AlignedBuf::into_shared`] gives [`PooledBytes`]
 //! views that start at the buffer's aligned start; a slice starting `k` bytes in is aligned as
 //! far as `k` is. As io_uring registered buffers (`IORING_REGISTER_BUFFERS`), aligned pooled
 //! buffers work in tokio-uring's `FixedBufRegistry` (they implement its `IoBufMut`; tested),

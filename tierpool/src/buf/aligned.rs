@@ -152,8 +152,9 @@ impl AlignedBuf {
     /// Appends `src`.
     ///
     /// # Panics
-    /// If `src` does not fit in the spare capacity: the buffer cannot grow (it would lose
-    /// its alignment). [`std::io::Write::write`] writes what fits instead.
+    /// If `src` does not fit in the spare capacity: the buffer cannot grow (it is allocated
+    /// with the pool's alignment, which a `Vec` would not reallocate it with).
+    /// [`std::io::Write::write`] writes what fits instead.
     #[inline]
     #[track_caller]
     pub fn extend_from_slice(&mut self, src: &[u8]) {
@@ -297,7 +298,7 @@ mod tests {
                     .find(|&t| t >= n)
                     .unwrap_or_else(|| n.next_multiple_of(align));
                 assert_eq!(b.capacity(), tier, "align {align} n {n}");
-                b.resize(b.capacity(), 0xa5); // every byte of the window is writable
+                b.resize(b.capacity(), 0xa5); // every byte of the buffer is writable
                 let (first, last) = (b[0], b[b.len() - 1]);
                 assert_eq!((first, last), (0xa5, 0xa5));
             }
@@ -306,9 +307,9 @@ mod tests {
 
     #[test]
     fn the_capacity_is_the_tier_also_where_the_allocation_is_aligned_already() {
-        // malloc returns 16-aligned addresses, so at alignment 16 (and 1) every window starts
-        // at the allocation: the case where a capacity counted from the start would be a
-        // block too many.
+        // Alignments the allocator gives anyway (malloc's 16, and 1) and one it does not:
+        // the capacity is the tier at each (with windows into larger buffers, it was a block
+        // too many where the allocation happened to be aligned already).
         for align in [1, 16, 4096] {
             let pool = Builder::new()
                 .tiers([align.max(64), 4096.max(align)])

@@ -90,7 +90,7 @@ impl From<PooledBytes> for Bytes {
 }
 
 // SAFETY: `remaining_mut` is the spare capacity, which never grows (an aligned buffer cannot:
-// it would lose its alignment); `chunk_mut` is exactly those bytes, and `advance_mut` raises
+// a buffer allocated with its alignment cannot be reallocated as a `Vec`); `chunk_mut` is exactly those bytes, and `advance_mut` raises
 // the length by at most them, after the caller initialized them (its contract), so the
 // initialized-length invariant of `AlignedBuf` holds.
 #[cfg_attr(docsrs, doc(cfg(feature = "bytes")))]

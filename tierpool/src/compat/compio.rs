@@ -132,7 +132,7 @@ impl IoBufMut for AlignedBuf {
     #[inline]
     fn as_uninit(&mut self) -> &mut [MaybeUninit<u8>] {
         let cap = self.capacity();
-        // SAFETY: `capacity()` bytes from the start lie in the buffer (`AlignedBuf`'s field
+        // SAFETY: `capacity()` bytes from the start lie in the buffer (`AlignedBuf`'s
         // invariants) and are exclusively borrowed. As with compio-buf's own `Vec` and `[u8]`
         // implementations, safe code could write `MaybeUninit::uninit()` over the first
         // `len()` bytes through this slice; compio's operations only write bytes read and then

@@ -19,7 +19,7 @@ use tokio_uring::buf::{IoBuf, IoBufMut};
 use crate::{AlignedBuf, PooledBuf, PooledBytes};
 
 /// `IoBuf` and `IoBufMut` for a buffer that owns its bytes: `PooledBuf` (a `Vec`) and
-/// `AlignedBuf` (a window into one), both with `as_ptr`, `as_mut_ptr`, `len`, `capacity` and
+/// `AlignedBuf` (one that cannot grow), both with `as_ptr`, `as_mut_ptr`, `len`, `capacity` and
 /// `set_len` meaning what they mean for a `Vec`.
 macro_rules! owned_io_buf {
     ($($t:ty),*) => {$(

@@ -127,9 +127,9 @@ pub(crate) struct Settings {
     pub(crate) track_every: u32,
     /// How long a budget wait lasts before it names the holders (feature `holders`).
     pub(crate) report_waits_after: Option<Duration>,
-    /// The alignment of every buffer's allocation: 1 for a plain pool, an
-    /// [`AlignedPool`](crate::AlignedPool)'s alignment for its pool (`sys/alloc.rs`). Such a
-    /// pool lends no larger tier's buffer (`PoolState::lends`: its buffers have their tier's
+    /// An [`AlignedPool`](crate::AlignedPool)'s alignment, the alignment of every buffer's
+    /// allocation (`sys/alloc.rs`); 0 for a plain pool (whose allocations have alignment 1).
+    /// An aligned pool (of any alignment, 1 too) lends no larger tier's buffer (`PoolState::lends`: its buffers have their tier's
     /// capacity, a whole number of blocks, as its docs promise), and rounds a buffer above its
     /// largest tier up to a multiple of the alignment (`PoolState::oversize_capacity`).
     pub(crate) align: usize,
@@ -149,7 +149,7 @@ impl Default for Settings {
             name: None,
             track_every: 0,
             report_waits_after: Some(Duration::from_secs(1)),
-            align: 1,
+            align: 0,
         }
     }
 }

@@ -416,14 +416,25 @@ impl Guard<'_> {
         k
     }
 
+    /// `buf`, checked to have exactly the tier's size (what `how` buffers always have); the
+    /// panic otherwise frees it first, with the pool's alignment (dropped by the unwinding as
+    /// a `Vec`, an aligned pool's buffer would be freed with alignment 1: `sys/alloc.rs`).
+    fn check_exact(&self, buf: Vec<u8>, how: &str) -> Vec<u8> {
+        if buf.capacity() != self.size {
+            let cap = buf.capacity();
+            free(buf, self.depot.align);
+            panic!(
+                "only exact buffers are {how}: {cap} bytes in a tier of {}",
+                self.size
+            );
+        }
+        buf
+    }
+
     /// Adds a buffer of exactly the tier's size whose bytes were reserved with
     /// [`Self::reserve_exact`].
     pub(crate) fn push_exact(&mut self, buf: Vec<u8>) {
-        assert_eq!(
-            buf.capacity(),
-            self.size,
-            "only exact buffers are reserved so"
-        );
+        let buf = self.check_exact(buf, "reserved");
         let tier = self.t_mut();
         tier.bytes += buf.capacity();
         tier.exact.push(buf);
@@ -435,11 +446,7 @@ impl Guard<'_> {
     /// (its pages first, as every buffer a closed pool lets go) and its room goes back to the
     /// allowance.
     pub(crate) fn push_transferred(&mut self, buf: Vec<u8>) -> bool {
-        assert_eq!(
-            buf.capacity(),
-            self.size,
-            "only exact buffers are transferred"
-        );
+        let buf = self.check_exact(buf, "transferred");
         if self.depot.closed.load(Ordering::Relaxed) {
             self.depot.allowance.give(buf.capacity());
             free_released(buf, self.depot.align);

@@ -473,7 +473,7 @@ pub(crate) mod for_models {
         let o = unsafe { cache.enter() };
         let got = policy::finish(o, pool, |o| policy::get_slow(o, pool, n, Fresh::Plain, 0));
         match got.expect("no allocation failure") {
-            Got::Buf(v, tag) => Some((v, tag)),
+            Got::Buf(v, tag) => Some((v.into_vec(), tag)),
             Got::Wait(_) => None,
         }
     }

@@ -45,7 +45,7 @@ use crate::base::sync::Ordering::Relaxed;
 use crate::engine::error::AllocError;
 use crate::engine::fresh::{alloc_fresh, prepare_hit, scrub, Fresh};
 use crate::engine::state::{Got, PoolState};
-use crate::sys::alloc::free;
+use crate::sys::alloc::{free, Owned};
 use crate::sys::trim::{free_released, Why};
 
 /// Buffers moved per exchange with the depot for a tier whose stack holds at most `limit`:
@@ -79,12 +79,12 @@ pub(crate) fn get_slow(
         }
         let v = alloc_fresh(cap, n, how, pool.align()).inspect_err(|_| o.defer_refund(charge))?;
         o.count_oversize();
-        return Ok(Got::Buf(v, tag));
+        return Ok(Got::Buf(Owned::new(v, pool.align()), tag));
     };
     let charge = pool.charge_of(Tag::tier(t));
     let hit = |mut v: Vec<u8>| {
         prepare_hit(&mut v, n, how);
-        Ok(Got::Buf(v, Tag::tier(t)))
+        Ok(Got::Buf(Owned::new(v, pool.align()), Tag::tier(t)))
     };
     if !o.is_dead() {
         reserve(o, pool, t);
@@ -130,7 +130,7 @@ pub(crate) fn get_slow(
     if let Some(mut v) = pool.take_direct(t, keeps) {
         o.count(t, Count::DirectHit, 1);
         prepare_hit(&mut v, n, how);
-        return Ok(Got::Buf(v, Tag::tier(t)));
+        return Ok(Got::Buf(Owned::new(v, pool.align()), Tag::tier(t)));
     }
     // Else, once per tier and interval (`may_lend`), a larger tier's: from this cache's
     // stacks (the pop counts as that tier's hit, `counters.rs`), then the depot.
@@ -145,12 +145,12 @@ pub(crate) fn get_slow(
             Some((v, u))
         }) {
             prepare_hit(&mut v, n, how);
-            return Ok(Got::Buf(v, Tag::tier(u)));
+            return Ok(Got::Buf(Owned::new(v, pool.align()), Tag::tier(u)));
         }
     }
     let v = alloc_fresh(o.size(t), n, how, pool.align()).inspect_err(|_| o.defer_refund(charge))?;
     o.count(t, Count::Miss, 1);
-    Ok(Got::Buf(v, Tag::tier(t)))
+    Ok(Got::Buf(Owned::new(v, pool.align()), Tag::tier(t)))
 }
 
 /// True if a get of tier `t` that found no buffer of its own may be lent one of a larger
@@ -177,7 +177,9 @@ fn refill(o: &Owner<'_>, pool: &PoolState, t: usize, n: usize) -> usize {
     for _ in 0..n {
         let v = depot.pop_exact().expect("counted");
         if let Err(v) = o.push(t, v, true) {
-            unreachable!("room was checked, exact size guaranteed: {}", v.capacity());
+            let cap = v.capacity();
+            free(v, pool.align()); // not dropped as a `Vec` by the unwinding (`sys/alloc.rs`)
+            unreachable!("room was checked, exact size guaranteed: {cap}");
         }
     }
     n

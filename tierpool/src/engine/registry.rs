@@ -3,8 +3,8 @@
 //! A [`PooledBuf`](crate::PooledBuf) must be `'static` and `Send`, yet taking a reference count
 //! on its pool for every buffer handed out would put a write to one shared cache line on every
 //! get and every drop. So a buffer carries no pointer to its pool at all, only the pool's
-//! *key*: a 32-bit number given to no other live pool (and to no other pool at all until two
-//! billion more have been made).
+//! *key*: a 32-bit number given to no other live pool (and to no other pool at all until 67
+//! million more have been made).
 //!
 //! - On the fast path the key is compared with the doorbell of the current thread's current
 //!   cache (`tls.rs`, `cache.rs`); nothing shared is read.
@@ -16,9 +16,11 @@
 //!
 //! No key can ever resolve to freed memory: the registry holds only `Weak` references and
 //! upgrades them under its lock. A pool with a budget on bytes in use has the top bit of its
-//! key set (`key.rs`). After 2^31 pools the counter wraps (skipping keys still in use); a
-//! buffer that outlived its pool by that many pools would then be adopted by the new pool like
-//! any foreign `Vec` (filed by its capacity, its tier hint checked), which is safe.
+//! key set, and the key holds the alignment of the pool's allocations (`key.rs`). After 2^26
+//! pools the counter wraps (skipping keys still in use); a buffer that outlived its pool by
+//! that many pools would then be adopted by a new pool with the same key, so the same
+//! alignment, like any foreign `Vec` (filed by its capacity, its tier hint checked), which is
+//! safe.
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;
@@ -29,7 +31,7 @@ use crate::engine::state::PoolState;
 
 #[derive(Debug)]
 struct Registry {
-    /// By the key's slot (its low 31 bits), unique among live pools; the whole key alongside.
+    /// By the key's slot (its low 26 bits), unique among live pools; the whole key alongside.
     pools: BTreeMap<u32, (Key, Weak<PoolState>)>,
     last: u32,
 }

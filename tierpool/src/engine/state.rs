@@ -17,7 +17,7 @@ use crate::engine::fresh::{alloc_fresh, prepare_hit, scrub, Fresh};
 use crate::observe::holders::Tracker;
 use crate::observe::stats::{BudgetStats, Stats};
 use crate::observe::telemetry::Published;
-use crate::sys::alloc::free;
+use crate::sys::alloc::{free, Owned};
 use crate::sys::trim::{free_released, AllocatorTrim, Why};
 
 /// Bumped whenever any pool closes, so that thread tables know when to look for dead caches.
@@ -33,8 +33,9 @@ pub(crate) fn closed_pools() -> u64 {
 /// What a get that its thread cache could not serve comes to.
 #[derive(Debug)]
 pub(crate) enum Got {
-    /// A buffer, and its tag.
-    Buf(Vec<u8>, Tag),
+    /// A buffer, and its tag (an [`Owned`]: the deferred work that runs before the buffer
+    /// reaches its handle may unwind, `policy::finish`).
+    Buf(Owned, Tag),
     /// A pool with a budget has no room for this buffer's charge now (bytes): the caller
     /// must wait outside any cache operation, then ask again with the charge paid.
     Wait(usize),
@@ -53,7 +54,7 @@ pub(crate) struct PoolState {
     /// A get its tier cannot serve may be lent a larger tier's buffer ([`Self::lends`]).
     lend: bool,
     /// The alignment of every buffer's allocation (1 for a plain pool, an
-    /// [`AlignedPool`](crate::AlignedPool)'s alignment): see `Settings::align`.
+    /// [`AlignedPool`](crate::AlignedPool)'s alignment): see `Settings::align`. Never 0.
     align: usize,
     pub(crate) max_retained_bytes: usize,
     pub(crate) clock: Clock,
@@ -115,15 +116,15 @@ impl PoolState {
         PoolState {
             cache_allowance,
             spares: Arc::new(SpareSlots::new()),
-            depot: Depot::new(config.classes.sizes(), allowance, config.align),
+            depot: Depot::new(config.classes.sizes(), allowance, config.align.max(1)),
             cache_table: offset_table(&config.classes),
             caches: Caches::new(config.classes.sizes()),
             classes: config.classes,
             thread_cache_bytes: config.thread_cache_bytes,
             cache_bytes,
             zero_on_return: config.zero_on_return,
-            lend: config.align == 1 && config.max_in_use_bytes.is_none(),
-            align: config.align,
+            lend: config.align == 0 && config.max_in_use_bytes.is_none(),
+            align: config.align.max(1),
             max_retained_bytes: config.max_retained_bytes,
             clock: Clock::new(config.interval_nanos),
             closed: AtomicBool::new(false),
@@ -352,7 +353,7 @@ impl PoolState {
             }
             let v = alloc_fresh(cap, n, how, self.align).inspect_err(|_| self.refund(charge))?;
             self.caches.with_retired(|s| s.oversize += 1);
-            return Ok(Got::Buf(v, tag));
+            return Ok(Got::Buf(Owned::new(v, self.align), tag));
         };
         let charge = self.charge_of(Tag::tier(t));
         if self.charge(charge, prepaid, 0, 1).is_none() {
@@ -378,7 +379,10 @@ impl PoolState {
             Some(u) => s.tiers[u].hits += 1,
             None => s.tiers[t].misses += 1,
         });
-        Ok(Got::Buf(v, Tag::tier(from.unwrap_or(t))))
+        Ok(Got::Buf(
+            Owned::new(v, self.align),
+            Tag::tier(from.unwrap_or(t)),
+        ))
     }
 
     /// The alignment of every buffer's allocation (`Settings::align`): what frees them.
@@ -435,14 +439,19 @@ impl PoolState {
     /// A return that cannot use a thread cache.
     #[cold]
     pub(crate) fn put_direct(&self, mut v: Vec<u8>, tag: Tag) {
-        self.refund(self.charge_of(tag));
+        // Refunded once the buffer is filed or freed: the refund wakes a budget's waiters,
+        // whose wakers are the user's and may unwind, which must not drop the buffer as a
+        // `Vec` (`sys/alloc.rs`).
+        let charge = self.charge_of(tag);
         scrub(&mut v, self.zero_on_return);
         let Some(t) = self.classes.for_put(v.capacity()) else {
             free(v, self.align);
+            self.refund(charge);
             self.caches.with_retired(|s| s.untiered_returned += 1);
             return;
         };
         let kept = self.file_in_depot(t, v);
+        self.refund(charge);
         self.caches.with_retired(|s| {
             s.tiers[t].returned += 1;
             if !kept {

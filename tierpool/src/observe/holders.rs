@@ -251,7 +251,7 @@ impl Tracker {
                 e.tag
             }
             // No entry: only a buffer of a pool dropped long ago whose key was reused (keys
-            // wrap after 2^31 pools; `registry.rs` adopts such buffers) can bring a tag that
+            // wrap after 2^26 pools; `registry.rs` adopts such buffers) can bring a tag that
             // names none, or worse, another buffer's, which then loses its entry and its
             // charge. Accepted as the registry accepts stale tier hints after a wrap.
             None => Tag::NONE,

@@ -98,7 +98,7 @@ impl PoolRef {
         wake: impl FnOnce() -> Option<Wake>,
     ) -> Result<Begun, AllocError> {
         let charge = match self.fetch(n, how, 0)? {
-            Got::Buf(v, tag) => return Ok(Begun::Got(PooledBuf::new(v, self.key, tag))),
+            Got::Buf(v, tag) => return Ok(Begun::Got(PooledBuf::new(v.into_vec(), self.key, tag))),
             Got::Wait(charge) => self.check_charge(n, charge)?,
         };
         if self.take_swept(charge) {
@@ -162,7 +162,7 @@ impl PoolRef {
     /// [`fetch`](Self::fetch) with the whole charge paid, which never has to wait.
     fn fetch_paid(&self, n: usize, how: Fresh, charge: usize) -> Result<PooledBuf, AllocError> {
         match self.fetch(n, how, charge)? {
-            Got::Buf(v, tag) => Ok(PooledBuf::new(v, self.key, tag)),
+            Got::Buf(v, tag) => Ok(PooledBuf::new(v.into_vec(), self.key, tag)),
             Got::Wait(_) => unreachable!("a paid get never waits"),
         }
     }
@@ -297,7 +297,7 @@ impl<K: Kind> Future for Acquire<'_, K> {
         let this = self.get_mut();
         let polled = this.poll_buf(cx);
         let kind = this.pool.kind();
-        polled.map(|r| r.map(|b| kind.wrap(b, 0)))
+        polled.map(|r| r.map(|b| kind.wrap(b)))
     }
 }
 

@@ -194,7 +194,7 @@ impl<K: Kind> BufferPool<K> {
     #[inline(always)]
     #[cfg_attr(feature = "holders", track_caller)]
     fn get_as(&self, n: usize, how: Fresh) -> K::Buf {
-        self.kind.wrap(self.core.obtain_or_panic(n, how), 0)
+        self.kind.wrap(self.core.obtain_or_panic(n, how))
     }
 
     /// Like [`get`](Self::get), but never waits and never panics: an impossible size, an
@@ -278,7 +278,7 @@ impl<K: Kind> BufferPool<K> {
     #[inline(always)]
     #[cfg_attr(feature = "holders", track_caller)]
     fn obtain(&self, n: usize, how: Fresh, wait: Wait) -> Result<K::Buf, AllocError> {
-        self.core.obtain(n, how, wait).map(|b| self.kind.wrap(b, 0))
+        self.core.obtain(n, how, wait).map(|b| self.kind.wrap(b))
     }
 
     /// A future that resolves to a buffer for `n` bytes once it fits the budget on bytes in
@@ -345,8 +345,7 @@ impl<K: Kind> BufferPool<K> {
     #[inline]
     #[cfg_attr(feature = "holders", track_caller)]
     pub fn get_zeroed(&self, n: usize) -> K::Buf {
-        self.kind
-            .wrap(self.core.obtain_or_panic(n, Fresh::Zeroed), n)
+        self.kind.wrap(self.core.obtain_or_panic(n, Fresh::Zeroed))
     }
 
     /// The buffers handed out and not yet returned, among those tracked
@@ -427,7 +426,8 @@ impl<K: Kind> BufferPool<K> {
     }
 
     /// The capacity a get of `n` bytes gives: the smallest tier that holds `n`, or `n` above
-    /// the largest tier.
+    /// the largest tier (in a plain pool, which is what `io` calls it for: an aligned pool
+    /// rounds that up to its alignment).
     #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
     pub(crate) fn size_for(&self, n: usize) -> usize {
         let tiers = self.tier_sizes();
@@ -438,8 +438,8 @@ impl<K: Kind> BufferPool<K> {
     }
 
     /// The largest size from `lo` to `hi` bytes that a get serves exactly: the largest tier
-    /// in that range, or `hi` above the largest tier (the pool allocates oversize buffers
-    /// exactly); `None` if no tier lies in the range. What a buffer that must hold `lo` bytes
+    /// in that range, or `hi` above the largest tier (a plain pool allocates oversize buffers
+    /// exactly; `io` calls it for plain pools only); `None` if no tier lies in the range. What a buffer that must hold `lo` bytes
     /// and at most `hi` is asked for (growing and shrinking read buffers).
     pub(crate) fn size_within(&self, lo: usize, hi: usize) -> Option<usize> {
         let tiers = self.tier_sizes();

@@ -55,23 +55,23 @@ pub(crate) mod sealed {
     /// What the pool asks of its kind. Not nameable outside the crate, so only `Plain` and
     /// `Aligned` are kinds, and this method is the crate's own.
     pub trait Sealed {
-        /// The handle of `buf`, a buffer just taken from the pool, whose first `len` bytes
-        /// are initialized (`get_zeroed`; a plain buffer's length is already set).
-        fn wrap(&self, buf: PooledBuf, len: usize) -> Self::Buf
+        /// The handle of `buf`, a buffer just taken from the pool (its length already set:
+        /// `get_zeroed`'s `n`, else 0).
+        fn wrap(&self, buf: PooledBuf) -> Self::Buf
         where
             Self: Kind;
     }
 
     impl Sealed for Plain {
         #[inline(always)]
-        fn wrap(&self, buf: PooledBuf, _len: usize) -> PooledBuf {
+        fn wrap(&self, buf: PooledBuf) -> PooledBuf {
             buf
         }
     }
 
     impl Sealed for Aligned {
         #[inline(always)]
-        fn wrap(&self, buf: PooledBuf, _len: usize) -> AlignedBuf {
+        fn wrap(&self, buf: PooledBuf) -> AlignedBuf {
             AlignedBuf::new(buf)
         }
     }

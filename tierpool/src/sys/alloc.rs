@@ -3,6 +3,8 @@
 //! ([`free`], which every buffer a pool lets go of goes through).
 
 use std::alloc::Layout;
+use std::mem::ManuallyDrop;
+use std::ops::Deref;
 
 /// A buffer of `cap` bytes (a non-zero multiple of `align`, a power of two above 1) allocated
 /// with alignment `align`, as a `Vec<u8>` carrier (see [`free`]); zeroed if `zeroed`, and then
@@ -74,6 +76,47 @@ pub(crate) fn free(v: Vec<u8>, align: usize) {
     }
 }
 
+/// A pool's buffer held where code that may unwind runs before the buffer reaches its handle
+/// (a slow get's result while its deferred work wakes a budget's waiters, whose wakers are
+/// the user's, or publishes metrics to the user's recorder): dropped, by a panic say, it frees
+/// itself with the pool's alignment, which a bare `Vec<u8>` carrier would not ([`free`]).
+#[derive(Debug)]
+pub(crate) struct Owned {
+    v: ManuallyDrop<Vec<u8>>,
+    align: usize,
+}
+
+impl Owned {
+    /// `v`, a buffer of a pool with alignment `align`.
+    pub(crate) fn new(v: Vec<u8>, align: usize) -> Owned {
+        Owned {
+            v: ManuallyDrop::new(v),
+            align,
+        }
+    }
+
+    /// The carrier, for the buffer's handle (which frees it right: `PooledBuf`'s return).
+    pub(crate) fn into_vec(self) -> Vec<u8> {
+        let mut this = ManuallyDrop::new(self);
+        // SAFETY: `this` is never dropped, so `v` is taken only here.
+        unsafe { ManuallyDrop::take(&mut this.v) }
+    }
+}
+
+impl Deref for Owned {
+    type Target = Vec<u8>;
+    fn deref(&self) -> &Vec<u8> {
+        &self.v
+    }
+}
+
+impl Drop for Owned {
+    fn drop(&mut self) {
+        // SAFETY: `drop` runs once, and `into_vec` (the only other taker) skips it.
+        free(unsafe { ManuallyDrop::take(&mut self.v) }, self.align);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -105,5 +148,24 @@ mod tests {
             None
         );
         free(Vec::with_capacity(10), 1);
+    }
+
+    /// An `Owned` buffer dropped (as by a panic) frees itself with its alignment; taken out,
+    /// it is the same buffer.
+    #[test]
+    fn owned_buffers_free_themselves_with_their_alignment() {
+        let v = alloc_aligned(8192, 4096, false, 0).unwrap();
+        let p = v.as_ptr();
+        let owned = Owned::new(v, 4096);
+        assert_eq!((owned.capacity(), owned.as_ptr()), (8192, p));
+        let v = owned.into_vec();
+        assert_eq!(v.as_ptr(), p);
+        drop(Owned::new(v, 4096));
+        let unwound = std::panic::catch_unwind(|| {
+            let _held = Owned::new(alloc_aligned(4096, 4096, true, 10).unwrap(), 4096);
+            panic!("a waker unwinds");
+        });
+        assert!(unwound.is_err());
+        drop(Owned::new(Vec::with_capacity(100), 1));
     }
 }
