@@ -330,6 +330,19 @@ mod tests {
     }
 
     #[test]
+    fn an_aligned_pool_lends_no_larger_tier_not_even_at_alignment_1() {
+        for align in [1, 64] {
+            let pool = Builder::new().tiers([64, 128]).build_aligned(align).unwrap();
+            drop(pool.get(100)); // a 128-byte buffer retained
+            // A plain pool would lend it to this get, whose own tier has none.
+            assert_eq!(pool.get(10).capacity(), 64, "align {align}");
+        }
+        let plain = Builder::new().tiers([64, 128]).build().unwrap();
+        drop(plain.get(100));
+        assert_eq!(plain.get(10).capacity(), 128, "a plain pool lends it");
+    }
+
+    #[test]
     fn a_returned_buffer_comes_back_aligned_with_nothing_in_it() {
         let pool = AlignedPool::with_alignment(4096).unwrap();
         let mut b = pool.get(8192);
