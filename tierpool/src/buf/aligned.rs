@@ -332,9 +332,13 @@ mod tests {
     #[test]
     fn an_aligned_pool_lends_no_larger_tier_not_even_at_alignment_1() {
         for align in [1, 64] {
-            let pool = Builder::new().tiers([64, 128]).build_aligned(align).unwrap();
-            drop(pool.get(100)); // a 128-byte buffer retained
-            // A plain pool would lend it to this get, whose own tier has none.
+            let pool = Builder::new()
+                .tiers([64, 128])
+                .build_aligned(align)
+                .unwrap();
+            // A 128-byte buffer retained, which a plain pool would lend to the next get, whose
+            // own tier has none.
+            drop(pool.get(100));
             assert_eq!(pool.get(10).capacity(), 64, "align {align}");
         }
         let plain = Builder::new().tiers([64, 128]).build().unwrap();
