@@ -15,14 +15,5 @@ mod aligned_ways;
 
 #[test]
 fn every_way_back_frees_with_the_layout_it_allocated() {
-    let aligns: &[usize] = if cfg!(miri) {
-        &[32, 4096]
-    } else {
-        &[16, 512, 4096, 65536]
-    };
-    for &align in aligns {
-        for budget in [false, true] {
-            aligned_ways::every_way_back_and_after(align, budget);
-        }
-    }
+    aligned_ways::each_case(aligned_ways::every_way_back_and_after);
 }

@@ -39,18 +39,11 @@ fn every_way_back_frees_what_was_allocated() {
     // The pool registry's slot and the shared views' recycled control blocks (a thread's
     // blocks go to a process-wide stack when it exits) stay: a warm-up makes them first.
     let _ = growth(|| every_way_back_and_after(4096, false));
-    let aligns: &[usize] = if cfg!(miri) {
-        &[512, 4096]
-    } else {
-        &[16, 512, 4096, 65536]
-    };
-    for &align in aligns {
-        for budget in [false, true] {
-            let grown = growth(move || every_way_back_and_after(align, budget));
-            assert!(
-                grown.abs() < 4096,
-                "alignment {align}, budget {budget}: the live heap moved by {grown} bytes"
-            );
-        }
-    }
+    aligned_ways::each_case(|align, budget| {
+        let grown = growth(move || every_way_back_and_after(align, budget));
+        assert!(
+            grown.abs() < 4096,
+            "alignment {align}, budget {budget}: the live heap moved by {grown} bytes"
+        );
+    });
 }

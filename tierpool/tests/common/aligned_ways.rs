@@ -128,3 +128,18 @@ pub fn every_way_back_and_after(align: usize, budget: bool) {
         .unwrap();
     drop(views);
 }
+
+/// The alignments and budget settings every test of the ways runs (fewer under Miri, which
+/// interprets every byte written): `f(align, budget)` for each.
+pub fn each_case(mut f: impl FnMut(usize, bool)) {
+    let aligns: &[usize] = if cfg!(miri) {
+        &[32, 4096]
+    } else {
+        &[16, 512, 4096, 65536]
+    };
+    for &align in aligns {
+        for budget in [false, true] {
+            f(align, budget);
+        }
+    }
+}
