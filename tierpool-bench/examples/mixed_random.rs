@@ -12,7 +12,8 @@
 //! during the pass, thread start-up included), fresh buffers (the pool's misses) and their
 //! bytes, and what was released at the retained cap. With `MIXED_VERBOSE=1`, also each tier
 //! that allocated in the pass: its size, fresh buffers, buffers the pool kept of it before the
-//! pass, those it released between the passes and during this one, and its hits.
+//! pass, those it released between the passes and during this one, and its hits. With
+//! `MIXED_CACHE=<KiB>`, the pool's `thread_cache_bytes`.
 
 use std::collections::BTreeSet;
 use std::sync::atomic::AtomicU64;
@@ -37,6 +38,9 @@ fn main() {
         .next()
         .map_or(1100, |a| a.parse().expect("a pause in ms"));
     let mut builder = tierpool::BufferPool::builder().max_retained_bytes(cap_mib << 20);
+    if let Ok(kib) = std::env::var("MIXED_CACHE") {
+        builder = builder.thread_cache_bytes(kib.parse::<usize>().unwrap() << 10);
+    }
     if std::env::var_os("MIXED_POW2").is_some() {
         builder = builder.power_of_two_tiers(256, 16 << 20);
     }

@@ -470,6 +470,19 @@ impl Guard<'_> {
         Some(buf)
     }
 
+    /// Takes the newest buffer of exactly the tier's size *with its room*: its bytes stay
+    /// counted in the allowance, and the caller (a thread cache) takes them over as its
+    /// reservation ([`Owner::transfer_in`](crate::engine::cache::owner::Owner)), the
+    /// reverse of [`Self::push_transferred`]. So a buffer moves from the depot to a stack
+    /// without the allowance having room for it twice on the way.
+    pub(crate) fn pop_with_room(&mut self) -> Option<Vec<u8>> {
+        let buf = self.t_mut().exact.pop()?;
+        let tier = self.t_mut();
+        tier.bytes -= buf.capacity();
+        tier.popped();
+        Some(buf)
+    }
+
     /// Takes the newest buffer larger than the tier's size.
     pub(crate) fn pop_odd(&mut self) -> Option<Vec<u8>> {
         let buf = self.t_mut().odd.pop()?;

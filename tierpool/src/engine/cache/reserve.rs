@@ -140,6 +140,32 @@ impl Owner<'_> {
         self.apply_limit(t, old - n);
     }
 
+    /// Raises tier `t`'s limit by one buffer whose room the depot hands over with it
+    /// ([`Guard::pop_with_room`](crate::engine::depot::Guard::pop_with_room)): `reserved`
+    /// grows (or the large slot is taken), the allowance does not (it counted the buffer in
+    /// the depot). The reverse of [`Self::transfer_out`]. False (nothing changed) if
+    /// `cache_bytes` has no room for it, or another tier holds the large slot.
+    pub(crate) fn transfer_in(&self, t: usize) -> bool {
+        let h = &self.cache.head;
+        let (size, old) = (self.size(t), self.limit(t));
+        if old >= self.cap(t) {
+            return false;
+        }
+        if self.is_large(t) {
+            if h.large.load(Relaxed) != 0 {
+                return false;
+            }
+            h.large.store(t + 1, Relaxed);
+        } else {
+            if self.unreserved() < size {
+                return false;
+            }
+            h.reserved.store(h.reserved.load(Relaxed) + size, Relaxed);
+        }
+        self.apply_limit(t, old + 1);
+        true
+    }
+
     fn apply_limit(&self, t: usize, limit: usize) {
         self.cache.head.cold[t].limit.store(limit as u32, Relaxed);
         if limit > 0 {
