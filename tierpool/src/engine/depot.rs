@@ -472,7 +472,7 @@ impl Guard<'_> {
 
     /// Takes the newest buffer of exactly the tier's size *with its room*: its bytes stay
     /// counted in the allowance, and the caller (a thread cache) takes them over as its
-    /// reservation ([`Owner::transfer_in`](crate::engine::cache::owner::Owner)), the
+    /// reservation ([`Owner::transfer_in`](crate::engine::cache::owner::Owner::transfer_in)), the
     /// reverse of [`Self::push_transferred`]. So a buffer moves from the depot to a stack
     /// without the allowance having room for it twice on the way.
     pub(crate) fn pop_with_room(&mut self) -> Option<Vec<u8>> {

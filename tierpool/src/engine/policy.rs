@@ -18,7 +18,8 @@
 //! sixteenth of an interval), and otherwise makes do. Decay shrinks a reservation by the
 //! buffers that stayed idle through the interval; a tier that saw no use at all gives all of
 //! it back, and its storage. A tier above `cache_bytes` takes the large slot from whichever
-//! tier held it.
+//! tier held it. At the cap, a get whose tier has no room yet takes the depot's buffer with
+//! the room it held there (`take_with_room`), so that only a miss's new buffer evicts.
 //!
 //! A refill's batch starts small (a slow start, as jemalloc's thread caches adapt their fill
 //! count): a tier's first refill asks the depot for one buffer, each refill that moved
