@@ -475,6 +475,7 @@ impl Guard<'_> {
     /// reservation ([`Owner::transfer_in`](crate::engine::cache::owner::Owner::transfer_in)), the
     /// reverse of [`Self::push_transferred`]. So a buffer moves from the depot to a stack
     /// without the allowance having room for it twice on the way.
+    #[must_use = "its bytes stay counted in the allowance: the caller holds their room"]
     pub(crate) fn pop_with_room(&mut self) -> Option<Vec<u8>> {
         let buf = self.t_mut().exact.pop()?;
         let tier = self.t_mut();

@@ -18,8 +18,10 @@
 //! sixteenth of an interval), and otherwise makes do. Decay shrinks a reservation by the
 //! buffers that stayed idle through the interval; a tier that saw no use at all gives all of
 //! it back, and its storage. A tier above `cache_bytes` takes the large slot from whichever
-//! tier held it. At the cap, a get whose tier has no room yet takes the depot's buffer with
-//! the room it held there (`take_with_room`), so that only a miss's new buffer evicts.
+//! tier held it. A refill takes what room the allowance has and, beyond it, the room the
+//! depot's buffers held there (`refill`), so that at the cap nothing is evicted to make room
+//! for buffers the allowance already counts; what evicts is a buffer the pool did not retain
+//! (a miss's, or one returned without room).
 //!
 //! A refill's batch starts small (a slow start, as jemalloc's thread caches adapt their fill
 //! count): a tier's first refill asks the depot for one buffer, each refill that moved
@@ -69,7 +71,7 @@ pub(crate) fn get_slow(
     pool: &PoolState,
     n: usize,
     how: Fresh,
-    mut prepaid: usize,
+    prepaid: usize,
 ) -> Result<Got, AllocError> {
     housekeeping(o, pool);
     let Some(t) = pool.classes.for_get(n) else {
@@ -87,37 +89,38 @@ pub(crate) fn get_slow(
         prepare_hit(&mut v, n, how);
         Ok(Got::Buf(Owned::new(v, pool.align()), Tag::tier(t)))
     };
-    if !o.is_dead() && o.limit(t) == 0 && spent_for(o, pool, t) {
-        // At the cap, a tier with no room takes the depot's buffer with the room it held
-        // there, rather than evict other buffers to make room for one that is already
-        // counted (`take_with_room`). Charged first: a stack's buffers are charged.
-        if pool.charge(charge, prepaid, 0, charge).is_none() {
-            return Ok(Got::Wait(charge));
-        }
-        prepaid = charge;
-        if take_with_room(o, pool, t) {
-            let v = o.pop(t).expect("just taken");
-            return hit(v);
-        }
+    if let Some(v) = o.pop(t) {
+        o.defer_refund(prepaid.min(charge)); // a stack's buffer is charged already
+        return hit(v);
     }
-    if !o.is_dead() {
-        reserve(o, pool, t);
-        if let Some(v) = o.pop(t) {
-            o.defer_refund(prepaid.min(charge)); // a stack's buffer is charged already
-            return hit(v);
-        }
-    }
-    // Refill a batch if the tier may use the cache: room for it first, evicting other
-    // tiers' idle stacks if need be.
+    // Refill a batch if the tier may use the cache: room in `cache_bytes` for it first,
+    // evicting other tiers' idle stacks if need be. Where caches share the depot's allowance,
+    // what the allowance cannot give comes with the buffers (`refill`): nothing is evicted
+    // to make room for buffers the allowance already counts. Otherwise (the caches' own
+    // allowance), the batch is what room the tier has.
     let mut keeps = !o.is_dead() && o.cap(t) > 0 && !under_pressure(pool);
+    let shares = pool.caches_share_allowance();
     let max_batch = batch_size(o.cap(t));
     let want = if keeps {
         let batch = o.fill(t, max_batch);
+        if !shares {
+            reserve(o, pool, t);
+        } else if o.is_large(t) {
+            // The large slot, from the tier that holds it (its buffer goes to the depot
+            // with its room); this tier's room comes with the depot's buffer.
+            if let Some(u) = o.large_holder().filter(|&u| u != t) {
+                give_up(o, pool, u);
+            }
+        }
         if o.limit(t) - o.len(t) < batch {
             grow(o, pool, t, o.len(t) + batch, true);
         }
-        keeps = o.limit(t) > 0;
-        batch.min(o.limit(t) - o.len(t))
+        if shares {
+            batch
+        } else {
+            keeps = o.limit(t) > 0;
+            batch.min(o.limit(t) - o.len(t))
+        }
     } else {
         0
     };
@@ -128,7 +131,7 @@ pub(crate) fn get_slow(
     if want > 0 {
         // Without a budget every buffer is "paid" (charges are 0).
         let paid = 1 + extra.checked_div(charge).unwrap_or(want - 1);
-        let moved = refill(o, pool, t, paid.min(want));
+        let moved = refill(o, pool, t, paid.min(want), shares);
         if moved > 0 {
             o.double_fill(t, max_batch);
             o.defer_refund((paid - moved) * charge);
@@ -162,6 +165,11 @@ pub(crate) fn get_slow(
             return Ok(Got::Buf(Owned::new(v, pool.align()), Tag::tier(u)));
         }
     }
+    // A miss: room for the new buffer's return, which at the cap may evict the depot's
+    // oldest buffers of other tiers (`grow`), so that the pool keeps what is used now.
+    if keeps && shares {
+        reserve(o, pool, t);
+    }
     let v = alloc_fresh(o.size(t), n, how, pool.align()).inspect_err(|_| o.defer_refund(charge))?;
     o.count(t, Count::Miss, 1);
     Ok(Got::Buf(Owned::new(v, pool.align()), Tag::tier(t)))
@@ -184,72 +192,46 @@ fn may_lend(o: &Owner<'_>, pool: &PoolState, t: usize, how: Fresh) -> bool {
 }
 
 /// Moves up to `n` of tier `t`'s buffers from the depot onto the stack (their charges are
-/// paid). Returns how many.
-fn refill(o: &Owner<'_>, pool: &PoolState, t: usize, n: usize) -> usize {
+/// paid). Returns how many. Into the room the tier has first; then, `with_room` (caches share
+/// the depot's allowance), each further buffer brings the room it held in the depot
+/// ([`Guard::pop_with_room`], [`Owner::transfer_in`]) as far as `cache_bytes` (or the large
+/// slot) and the tier's cap allow: the allowance's count does not change, so every retained
+/// byte is still counted once.
+///
+/// Without the second part, a get at the cap whose tier had too little room reserved it from
+/// the allowance before the depot's buffers gave theirs back: the allowance had to hold the
+/// same buffers twice, so the reservation evicted other retained buffers (largest tiers
+/// first), which the next gets then allocated afresh. `cargo run --release -p tierpool-bench
+/// --example mixed_random` (the `mixed` workload's random sizes against the 64 MiB cap):
+/// 1-8 fresh buffers (2.0-26.3 MiB) and 8.0-26.5 MiB released at the cap per pass before,
+/// 0-2 fresh buffers (none in six passes of nine) after.
+///
+/// [`Guard::pop_with_room`]: crate::engine::depot::Guard::pop_with_room
+/// [`Owner::transfer_in`]: crate::engine::cache::owner::Owner::transfer_in
+fn refill(o: &Owner<'_>, pool: &PoolState, t: usize, n: usize, with_room: bool) -> usize {
+    if with_room && o.limit(t) == 0 {
+        o.ensure_storage(t); // its slots, allocated before the depot's lock is taken
+    }
     let mut depot = pool.depot.lock(t);
-    let n = n.min(depot.exact_len()).min(o.limit(t) - o.len(t));
-    for _ in 0..n {
-        let v = depot.pop_exact().expect("counted");
+    let n = n.min(depot.exact_len());
+    let mut moved = 0;
+    while moved < n {
+        let v = if o.len(t) < o.limit(t) {
+            depot.pop_exact()
+        } else if with_room && o.transfer_in(t) {
+            depot.pop_with_room()
+        } else {
+            break;
+        };
+        let v = v.expect("counted");
         if let Err(v) = o.push(t, v, true) {
             let cap = v.capacity();
             free(v, pool.align()); // not dropped as a `Vec` by the unwinding (`sys/alloc.rs`)
             unreachable!("room was checked, exact size guaranteed: {cap}");
         }
+        moved += 1;
     }
-    n
-}
-
-/// True if tier `t` could take its room from the depot's buffers rather than the
-/// allowance: the allowance has not one buffer's room left, caches share it with the
-/// depot, the tier may use the cache, and no budget's waiter is queued.
-fn spent_for(o: &Owner<'_>, pool: &PoolState, t: usize) -> bool {
-    o.cap(t) > 0
-        && o.allowance_spent(o.size(t))
-        && pool.caches_share_allowance()
-        && !under_pressure(pool)
-}
-
-/// Moves one of the depot's buffers of tier `t` onto the (empty) stack with the room it
-/// held in the depot: the allowance's count does not change, so a thread at the cap takes a
-/// retained buffer without evicting others to make room for it. Room in `cache_bytes` comes
-/// first from other tiers' unused reservations, then their whole stacks (to the depot, with
-/// their room), as a refill's does; the large slot from the tier that holds it. True if a
-/// buffer was moved.
-///
-/// Without it, a get at the cap reserved its room from the allowance before the depot's
-/// buffer gave its room back, so the allowance had to hold the same buffer twice: the
-/// reservation evicted other retained buffers (largest tiers first), which the next gets
-/// then allocated afresh. The `mixed` workload's random sizes (working set 53-61 MiB
-/// against the 64 MiB cap) released 8-28 MiB and allocated 16-26 MiB per pass that way.
-fn take_with_room(o: &Owner<'_>, pool: &PoolState, t: usize) -> bool {
-    let size = o.size(t);
-    if pool.depot.lock(t).exact_len() == 0 {
-        return false; // a miss: `reserve` decides whether its buffer may evict
-    }
-    if o.is_large(t) {
-        if let Some(u) = o.large_holder() {
-            give_up(o, pool, u);
-        }
-    } else if o.unreserved() < size {
-        trim_unused(o, t, size);
-        make_room(o, pool, t, size);
-    }
-    let mut depot = pool.depot.lock(t);
-    let Some(v) = depot.pop_with_room() else {
-        return false;
-    };
-    if !o.transfer_in(t) {
-        // No room in this cache after all: the buffer goes back with its room.
-        let kept = depot.push_transferred(v);
-        debug_assert!(kept, "a closed depot holds nothing to take");
-        return false;
-    }
-    if let Err(v) = o.push(t, v, true) {
-        let cap = v.capacity();
-        free(v, pool.align()); // not dropped as a `Vec` by the unwinding (`sys/alloc.rs`)
-        unreachable!("room was made, exact size guaranteed: {cap}");
-    }
-    true
+    moved
 }
 
 /// Everything a return of `v` (with tag `tag`) can need beyond the fast path.
@@ -378,9 +360,13 @@ fn reserve(o: &Owner<'_>, pool: &PoolState, t: usize) {
 
 /// Raises tier `t`'s limit toward `target` (at most its cap): from unreserved room, then
 /// from other tiers' unused reservations (limits above their stacks: no buffer moves), and,
-/// with `displace`, from other tiers' whole stacks (to the depot, largest tier first); and from
-/// the allowance, displacing the depot's oldest buffers of other tiers (`evict`) and asking
-/// for idle caches to be reclaimed if it is spent.
+/// with `displace` (a refill), from other tiers' whole stacks (to the depot, largest tier
+/// first); and from the allowance, asking for idle caches to be reclaimed if it is spent.
+/// Without `displace` (a return, or a miss's room for its return), a spent allowance also
+/// displaces the depot's oldest buffers of other tiers (`evict`), as many as make room for
+/// the one buffer in hand if the tier has none left; a refill evicts nothing, as its buffers
+/// bring their room (`refill`). So at the cap the pool keeps the buffers in use now over the
+/// oldest idle ones, but never trades retained buffers for empty room.
 ///
 /// Reservations grow with use (a first buffer or batch, then doubling when returns find the
 /// stack full) rather than to the cap at once, and other tiers give up what they do not
@@ -406,8 +392,15 @@ fn grow(o: &Owner<'_>, pool: &PoolState, t: usize, target: usize, displace: bool
     }
     let got = o.raise_limit(t, target);
     if got < target && o.allowance_spent(size) {
-        let short = ((target - got) * size).min(o.unreserved() / size * size);
-        if evict(pool, t, short, size) == 0 || o.raise_limit(t, target) < target {
+        // Eviction makes room for the buffer in hand only, when the tier has none left for
+        // it: a refill (`displace`) evicts nothing, its buffers bring their room (`refill`),
+        // and a return that doubles its room evicts nothing for the rest of it.
+        let short = size.min(o.unreserved() / size * size);
+        if displace
+            || got > o.len(t)
+            || evict(pool, t, short, size) == 0
+            || o.raise_limit(t, target) < target
+        {
             o.defer_steal(); // more room for the next operation
         }
     }
@@ -786,11 +779,11 @@ mod tests {
         );
     }
 
-    /// A cache short of room, with the allowance spent, makes what room the depot's other
-    /// tiers can give, even when that is less than it asked for: one buffer of the three it
-    /// wanted here. But nothing is released if not even one buffer's room can be made.
+    /// A cache with no room for the buffer in hand, the allowance spent, makes room for
+    /// that one buffer from the depot's other tiers, oldest first, and no more (it asked for
+    /// three). But nothing is released if not even one buffer's room can be made.
     #[test]
-    fn eviction_makes_what_room_it_can_but_not_less_than_a_buffer() {
+    fn eviction_makes_room_for_one_buffer_but_not_less_and_not_more() {
         let config = Builder::new()
             .tiers([64, 128])
             .max_retained_bytes(448)
@@ -815,11 +808,14 @@ mod tests {
         let o = unsafe { Owner::new_unshared(&cache) };
         grow(&o, &state, 1, 3, false);
         assert_eq!(o.limit(1), 1, "room for one buffer of the three wanted");
-        assert_eq!(state.depot.bytes(), 256, "the 64-byte buffers made way");
+        assert_eq!(
+            state.depot.bytes(),
+            256 + 64,
+            "the two oldest 64-byte buffers made way, and no more: room for the one in hand"
+        );
         // A buffer of 256 bytes' room wanted for tier 1, 64 bytes of the allowance free, and
         // 128 bytes of other tiers in the depot: they could not make it, and stay.
         assert!(o.set_limit(1, 0));
-        state.depot.put_one(0, Vec::with_capacity(64)).unwrap();
         state.depot.put_one(0, Vec::with_capacity(64)).unwrap();
         assert_eq!(state.depot.allowance().held(), 384);
         assert_eq!(evict(&state, 1, 256, 256), 0);
@@ -833,68 +829,103 @@ mod tests {
         state.caches.detach(&cache);
     }
 
-    /// A get at the cap whose tier has no room yet takes the depot's buffer with the room
-    /// it held there: nothing else is evicted, and the allowance still counts every retained
-    /// byte once. The same for a tier above `cache_bytes`, which takes the large slot from
-    /// the tier that held it (that buffer goes to the depot with its room).
+    /// At the cap, a refill takes the room the depot's buffers held there beyond what room
+    /// the tier has: nothing is evicted, and the allowance still counts every retained byte
+    /// once. A first get of a tier (its `cache_bytes` room made by giving another tier's
+    /// stack to the depot), a batch beyond the tier's room, and the large slot taken from
+    /// the tier that held it; with and without a budget, whose charges stay exact.
     #[test]
-    fn a_get_at_the_cap_takes_the_depots_buffer_with_its_room() {
-        let config = Builder::new()
-            .tiers([64, 128, 256])
-            .max_retained_bytes(768)
-            .thread_cache_bytes(64)
-            .validate()
-            .unwrap();
-        let state = PoolState::new(config);
-        if !state.caches_share_allowance() {
-            return; // no heavy fence here: caches do not draw from the depot's allowance
+    fn a_refill_at_the_cap_takes_the_room_its_buffers_held_in_the_depot() {
+        for budget in [false, true] {
+            let mut b = Builder::new()
+                .tiers([64, 256, 1024])
+                .max_retained_bytes(2048)
+                .thread_cache_bytes(256);
+            if budget {
+                b = b.max_in_use_bytes(1 << 20);
+            }
+            let state = PoolState::new(b.validate().unwrap());
+            if !state.caches_share_allowance() {
+                return; // no heavy fence here: caches do not draw from the depot's allowance
+            }
+            let cache = state.new_cache(Key::new(1, false, 1));
+            // Each operation as the fast path's caller runs it: the deferred work (refunds,
+            // a steal) after it.
+            let owner = || {
+                // SAFETY: nothing else reaches this cache.
+                unsafe { Owner::new_unshared(&cache) }
+            };
+            let get = |n: usize| {
+                finish(owner(), &state, |o| {
+                    match get_slow(o, &state, n, Fresh::Plain, 0).unwrap() {
+                        Got::Buf(v, _) => v.into_vec(),
+                        Got::Wait(_) => panic!("the budget has room"),
+                    }
+                })
+            };
+            let put = |v: Vec<u8>| {
+                let tag = Tag::tier(state.classes.for_put(v.capacity()).unwrap());
+                let state = &state;
+                finish(owner(), state, move |o| put_slow(o, state, v, tag));
+            };
+            let books = || {
+                let o = owner();
+                let reserved: usize = (0..o.tiers()).map(|t| o.limit(t) * o.size(t)).sum();
+                assert_eq!(
+                    state.depot.allowance().held(),
+                    state.depot.bytes() + reserved,
+                    "every retained byte counted once (budget: {budget})"
+                );
+            };
+            // Tier 1's stack holds a buffer (a miss, returned: all of `cache_bytes`); the
+            // depot holds four of 64 bytes, two of 256 and one of 1024: the allowance is spent.
+            put(get(200));
+            for _ in 0..4 {
+                state.depot.put_one(0, Vec::with_capacity(64)).unwrap();
+            }
+            for _ in 0..2 {
+                state.depot.put_one(1, Vec::with_capacity(256)).unwrap();
+            }
+            state.depot.put_one(2, Vec::with_capacity(1024)).unwrap();
+            assert_eq!(state.depot.allowance().held(), 2048);
+            books();
+            // A first get of tier 0: tier 1's stack goes to the depot with its room, the
+            // 64-byte buffer comes with its own. Before, the get evicted the 1024-byte one.
+            let a = get(50);
+            assert_eq!(a.capacity(), 64);
+            assert_eq!(
+                state.depot.bytes(),
+                3 * 64 + 3 * 256 + 1024,
+                "nothing evicted"
+            );
+            books();
+            // Returned and taken again, the tier's next refill asks for two (slow start):
+            // one into the room it has, one bringing its own.
+            put(a);
+            let a = get(50);
+            let b = get(50);
+            assert_eq!(state.depot.bytes(), 64 + 3 * 256 + 1024, "nothing evicted");
+            books();
+            // Tier 2 is above `cache_bytes`: it takes the large slot, with the depot's buffer.
+            let c = get(1000);
+            assert_eq!(c.capacity(), 1024);
+            assert_eq!(state.depot.bytes(), 64 + 3 * 256, "nothing evicted");
+            books();
+            if budget {
+                assert_eq!(state.in_use(), 2 * 64 + 1024, "what is out is charged");
+            }
+            for v in [a, b, c] {
+                put(v);
+            }
+            books();
+            if budget {
+                assert_eq!(state.in_use(), 0, "every charge came back");
+            }
+            assert_eq!(state.depot.allowance().held(), 2048);
+            state.caches.detach(&cache);
+            drop(cache);
+            assert_eq!(state.depot.allowance().held(), state.depot.bytes());
         }
-        let cache = state.new_cache(Key::new(1, false, 1));
-        // SAFETY: nothing else reaches this cache.
-        let o = unsafe { Owner::new_unshared(&cache) };
-        let get = |n: usize| match get_slow(&o, &state, n, Fresh::Plain, 0).unwrap() {
-            Got::Buf(v, tag) => (v.into_vec(), tag),
-            Got::Wait(_) => panic!("no budget, no wait"),
-        };
-        // The allowance spent: one 128-byte buffer and four of 64 in the depot, one of 256
-        // in the cache's large slot.
-        assert!(o.set_limit(2, 1));
-        o.push(2, Vec::with_capacity(256), false).unwrap();
-        state.depot.put_one(1, Vec::with_capacity(128)).unwrap();
-        for _ in 0..4 {
-            state.depot.put_one(0, Vec::with_capacity(64)).unwrap();
-        }
-        assert_eq!(state.depot.allowance().held(), 640);
-        for _ in 0..2 {
-            state.depot.put_one(0, Vec::with_capacity(64)).unwrap();
-        }
-        assert_eq!(state.depot.allowance().held(), 768);
-        // A get of tier 0 (within `cache_bytes`): the depot's buffer comes with its room.
-        let (v, tag) = get(50);
-        assert_eq!((v.capacity(), tag), (64, Tag::tier(0)));
-        assert_eq!(state.depot.bytes(), 128 + 5 * 64, "nothing was evicted");
-        assert_eq!(o.limit(0), 1, "the room came with the buffer");
-        assert_eq!(state.depot.allowance().held(), 768);
-        assert!(
-            o.push(0, v, false).is_ok(),
-            "and the return lands on the stack"
-        );
-        // A get of tier 1 (above `cache_bytes`, as tier 2 is): the large slot moves from tier 2, whose
-        // buffer goes to the depot, to tier 1, with the depot's buffer and its room.
-        let (v, tag) = get(100);
-        assert_eq!((v.capacity(), tag), (128, Tag::tier(1)));
-        assert_eq!((o.limit(1), o.limit(2)), (1, 0));
-        assert_eq!(
-            state.depot.bytes(),
-            256 + 5 * 64,
-            "the 256 moved, nothing was evicted"
-        );
-        assert_eq!(state.depot.allowance().held(), 768);
-        assert!(o.push(1, v, false).is_ok());
-        drop(o);
-        state.caches.detach(&cache);
-        drop(cache);
-        assert_eq!(state.depot.allowance().held(), state.depot.bytes());
     }
 
     /// A tier's refills start at one buffer and double with use (up to half its stack), so

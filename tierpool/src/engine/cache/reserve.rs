@@ -143,8 +143,9 @@ impl Owner<'_> {
     /// Raises tier `t`'s limit by one buffer whose room the depot hands over with it
     /// ([`Guard::pop_with_room`](crate::engine::depot::Guard::pop_with_room)): `reserved`
     /// grows (or the large slot is taken), the allowance does not (it counted the buffer in
-    /// the depot). The reverse of [`Self::transfer_out`]. False (nothing changed) if
-    /// `cache_bytes` has no room for it, or another tier holds the large slot.
+    /// the depot). The reverse of [`Self::transfer_out`]. False (nothing changed) if the
+    /// limit is at the tier's cap (0 for a tier that bypasses the cache), `cache_bytes` has
+    /// no room for it, or another tier holds the large slot.
     pub(crate) fn transfer_in(&self, t: usize) -> bool {
         let h = &self.cache.head;
         let (size, old) = (self.size(t), self.limit(t));
