@@ -928,6 +928,41 @@ mod tests {
         }
     }
 
+    /// A refill that finds no buffer in the depot has still given the tier its slots (before
+    /// the depot's lock), and at a limit of 0 they must offer the fast path no room. A first
+    /// form left `full` unset there: returns went onto the stack past its limit and, past its
+    /// slots, into the heap (a double free in the report's `idle-threads` workload).
+    #[test]
+    fn slots_given_before_a_refill_offer_no_room_at_limit_zero() {
+        use crate::engine::cache::fast::{push, Pushed};
+        let config = Builder::new()
+            .tiers([64, 128])
+            .max_retained_bytes(256)
+            .thread_cache_bytes(128)
+            .validate()
+            .unwrap();
+        let state = PoolState::new(config);
+        state.depot.put_one(1, Vec::with_capacity(128)).unwrap();
+        let key = Key::new(1, false, 1);
+        let cache = state.new_cache(key);
+        // SAFETY: nothing else reaches this cache.
+        let o = unsafe { Owner::new_unshared(&cache) };
+        assert_eq!(
+            refill(&o, &state, 0, 1, true),
+            0,
+            "the depot has none of tier 0"
+        );
+        assert_eq!(o.limit(0), 0);
+        drop(o);
+        for _ in 0..3 {
+            let mut v = Vec::with_capacity(64);
+            // SAFETY: the cache is alive, armed with `key`, and used by this thread alone.
+            let pushed = unsafe { push(Cache::doorbell(&cache), key, Tag::tier(0).hint(), &mut v) };
+            assert!(matches!(pushed, Pushed::Refused), "no room at a limit of 0");
+        }
+        state.caches.detach(&cache);
+    }
+
     /// A tier's refills start at one buffer and double with use (up to half its stack), so
     /// that a thread new to a tier does not take every buffer the depot holds while it needs
     /// one (a second thread then allocated, in the `mixed` workload's random sizes); decay

@@ -53,6 +53,11 @@ pub struct TierStats {
 /// `returned == retained_buffers + discarded + hits` (every buffer handed back is still
 /// retained, was released, or was handed out again).
 ///
+/// A thread that exits hands its cache back to the pool in its thread-local destructors,
+/// which run after its closure has returned: `std::thread::scope` can return before they
+/// have, and a snapshot then may count a buffer both in that cache and in the depot it is
+/// moving to. `JoinHandle::join` waits for them.
+///
 /// ```
 /// let pool = tierpool::BufferPool::new();
 /// drop(pool.get(1000)); // miss, then returned and retained

@@ -215,6 +215,10 @@ fn push_tier(base: *const u8, hint_end: usize, hint: u32, v: &mut Vec<u8>) -> Pu
         return Pushed::Refused;
     }
     let head = tier.head.load(Relaxed);
+    debug_assert!(
+        !tier.full.load(Relaxed).is_null() || tier.end.load(Relaxed).is_null(),
+        "a tier with slots and no `full`: returns would pass its limit"
+    );
     if head <= tier.full.load(Relaxed) {
         return Pushed::Refused; // also when unallocated: null <= null
     }

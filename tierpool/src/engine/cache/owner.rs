@@ -418,8 +418,9 @@ impl Owner<'_> {
         fill.store((fill.load(Relaxed) / 2).max(1), Relaxed);
     }
 
-    /// Gives tier `t` its slots if it has none yet (a limit was just set above 0): spare ones
-    /// of the pool's (`spare.rs`) or fresh ones.
+    /// Gives tier `t` its slots if it has none yet (a limit was just set above 0, or is about
+    /// to be: `policy::refill`): spare ones of the pool's (`spare.rs`) or fresh ones. They
+    /// offer the fast path no room until [`Self::set_full`] gives it the limit's.
     pub(in crate::engine) fn ensure_storage(&self, t: usize) {
         let (tier, cold) = self.cache.tier(t);
         if tier.end.load(Relaxed).is_null() {
@@ -433,6 +434,10 @@ impl Owner<'_> {
             tier.end.store(end, Release);
             tier.head.store(end, Release);
             tier.low.store(end, Relaxed);
+            // No room yet: with `full` still null, the fast path's `head <= full` check would
+            // let returns past the limit, and past the slots (a double free in the report's
+            // `idle-threads` workload, when a refill gave a tier its slots and found nothing).
+            tier.full.store(end, Relaxed);
         }
     }
 
