@@ -204,7 +204,7 @@ fn may_lend(o: &Owner<'_>, pool: &PoolState, t: usize, how: Fresh) -> bool {
 /// first), which the next gets then allocated afresh. `cargo run --release -p tierpool-bench
 /// --example mixed_random` (the `mixed` workload's random sizes against the 64 MiB cap):
 /// 1-8 fresh buffers (2.0-26.3 MiB) and 8.0-26.5 MiB released at the cap per pass before,
-/// 0-2 fresh buffers (none in six passes of nine) after.
+/// 0-2 fresh buffers (none in 12 passes of 18) and nothing released at the cap after.
 ///
 /// [`Guard::pop_with_room`]: crate::engine::depot::Guard::pop_with_room
 /// [`Owner::transfer_in`]: crate::engine::cache::owner::Owner::transfer_in
