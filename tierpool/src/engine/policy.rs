@@ -210,6 +210,9 @@ fn may_lend(o: &Owner<'_>, pool: &PoolState, t: usize, how: Fresh) -> bool {
 /// [`Owner::transfer_in`]: crate::engine::cache::owner::Owner::transfer_in
 fn refill(o: &Owner<'_>, pool: &PoolState, t: usize, n: usize, with_room: bool) -> usize {
     if with_room && o.limit(t) == 0 {
+        if pool.depot.lock(t).exact_len() == 0 {
+            return 0; // nothing to move: no slots for nothing
+        }
         o.ensure_storage(t); // its slots, allocated before the depot's lock is taken
     }
     let mut depot = pool.depot.lock(t);
@@ -838,8 +841,8 @@ mod tests {
     fn a_refill_at_the_cap_takes_the_room_its_buffers_held_in_the_depot() {
         for budget in [false, true] {
             let mut b = Builder::new()
-                .tiers([64, 256, 1024])
-                .max_retained_bytes(2048)
+                .tiers([64, 256, 512, 1024])
+                .max_retained_bytes(2560)
                 .thread_cache_bytes(256);
             if budget {
                 b = b.max_in_use_bytes(1 << 20);
@@ -877,17 +880,19 @@ mod tests {
                     "every retained byte counted once (budget: {budget})"
                 );
             };
-            // Tier 1's stack holds a buffer (a miss, returned: all of `cache_bytes`); the
-            // depot holds four of 64 bytes, two of 256 and one of 1024: the allowance is spent.
+            // Tier 1's stack holds a buffer (a miss, returned: all of `cache_bytes`), the
+            // large slot one of 512 (tier 2); the depot holds four of 64 bytes, two of 256 and
+            // one of 1024: the allowance is spent.
             put(get(200));
+            put(get(500));
             for _ in 0..4 {
                 state.depot.put_one(0, Vec::with_capacity(64)).unwrap();
             }
             for _ in 0..2 {
                 state.depot.put_one(1, Vec::with_capacity(256)).unwrap();
             }
-            state.depot.put_one(2, Vec::with_capacity(1024)).unwrap();
-            assert_eq!(state.depot.allowance().held(), 2048);
+            state.depot.put_one(3, Vec::with_capacity(1024)).unwrap();
+            assert_eq!(state.depot.allowance().held(), 2560);
             books();
             // A first get of tier 0: tier 1's stack goes to the depot with its room, the
             // 64-byte buffer comes with its own. Before, the get evicted the 1024-byte one.
@@ -906,10 +911,14 @@ mod tests {
             let b = get(50);
             assert_eq!(state.depot.bytes(), 64 + 3 * 256 + 1024, "nothing evicted");
             books();
-            // Tier 2 is above `cache_bytes`: it takes the large slot, with the depot's buffer.
+            // Tier 3 is above `cache_bytes`: it takes the large slot from tier 2, whose
+            // buffer goes to the depot with its room, and its own room with the depot's buffer.
             let c = get(1000);
             assert_eq!(c.capacity(), 1024);
-            assert_eq!(state.depot.bytes(), 64 + 3 * 256, "nothing evicted");
+            assert_eq!(state.depot.bytes(), 64 + 3 * 256 + 512, "nothing evicted");
+            let o = owner();
+            assert_eq!((o.limit(2), o.limit(3), o.large_holder()), (0, 1, Some(3)));
+            drop(o);
             books();
             if budget {
                 assert_eq!(state.in_use(), 2 * 64 + 1024, "what is out is charged");
@@ -921,17 +930,19 @@ mod tests {
             if budget {
                 assert_eq!(state.in_use(), 0, "every charge came back");
             }
-            assert_eq!(state.depot.allowance().held(), 2048);
+            assert_eq!(state.depot.allowance().held(), 2560);
             state.caches.detach(&cache);
             drop(cache);
             assert_eq!(state.depot.allowance().held(), state.depot.bytes());
         }
     }
 
-    /// A refill that finds no buffer in the depot has still given the tier its slots (before
-    /// the depot's lock), and at a limit of 0 they must offer the fast path no room. A first
-    /// form left `full` unset there: returns went onto the stack past its limit and, past its
-    /// slots, into the heap (a double free in the report's `idle-threads` workload).
+    /// A refill gives a tier at a limit of 0 its slots before it takes the depot's lock, and
+    /// may then find the depot's buffer gone (another thread took it): at a limit of 0 the
+    /// slots must offer the fast path no room. A first form left `full` unset there: returns
+    /// went onto the stack past its limit and, past its slots, into the heap (a double free in
+    /// the report's `idle-threads` workload, where the refill also gave slots when the depot
+    /// had nothing; now it gives none then).
     #[test]
     fn slots_given_before_a_refill_offer_no_room_at_limit_zero() {
         use crate::engine::cache::fast::{push, Pushed};
@@ -952,6 +963,7 @@ mod tests {
             0,
             "the depot has none of tier 0"
         );
+        o.ensure_storage(0); // what a refill that loses the depot's buffer to a race leaves
         assert_eq!(o.limit(0), 0);
         drop(o);
         for _ in 0..3 {
