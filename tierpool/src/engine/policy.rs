@@ -106,11 +106,7 @@ pub(crate) fn get_slow(
         if !shares {
             reserve(o, pool, t);
         } else if o.is_large(t) {
-            // The large slot, from the tier that holds it (its buffer goes to the depot
-            // with its room); this tier's room comes with the depot's buffer.
-            if let Some(u) = o.large_holder().filter(|&u| u != t) {
-                give_up(o, pool, u);
-            }
+            take_large_slot(o, pool, t); // its room comes with the depot's buffer
         }
         if o.limit(t) - o.len(t) < batch {
             grow(o, pool, t, o.len(t) + batch, true);
@@ -131,7 +127,7 @@ pub(crate) fn get_slow(
     if want > 0 {
         // Without a budget every buffer is "paid" (charges are 0).
         let paid = 1 + extra.checked_div(charge).unwrap_or(want - 1);
-        let moved = refill(o, pool, t, paid.min(want), shares);
+        let moved = refill(o, pool, t, paid.min(want));
         if moved > 0 {
             o.double_fill(t, max_batch);
             o.defer_refund((paid - moved) * charge);
@@ -192,8 +188,8 @@ fn may_lend(o: &Owner<'_>, pool: &PoolState, t: usize, how: Fresh) -> bool {
 }
 
 /// Moves up to `n` of tier `t`'s buffers from the depot onto the stack (their charges are
-/// paid). Returns how many. Into the room the tier has first; then, `with_room` (caches share
-/// the depot's allowance), each further buffer brings the room it held in the depot
+/// paid). Returns how many. Into the room the tier has first; then, where caches share the
+/// depot's allowance, each further buffer brings the room it held in the depot
 /// ([`Guard::pop_with_room`], [`Owner::transfer_in`]) as far as `cache_bytes` (or the large
 /// slot) and the tier's cap allow: the allowance's count does not change, so every retained
 /// byte is still counted once.
@@ -208,7 +204,8 @@ fn may_lend(o: &Owner<'_>, pool: &PoolState, t: usize, how: Fresh) -> bool {
 ///
 /// [`Guard::pop_with_room`]: crate::engine::depot::Guard::pop_with_room
 /// [`Owner::transfer_in`]: crate::engine::cache::owner::Owner::transfer_in
-fn refill(o: &Owner<'_>, pool: &PoolState, t: usize, n: usize, with_room: bool) -> usize {
+fn refill(o: &Owner<'_>, pool: &PoolState, t: usize, n: usize) -> usize {
+    let with_room = pool.caches_share_allowance();
     if with_room && o.limit(t) == 0 {
         if pool.depot.lock(t).exact_len() == 0 {
             return 0; // nothing to move: no slots for nothing
@@ -345,10 +342,7 @@ fn reserve(o: &Owner<'_>, pool: &PoolState, t: usize) {
         return;
     }
     if o.is_large(t) {
-        // The large slot: taken from the tier that holds it, whose buffer goes to the depot.
-        if let Some(u) = o.large_holder() {
-            give_up(o, pool, u);
-        }
+        take_large_slot(o, pool, t);
         let size = o.size(t);
         if !o.set_limit(t, 1)
             && o.allowance_spent(size)
@@ -359,6 +353,15 @@ fn reserve(o: &Owner<'_>, pool: &PoolState, t: usize) {
         return;
     }
     grow(o, pool, t, 1, false);
+}
+
+/// Frees the large slot for tier `t` (above `cache_bytes`): the tier that holds it gives up
+/// its buffer to the depot, with its room. Tier `t`'s own room comes after: from the
+/// allowance (`reserve`), or with the depot's buffer (`refill`).
+fn take_large_slot(o: &Owner<'_>, pool: &PoolState, t: usize) {
+    if let Some(u) = o.large_holder().filter(|&u| u != t) {
+        give_up(o, pool, u);
+    }
 }
 
 /// Raises tier `t`'s limit toward `target` (at most its cap): from unreserved room, then
@@ -749,6 +752,17 @@ mod tests {
     use crate::base::sync::Arc;
     use crate::Builder;
 
+    /// A pool's state with `tiers`, a retained cap and thread caches of `cache_bytes`.
+    fn capped(tiers: &[usize], cap: usize, cache_bytes: usize) -> PoolState {
+        let b = Builder::new().tiers(tiers.iter().copied());
+        PoolState::new(
+            b.max_retained_bytes(cap)
+                .thread_cache_bytes(cache_bytes)
+                .validate()
+                .unwrap(),
+        )
+    }
+
     /// A thread that only gets (refills from the depot, pops) is not idle: decay keeps its
     /// reservation and storage. One that neither returned nor refilled for an interval, with
     /// nothing on its stack, gives both back.
@@ -787,13 +801,7 @@ mod tests {
     /// three). But nothing is released if not even one buffer's room can be made.
     #[test]
     fn eviction_makes_room_for_one_buffer_but_not_less_and_not_more() {
-        let config = Builder::new()
-            .tiers([64, 128])
-            .max_retained_bytes(448)
-            .thread_cache_bytes(448)
-            .validate()
-            .unwrap();
-        let state = PoolState::new(config);
+        let state = capped(&[64, 128], 448, 448);
         if !state.caches_share_allowance() {
             return; // no heavy fence here: caches do not draw from the depot's allowance
         }
@@ -946,23 +954,13 @@ mod tests {
     #[test]
     fn slots_given_before_a_refill_offer_no_room_at_limit_zero() {
         use crate::engine::cache::fast::{push, Pushed};
-        let config = Builder::new()
-            .tiers([64, 128])
-            .max_retained_bytes(256)
-            .thread_cache_bytes(128)
-            .validate()
-            .unwrap();
-        let state = PoolState::new(config);
+        let state = capped(&[64, 128], 256, 128);
         state.depot.put_one(1, Vec::with_capacity(128)).unwrap();
         let key = Key::new(1, false, 1);
         let cache = state.new_cache(key);
         // SAFETY: nothing else reaches this cache.
         let o = unsafe { Owner::new_unshared(&cache) };
-        assert_eq!(
-            refill(&o, &state, 0, 1, true),
-            0,
-            "the depot has none of tier 0"
-        );
+        assert_eq!(refill(&o, &state, 0, 1), 0, "the depot has none of tier 0");
         o.ensure_storage(0); // what a refill that loses the depot's buffer to a race leaves
         assert_eq!(o.limit(0), 0);
         drop(o);
