@@ -145,8 +145,8 @@ pub(crate) fn get_slow(
         prepare_hit(&mut v, n, how);
         return Ok(Got::Buf(Owned::new(v, pool.align()), Tag::tier(t)));
     }
-    // Else, once per tier and interval (`may_lend`), a larger tier's: from this cache's
-    // stacks (the pop counts as that tier's hit, `counters.rs`), then the depot.
+    // Else, once per tier and interval or at the cap (`may_lend`), a larger tier's: from
+    // this cache's stacks (the pop counts as that tier's hit, `counters.rs`), then the depot.
     if may_lend(o, pool, t, how) {
         let cached = pool
             .classes
@@ -173,7 +173,9 @@ pub(crate) fn get_slow(
 
 /// True if a get of tier `t` that found no buffer of its own may be lent one of a larger
 /// tier ([`Classes::lenders`]) rather than allocate: where the pool and `how` lend
-/// ([`PoolState::lends`]), and only once per tier and interval (this marks it). With several
+/// ([`PoolState::lends`]), once per tier and interval (this marks it), and beyond that
+/// whenever a fresh buffer would have nowhere to go: the tier has no room in this cache and
+/// the pool's allowance is spent. With several
 /// tiers per doubling, a thread whose sizes vary keeps buffers of many neighbouring tiers,
 /// and the retained cap cannot hold one of each (the `mixed` workload's random sizes touched
 /// 46 tiers, 96 MiB of them, when the default had four per doubling up to 16 MiB; 33 MiB a
@@ -182,9 +184,20 @@ pub(crate) fn get_slow(
 /// in a loop, lent its 2048-byte buffer each time, took the slow path and the depot's lock
 /// on every get).
 ///
-/// [`Classes::lenders`]: crate::engine::class::Classes::lenders
+/// At the cap that reasoning turns around: a buffer allocated for a tier without room is
+/// retained only by evicting another (its reservation, `grow`) or not at all (its return is
+/// refused), so the pool churns, and each buffer it frees and allocates again costs the
+/// allocator's page faults. The `mixed` workload's random sizes needed 68.5 MiB to allocate
+/// nothing with the once-per-interval rule alone (a 128 MiB cap), and against the 64 MiB
+/// default missed 1-15 buffers and released 4-40 MiB at the cap per three-pass sample, whose
+/// time then ran up to 2.5x a `Mutex<Vec>` pool's in the rounds that faulted; lent at the
+/// cap, it holds 60.6-60.9 MiB and, after its first rounds, misses nothing and faults nothing
+/// (`cargo run --release -p tierpool-bench --example mixed_cap`).
+///
 fn may_lend(o: &Owner<'_>, pool: &PoolState, t: usize, how: Fresh) -> bool {
-    pool.lends(how) && !o.is_dead() && o.mark_lent(t)
+    pool.lends(how)
+        && !o.is_dead()
+        && (o.mark_lent(t) || (o.limit(t) == 0 && o.allowance_spent(o.size(t))))
 }
 
 /// Moves up to `n` of tier `t`'s buffers from the depot onto the stack (their charges are
@@ -970,6 +983,69 @@ mod tests {
             let pushed = unsafe { push(Cache::doorbell(&cache), key, Tag::tier(0).hint(), &mut v) };
             assert!(matches!(pushed, Pushed::Refused), "no room at a limit of 0");
         }
+        state.caches.detach(&cache);
+    }
+
+    /// A get of a tier with no room, at the cap, is lent a larger tier's buffer however
+    /// often: a fresh one could be kept only by evicting another retained buffer, or not at
+    /// all. A tier with room allocates its own (it then stays on the fast path), as does any
+    /// tier below the cap after its one loan per interval.
+    #[test]
+    fn at_the_cap_a_get_without_room_is_lent_rather_than_allocate() {
+        // Tier 0 (64) may hold one buffer; tier 1 (128) is above `cache_bytes` (the large
+        // slot).
+        let state = capped(&[64, 128], 256, 64);
+        if !state.caches_share_allowance() {
+            return; // no heavy fence here: caches do not draw from the depot's allowance
+        }
+        assert!(state.lends(Fresh::Plain));
+        let cache = state.new_cache(Key::new(1, false, 1));
+        let get = |n: usize| {
+            // SAFETY: nothing else reaches this cache.
+            let o = unsafe { Owner::new_unshared(&cache) };
+            finish(o, &state, |o| {
+                match get_slow(o, &state, n, Fresh::Plain, 0).unwrap() {
+                    Got::Buf(v, _) => v.into_vec(),
+                    Got::Wait(_) => panic!("no budget"),
+                }
+            })
+        };
+        let limit0 = || {
+            // SAFETY: as above.
+            unsafe { Owner::new_unshared(&cache) }.limit(0)
+        };
+        // The allowance spent by the depot's two 128-byte buffers: tier 0 gets no room, and
+        // its first get (the interval's loan) is lent one.
+        for _ in 0..2 {
+            state.depot.put_one(1, Vec::with_capacity(128)).unwrap();
+        }
+        let first = get(50);
+        assert_eq!((first.capacity(), limit0()), (128, 0));
+        // Another thread returns one (the allowance spent again): the second get of the
+        // interval is lent too, where it allocated a 64-byte buffer before.
+        state.depot.put_one(1, Vec::with_capacity(128)).unwrap();
+        let second = get(50);
+        assert_eq!(second.capacity(), 128, "lent at the cap, not allocated");
+        assert_eq!(state.depot.bytes(), 128);
+        // With room left (a 128-byte buffer's worth of allowance free), the tier reserves
+        // it and allocates its own buffer.
+        let third = get(50);
+        assert_eq!(
+            (third.capacity(), limit0()),
+            (64, 1),
+            "its own, into its room"
+        );
+        assert_eq!(state.depot.bytes(), 128, "nothing evicted or lent");
+        // Another cache takes the last of the allowance: tier 0 still has its room (the
+        // third buffer is out), so a fresh buffer will be kept there, and it allocates one.
+        let other = state.new_cache(Key::new(2, false, 1));
+        // SAFETY: nothing else reaches this cache.
+        assert!(unsafe { Owner::new_unshared(&other) }.set_limit(0, 1));
+        assert_eq!(state.depot.allowance().free(), 0);
+        let fourth = get(50);
+        assert_eq!(fourth.capacity(), 64, "a tier with room allocates its own");
+        drop((first, second, third, fourth)); // freed, not returned: the test is about gets
+        state.caches.detach(&other);
         state.caches.detach(&cache);
     }
 
