@@ -187,13 +187,16 @@ pub(crate) fn get_slow(
 /// At the cap that reasoning turns around: a buffer allocated for a tier without room is
 /// retained only by evicting another (its reservation, `grow`) or not at all (its return is
 /// refused), so the pool churns, and each buffer it frees and allocates again costs the
-/// allocator's page faults. The `mixed` workload's random sizes needed 68.5 MiB to allocate
-/// nothing with the once-per-interval rule alone (a 128 MiB cap), and against the 64 MiB
-/// default missed 1-15 buffers and released 4-40 MiB at the cap per three-pass sample, whose
-/// time then ran up to 2.5x a `Mutex<Vec>` pool's in the rounds that faulted; lent at the
-/// cap, it holds 60.6-60.9 MiB and, after its first rounds, misses nothing and faults nothing
-/// (`cargo run --release -p tierpool-bench --example mixed_cap`).
+/// allocator fresh pages. The `mixed` workload's random sizes, with the once-per-interval
+/// rule alone, needed 68.5 MiB to allocate nothing (a 128 MiB cap); against the 64 MiB
+/// default, in rounds 5-24 of `cargo run --release -p tierpool-bench --example mixed_cap`
+/// (two runs), they missed 88-92 buffers, released up to 37 MiB at the cap in 17-18 rounds
+/// of 20 and took over 100 page faults in 10-17 (up to 5,624), running up to 2.3x the
+/// `Mutex<Vec>` pool's time in those rounds. Lent at the cap: 21-26 misses (small sizes),
+/// nothing released at the cap, 60.5-60.9 MiB retained, one round of 20 over 100 faults,
+/// and at most 1.36x.
 ///
+/// [`Classes::lenders`]: crate::engine::class::Classes::lenders
 fn may_lend(o: &Owner<'_>, pool: &PoolState, t: usize, how: Fresh) -> bool {
     pool.lends(how)
         && !o.is_dead()
