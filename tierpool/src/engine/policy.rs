@@ -145,21 +145,10 @@ pub(crate) fn get_slow(
         prepare_hit(&mut v, n, how);
         return Ok(Got::Buf(Owned::new(v, pool.align()), Tag::tier(t)));
     }
-    // Else, once per tier and interval or at the cap (`may_lend`), a larger tier's: from
-    // this cache's stacks (the pop counts as that tier's hit, `counters.rs`), then the depot.
-    if may_lend(o, pool, t, how) {
-        let cached = pool
-            .classes
-            .lenders(t)
-            .find_map(|u| o.pop(u).map(|v| (v, u)));
-        if let Some((mut v, u)) = cached.or_else(|| {
-            let (v, u) = pool.take_lent(t)?;
-            o.count(u, Count::DirectHit, 1);
-            Some((v, u))
-        }) {
-            prepare_hit(&mut v, n, how);
-            return Ok(Got::Buf(Owned::new(v, pool.align()), Tag::tier(u)));
-        }
+    // Else a larger tier's buffer, if one may be lent (`lend`).
+    if let Some((mut v, u)) = lend(o, pool, t, how) {
+        prepare_hit(&mut v, n, how);
+        return Ok(Got::Buf(Owned::new(v, pool.align()), Tag::tier(u)));
     }
     // A miss: room for the new buffer's return, which at the cap may evict the depot's
     // oldest buffers of other tiers (`grow`), so that the pool keeps what is used now.
@@ -171,36 +160,66 @@ pub(crate) fn get_slow(
     Ok(Got::Buf(Owned::new(v, pool.align()), Tag::tier(t)))
 }
 
-/// True if a get of tier `t` that found no buffer of its own may be lent one of a larger
-/// tier ([`Classes::lenders`]) rather than allocate: where the pool and `how` lend
-/// ([`PoolState::lends`]), once per tier and interval (this marks it), and beyond that
-/// whenever a fresh buffer would have nowhere to go: the tier has no room in this cache and
-/// the pool's allowance is spent. With several
-/// tiers per doubling, a thread whose sizes vary keeps buffers of many neighbouring tiers,
-/// and the retained cap cannot hold one of each (the `mixed` workload's random sizes touched
-/// 46 tiers, 96 MiB of them, when the default had four per doubling up to 16 MiB; 33 MiB a
-/// thread with the default now). Once per interval so that the next miss allocates and a tier in
-/// steady use gets buffers of its own, staying on the fast path (a thread getting 1000 bytes
-/// in a loop, lent its 2048-byte buffer each time, took the slow path and the depot's lock
-/// on every get).
+/// A larger tier's buffer ([`Classes::lenders`]: up to twice the size, nearest first) for a
+/// get of tier `t` that found none of its own, if it may be lent one, and that tier. Where
+/// the pool and `how` lend ([`PoolState::lends`]):
 ///
-/// At the cap that reasoning turns around: a buffer allocated for a tier without room is
-/// retained only by evicting another (its reservation, `grow`) or not at all (its return is
-/// refused), so the pool churns, and each buffer it frees and allocates again costs the
-/// allocator fresh pages. The `mixed` workload's random sizes, with the once-per-interval
-/// rule alone, needed 68.5 MiB to allocate nothing (a 128 MiB cap); against the 64 MiB
-/// default, in rounds 5-24 of `cargo run --release -p tierpool-bench --example mixed_cap`
-/// (two runs), they missed 88-92 buffers, released up to 37 MiB at the cap in 17-18 rounds
-/// of 20 and took over 100 page faults in 10-17 (up to 5,624), running up to 2.3x the
-/// `Mutex<Vec>` pool's time in those rounds. Lent at the cap: 21-26 misses (small sizes),
-/// nothing released at the cap, 60.5-60.9 MiB retained, one round of 20 over 100 faults,
-/// and at most 1.36x.
+/// - **Once per tier and interval** (the cache's `lent` mark), from this cache's stacks (the
+///   pop counts as that tier's hit, `counters.rs`), then the depot. With several tiers per
+///   doubling, a thread whose sizes vary keeps buffers of many neighbouring tiers, and the
+///   retained cap cannot hold one of each (the `mixed` workload's random sizes touched 46
+///   tiers, 96 MiB of them, when the default had four per doubling up to 16 MiB; 33 MiB a
+///   thread with the default now). Only once, so that the next miss allocates and a tier in
+///   steady use gets buffers of its own, staying on the fast path (a thread getting 1000
+///   bytes in a loop, lent its 2048-byte buffer each time, took the slow path and the
+///   depot's lock on every get).
+/// - **At the cap, however often, from the depot**, for a tier with no room in this cache
+///   while the pool's allowance has less than one of its buffers free, before (and without
+///   spending) the interval's loan. A buffer allocated there is kept only by evicting another
+///   retained buffer (its reservation, `grow`) or not at all (its return is refused), so the
+///   pool churned, and each buffer it frees and allocates again costs the allocator fresh
+///   pages; a loan from the depot frees the allowance the buffer held there, so the tier's
+///   next get can reserve room of its own. Not from this cache's stacks: their room stays with
+///   them, the tier would never get room, and a get in a loop would take the slow path every
+///   time (a review's finding on the first form, which lent from both).
+///
+/// The `mixed` workload's random sizes, with the once-per-interval rule alone, needed 68.5
+/// MiB to allocate nothing (a 128 MiB cap); against the 64 MiB default, in rounds 5-24 of
+/// `cargo run --release -p tierpool-bench --example mixed_cap` (two runs), they missed 88-92
+/// buffers, released up to 37 MiB at the cap in 17-18 rounds of 20 and took over 100 page
+/// faults in 10-17 (up to 5,624), running up to 2.3x the `Mutex<Vec>` pool's time in those
+/// rounds. Lent at the cap from the depot: 22-26 misses (small sizes), nothing released at
+/// the cap in 39 rounds of 40 (8 MiB in one), 60.4-60.7 MiB retained, at most 3 page faults
+/// in a round, and a median of 0.986x and 0.989x the `Mutex<Vec>` pool's time.
+///
+/// Where caches keep their own allowance (no heavy fence), it is never spent, and only the
+/// interval's loan applies.
 ///
 /// [`Classes::lenders`]: crate::engine::class::Classes::lenders
-fn may_lend(o: &Owner<'_>, pool: &PoolState, t: usize, how: Fresh) -> bool {
-    pool.lends(how)
-        && !o.is_dead()
-        && (o.mark_lent(t) || (o.limit(t) == 0 && o.allowance_spent(o.size(t))))
+fn lend(o: &Owner<'_>, pool: &PoolState, t: usize, how: Fresh) -> Option<(Vec<u8>, usize)> {
+    if !pool.lends(how) || o.is_dead() {
+        return None;
+    }
+    let from_depot = || {
+        let (v, u) = pool.take_lent(t)?;
+        o.count(u, Count::DirectHit, 1);
+        Some((v, u))
+    };
+    let at_cap = o.limit(t) == 0 && o.allowance_spent(o.size(t));
+    if at_cap {
+        if let Some(lent) = from_depot() {
+            return Some(lent);
+        }
+    }
+    if !o.mark_lent(t) {
+        return None;
+    }
+    let cached = pool
+        .classes
+        .lenders(t)
+        .find_map(|u| o.pop(u).map(|v| (v, u)));
+    // At the cap the depot was looked at just now.
+    cached.or_else(|| if at_cap { None } else { from_depot() })
 }
 
 /// Moves up to `n` of tier `t`'s buffers from the depot onto the stack (their charges are
@@ -989,12 +1008,91 @@ mod tests {
         state.caches.detach(&cache);
     }
 
-    /// A get of a tier with no room, at the cap, is lent a larger tier's buffer however
-    /// often: a fresh one could be kept only by evicting another retained buffer, or not at
-    /// all. A tier with room allocates its own (it then stays on the fast path), as does any
-    /// tier below the cap after its one loan per interval.
+    /// A refill moves buffers with their room only as far as the tier's cap and
+    /// `cache_bytes` allow, then stops (the rest stay in the depot, counted there), and the
+    /// allowance counts every retained byte once throughout.
     #[test]
-    fn at_the_cap_a_get_without_room_is_lent_rather_than_allocate() {
+    fn a_refill_with_room_stops_at_the_tiers_cap_and_at_cache_bytes() {
+        // Tier 0 (64) may hold four buffers in the cache's 256 bytes.
+        let state = capped(&[64, 128], 1024, 256);
+        if !state.caches_share_allowance() {
+            return; // no heavy fence here: caches do not draw from the depot's allowance
+        }
+        let cache = state.new_cache(Key::new(1, false, 1));
+        // SAFETY: nothing else reaches this cache.
+        let o = unsafe { Owner::new_unshared(&cache) };
+        let books = |o: &Owner<'_>| {
+            let reserved: usize = (0..o.tiers()).map(|t| o.limit(t) * o.size(t)).sum();
+            assert_eq!(
+                state.depot.allowance().held(),
+                state.depot.bytes() + reserved
+            );
+        };
+        for _ in 0..4 {
+            state.depot.put_one(0, Vec::with_capacity(64)).unwrap();
+        }
+        // Tier 1 holds half of `cache_bytes`: two buffers' room is left for tier 0.
+        assert!(o.set_limit(1, 1));
+        books(&o);
+        assert_eq!(refill(&o, &state, 0, 4), 2, "cache_bytes stops the third");
+        assert_eq!((o.len(0), o.limit(0), state.depot.bytes()), (2, 2, 128));
+        books(&o);
+        // Tier 1's room given back: the other two come, with theirs, up to the tier's cap.
+        assert!(o.set_limit(1, 0));
+        for _ in 0..2 {
+            state.depot.put_one(0, Vec::with_capacity(64)).unwrap();
+        }
+        assert_eq!(
+            refill(&o, &state, 0, 4),
+            2,
+            "the tier's cap stops the fifth"
+        );
+        assert_eq!((o.len(0), o.limit(0), state.depot.bytes()), (4, 4, 128));
+        books(&o);
+        assert_eq!(
+            refill(&o, &state, 0, 4),
+            0,
+            "a full stack at its cap takes nothing"
+        );
+        assert_eq!(state.depot.bytes(), 128);
+        books(&o);
+        release_all(&o, &state);
+        books(&o);
+        drop(o);
+        state.caches.detach(&cache);
+    }
+
+    /// Gets as the fast path's caller runs them (the deferred work after each), on one
+    /// cache of `state`.
+    fn ops<'a>(
+        state: &'a PoolState,
+        cache: &'a Cache,
+    ) -> (impl Fn(usize) -> Vec<u8> + 'a, impl Fn(Vec<u8>) + 'a) {
+        let owner = || {
+            // SAFETY: the test's cache, used by one call at a time.
+            unsafe { Owner::new_unshared(cache) }
+        };
+        let get = move |n: usize| {
+            finish(owner(), state, |o| {
+                match get_slow(o, state, n, Fresh::Plain, 0).unwrap() {
+                    Got::Buf(v, _) => v.into_vec(),
+                    Got::Wait(_) => panic!("no budget here"),
+                }
+            })
+        };
+        let put = move |v: Vec<u8>| {
+            let tag = Tag::tier(state.classes.for_put(v.capacity()).unwrap());
+            finish(owner(), state, move |o| put_slow(o, state, v, tag));
+        };
+        (get, put)
+    }
+
+    /// A get of a tier with no room, at the cap, is lent the depot's larger buffer however
+    /// often, and without spending the interval's loan: a fresh one could be kept only by
+    /// evicting another retained buffer, or not at all. A tier with room allocates its own
+    /// (it then stays on the fast path).
+    #[test]
+    fn at_the_cap_a_get_without_room_is_lent_the_depots_buffers() {
         // Tier 0 (64) may hold one buffer; tier 1 (128) is above `cache_bytes` (the large
         // slot).
         let state = capped(&[64, 128], 256, 64);
@@ -1003,38 +1101,30 @@ mod tests {
         }
         assert!(state.lends(Fresh::Plain));
         let cache = state.new_cache(Key::new(1, false, 1));
-        let get = |n: usize| {
-            // SAFETY: nothing else reaches this cache.
-            let o = unsafe { Owner::new_unshared(&cache) };
-            finish(o, &state, |o| {
-                match get_slow(o, &state, n, Fresh::Plain, 0).unwrap() {
-                    Got::Buf(v, _) => v.into_vec(),
-                    Got::Wait(_) => panic!("no budget"),
-                }
-            })
-        };
-        let limit0 = || {
-            // SAFETY: as above.
-            unsafe { Owner::new_unshared(&cache) }.limit(0)
+        let (get, _) = ops(&state, &cache);
+        let owner = || {
+            // SAFETY: as in `ops`.
+            unsafe { Owner::new_unshared(&cache) }
         };
         // The allowance spent by the depot's two 128-byte buffers: tier 0 gets no room, and
-        // its first get (the interval's loan) is lent one.
+        // is lent one.
         for _ in 0..2 {
             state.depot.put_one(1, Vec::with_capacity(128)).unwrap();
         }
         let first = get(50);
-        assert_eq!((first.capacity(), limit0()), (128, 0));
-        // Another thread returns one (the allowance spent again): the second get of the
-        // interval is lent too, where it allocated a 64-byte buffer before.
+        assert_eq!((first.capacity(), owner().limit(0)), (128, 0));
+        // Another thread returns one (the allowance spent again): lent again, where it
+        // allocated a 64-byte buffer before (the interval's loan was spent).
         state.depot.put_one(1, Vec::with_capacity(128)).unwrap();
         let second = get(50);
         assert_eq!(second.capacity(), 128, "lent at the cap, not allocated");
         assert_eq!(state.depot.bytes(), 128);
+        assert!(owner().mark_lent(0), "the interval's loan is still there");
         // With room left (a 128-byte buffer's worth of allowance free), the tier reserves
         // it and allocates its own buffer.
         let third = get(50);
         assert_eq!(
-            (third.capacity(), limit0()),
+            (third.capacity(), owner().limit(0)),
             (64, 1),
             "its own, into its room"
         );
@@ -1049,6 +1139,58 @@ mod tests {
         assert_eq!(fourth.capacity(), 64, "a tier with room allocates its own");
         drop((first, second, third, fourth)); // freed, not returned: the test is about gets
         state.caches.detach(&other);
+        state.caches.detach(&cache);
+    }
+
+    /// At the cap, this cache's own stacks lend only the interval's loan: their room stays
+    /// with them, so a tier lent from them every time would never get room of its own and
+    /// would take the slow path on every get. After the loan the tier evicts the depot's
+    /// idle buffer of another size for room, allocates its own, and keeps it.
+    #[test]
+    fn at_the_cap_a_tier_gets_room_of_its_own_after_one_loan_from_its_cache() {
+        // Tiers 64 / 128 / 256 in 256 bytes of cache; the lenders of 64 are the 128s.
+        let state = capped(&[64, 128, 256], 384, 256);
+        if !state.caches_share_allowance() {
+            return; // no heavy fence here: caches do not draw from the depot's allowance
+        }
+        let cache = state.new_cache(Key::new(1, false, 1));
+        let (get, put) = ops(&state, &cache);
+        let owner = || {
+            // SAFETY: as in `ops`.
+            unsafe { Owner::new_unshared(&cache) }
+        };
+        // The cache holds a 128 (its room), the depot a 256: the allowance is spent.
+        put(Vec::with_capacity(128));
+        state.depot.put_one(2, Vec::with_capacity(256)).unwrap();
+        assert_eq!(state.depot.allowance().free(), 0);
+        // The interval's loan: the cache's own 128, which goes back to its stack.
+        let lent = get(50);
+        assert_eq!((lent.capacity(), owner().limit(0)), (128, 0));
+        put(lent);
+        assert_eq!(owner().len(1), 1);
+        // The next get is not lent the same buffer again: the depot's 256 makes way for
+        // tier 0's room, and the tier allocates its own buffer, which it keeps.
+        let own = get(50);
+        assert_eq!(
+            own.capacity(),
+            64,
+            "its own buffer, not the cache's 128 again"
+        );
+        assert_eq!((owner().limit(0), state.depot.bytes()), (1, 0));
+        put(own);
+        assert_eq!((owner().len(0), owner().len(1)), (1, 1));
+        let again = get(50);
+        assert_eq!(
+            (again.capacity(), owner().len(0)),
+            (64, 0),
+            "from its own stack"
+        );
+        put(again);
+        assert_eq!(
+            state.depot.allowance().held(),
+            64 + 128,
+            "every retained byte counted once"
+        );
         state.caches.detach(&cache);
     }
 
