@@ -173,15 +173,27 @@ pub(crate) fn get_slow(
 ///   steady use gets buffers of its own, staying on the fast path (a thread getting 1000
 ///   bytes in a loop, lent its 2048-byte buffer each time, took the slow path and the
 ///   depot's lock on every get).
-/// - **At the cap, however often, from the depot**, for a tier with no room in this cache
+/// - **At the cap, from the depot, however often**, for a tier with no room in this cache
 ///   while the pool's allowance has less than one of its buffers free, before (and without
 ///   spending) the interval's loan. A buffer allocated there is kept only by evicting another
 ///   retained buffer (its reservation, `grow`) or not at all (its return is refused), so the
 ///   pool churned, and each buffer it frees and allocates again costs the allocator fresh
-///   pages; a loan from the depot frees the allowance the buffer held there, so the tier's
-///   next get can reserve room of its own. Not from this cache's stacks: their room stays with
-///   them, the tier would never get room, and a get in a loop would take the slow path every
-///   time (a review's finding on the first form, which lent from both).
+///   pages. The loan frees the allowance its buffer held in the depot, so the tier's next
+///   get can take room of its own if no return spent it first. Not from this cache's stacks:
+///   their room stays with them, and a get of one size in a loop, lent from them every time,
+///   would never get room (a review's finding on the first form). One loop remains, found by
+///   a second review: a cache whose `cache_bytes` a lending tier's stack fills gives that
+///   stack to the depot to make room for a refill (`make_room`), is lent its buffer back,
+///   and the return reserves the lender's room again, so every get takes the slow path (and
+///   the depot's locks), allocating, evicting and releasing nothing; before, each get
+///   allocated and its return was refused, or the first evicted the depot's idle buffers of
+///   other sizes and the tier stayed on the fast path after. It ends when those idle
+///   buffers decay and the allowance has room (at most two intervals), or, where other
+///   threads keep the pool at the cap, lasts while they do. Taking the tier's room out of
+///   the loan at once ends the loop, but brought the `mixed` churn back (faults over 100 in
+///   19 of 20 rounds of `mixed_cap`), as did skipping the refill's room-making when the
+///   depot has none of the tier (13 and 16 of 20); a bound on loans per interval would
+///   trade the loop for the churn once it is reached.
 ///
 /// The `mixed` workload's random sizes, with the once-per-interval rule alone, needed 68.5
 /// MiB to allocate nothing (a 128 MiB cap); against the 64 MiB default, in rounds 5-24 of
@@ -1087,6 +1099,18 @@ mod tests {
         (get, put)
     }
 
+    /// Every retained byte counted once: the allowance is the depot's bytes plus every
+    /// reservation of `cache`.
+    fn assert_books(state: &PoolState, cache: &Cache) {
+        // SAFETY: the test's cache, used by one call at a time.
+        let o = unsafe { Owner::new_unshared(cache) };
+        let reserved: usize = (0..o.tiers()).map(|t| o.limit(t) * o.size(t)).sum();
+        assert_eq!(
+            state.depot.allowance().held(),
+            state.depot.bytes() + reserved
+        );
+    }
+
     /// A get of a tier with no room, at the cap, is lent the depot's larger buffer however
     /// often, and without spending the interval's loan: a fresh one could be kept only by
     /// evicting another retained buffer, or not at all. A tier with room allocates its own
@@ -1142,6 +1166,60 @@ mod tests {
         state.caches.detach(&cache);
     }
 
+    /// The loop a second review found: a cache whose `cache_bytes` a lending tier's stack
+    /// fills, at the cap. Each get gives that stack to the depot to make room for a batch
+    /// (`make_room`), the depot lends its buffer back, and the return reserves the lender's
+    /// room again: the slow path on every get, but nothing allocated, evicted or released
+    /// (before, each get allocated and its return was refused, or the first evicted the
+    /// depot's idle buffer). It ends when the depot's idle buffers decay: the allowance then
+    /// has room, and the tier gets buffers of its own.
+    #[test]
+    fn at_the_cap_a_get_in_a_loop_borrows_until_idle_buffers_decay() {
+        // Tiers 64 / 128 / 256 in 128 bytes of cache (256 is the large slot).
+        let state = capped(&[64, 128, 256], 384, 128);
+        if !state.caches_share_allowance() {
+            return; // no heavy fence here: caches do not draw from the depot's allowance
+        }
+        let cache = state.new_cache(Key::new(1, false, 1));
+        let (get, put) = ops(&state, &cache);
+        let owner = || {
+            // SAFETY: as in `ops`.
+            unsafe { Owner::new_unshared(&cache) }
+        };
+        // The cache's 128 bytes hold a 128; the depot an idle 256: the allowance is spent.
+        put(Vec::with_capacity(128));
+        state.depot.put_one(2, Vec::with_capacity(256)).unwrap();
+        state.depot.decay(); // a first boundary: the 256 idle from here on
+        assert_eq!(state.depot.allowance().free(), 0);
+        for _ in 0..3 {
+            let lent = get(50);
+            assert_eq!((lent.capacity(), owner().limit(0)), (128, 0));
+            put(lent);
+            assert_eq!(state.depot.bytes(), 256, "nothing evicted");
+            assert_books(&state, &cache);
+        }
+        // The 256 stayed idle through an interval: decay releases it, and the allowance
+        // has room. The next get takes room, and is lent the interval's loan (the 128,
+        // given to the depot to make that room); the one after allocates its own buffer,
+        // which the next pops.
+        assert_eq!(state.depot.decay(), 256);
+        let lent = get(50);
+        assert_eq!((lent.capacity(), owner().limit(0)), (128, 1));
+        let own = get(50);
+        assert_eq!(own.capacity(), 64, "its own buffer");
+        put(lent);
+        put(own);
+        let again = get(50);
+        assert_eq!(
+            (again.capacity(), owner().len(0)),
+            (64, 0),
+            "from its stack"
+        );
+        put(again);
+        assert_books(&state, &cache);
+        state.caches.detach(&cache);
+    }
+
     /// At the cap, this cache's own stacks lend only the interval's loan: their room stays
     /// with them, so a tier lent from them every time would never get room of its own and
     /// would take the slow path on every get. After the loan the tier evicts the depot's
@@ -1178,7 +1256,9 @@ mod tests {
         );
         assert_eq!((owner().limit(0), state.depot.bytes()), (1, 0));
         put(own);
-        assert_eq!((owner().len(0), owner().len(1)), (1, 1));
+        let o = owner();
+        assert_eq!((o.len(0), o.len(1)), (1, 1));
+        drop(o);
         let again = get(50);
         assert_eq!(
             (again.capacity(), owner().len(0)),
@@ -1191,6 +1271,59 @@ mod tests {
             64 + 128,
             "every retained byte counted once"
         );
+        state.caches.detach(&cache);
+    }
+
+    /// Under a budget, a refill moves only the buffers the budget could pay for (the rest of
+    /// the batch stays in the depot), and the charges stay exact: what is out and what the
+    /// stack holds are charged, nothing else.
+    #[test]
+    fn a_refill_under_a_budget_moves_only_what_it_paid_for() {
+        // A budget of 8192 + 192 bytes (thread caches of 512 fit under its sixteenth).
+        let b = Builder::new()
+            .tiers([64, 8192])
+            .max_retained_bytes(1 << 20)
+            .thread_cache_bytes(512)
+            .max_in_use_bytes(8192 + 192);
+        let state = PoolState::new(b.validate().unwrap());
+        if !state.caches_share_allowance() {
+            return; // no heavy fence here: the refill is limited by the tier's room instead
+        }
+        for _ in 0..6 {
+            state.depot.put_one(0, Vec::with_capacity(64)).unwrap();
+        }
+        let cache = state.new_cache(Key::new(1, false, 1));
+        let (get, put) = ops(&state, &cache);
+        let owner = || {
+            // SAFETY: as in `ops`.
+            unsafe { Owner::new_unshared(&cache) }
+        };
+        let big = get(8000); // 192 bytes of the budget left
+        let first = get(50); // a refill of one (slow start)
+        assert_eq!((owner().len(0), state.in_use()), (0, 8192 + 64));
+        // The next refill asks for a batch of four; the budget has room for two.
+        owner().double_fill(0, 4);
+        assert_eq!(owner().fill(0, 4), 4);
+        let second = get(50);
+        assert_eq!(
+            owner().len(0),
+            1,
+            "two moved: one handed out, one on the stack"
+        );
+        assert_eq!(
+            state.depot.bytes(),
+            3 * 64,
+            "the other two stay in the depot"
+        );
+        assert_eq!(
+            state.in_use(),
+            8192 + 128,
+            "what is out is charged, the stack apart"
+        );
+        for v in [big, first, second] {
+            put(v);
+        }
+        assert_eq!(state.in_use(), 0, "every charge came back");
         state.caches.detach(&cache);
     }
 

@@ -125,9 +125,9 @@ pub(crate) struct TierCold {
     pub(in crate::engine) other_returns: AtomicU64,
     /// Buffers released to the allocator by this cache (including `released`).
     pub(in crate::engine) discarded: AtomicU64,
-    /// True once this interval a get of this tier used its loan of a larger tier's buffer
-    /// (`policy::lend`; the depot's loans at the cap do not use it); cleared by decay. Only
-    /// the owner reads or writes it.
+    /// True once this interval a get of this tier asked for its loan of a larger tier's
+    /// buffer, found or not (`policy::lend`; the depot's loans at the cap do not use it);
+    /// cleared by decay. Only the owner reads or writes it.
     pub(in crate::engine) lent: AtomicBool,
     /// Buffers the tier's next refill asks the depot for (slow start, `policy.rs`): 0 (read
     /// as 1) for a tier new to this cache or that gave up its storage, doubled by each refill
