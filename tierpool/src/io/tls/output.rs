@@ -19,16 +19,24 @@ const MAX_FRAGMENT: usize = 16 << 10;
 pub(crate) const HELLO: usize = 4 << 10;
 /// The least buffer taken for application data.
 const MIN_WRITE: usize = 8 << 10;
-/// The most plaintext one write encrypts at once: three full records, which rustls'
-/// reservation (below) fits in a 64 KiB buffer.
-const MAX_WRITE: usize = 3 * MAX_FRAGMENT;
+/// The least plaintext rustls puts in a full record once it encrypts: its fragmenter keeps
+/// each protected record within 16 KiB and the header, so a record's plaintext is 16 KiB less
+/// the cipher's overhead (17 bytes for TLS 1.3's suites, 24 for TLS 1.2's AES-GCM), never
+/// less than this.
+const RECORD_PLAINTEXT: usize = MAX_FRAGMENT - RECORD_OVERHEAD;
+/// The most plaintext one write encrypts at once: three records however the cipher
+/// fragments, which rustls' reservation (below) fits in a 56 KiB buffer.
+const MAX_WRITE: usize = 3 * RECORD_PLAINTEXT;
 
 /// The room rustls asks for to encrypt `n` bytes of plaintext, and one alert or key update
 /// after them. rustls reserves as many records as it makes, each the size of the first
 /// (`Vec::reserve`): a buffer with less room would be reallocated, out of the pool, and
-/// copied.
+/// copied. Records are counted at [`RECORD_PLAINTEXT`] each, the fewest bytes a record
+/// holds: counted at a full 16 KiB, a 48 KiB write was three records here and four in
+/// rustls, whose reservation then outgrew the 56 KiB buffer (`tests/tls.rs`
+/// `writes_never_outgrow_their_pooled_buffers`).
 pub(crate) fn sealed_len(n: usize) -> usize {
-    let records = n.div_ceil(MAX_FRAGMENT).max(1);
+    let records = n.div_ceil(RECORD_PLAINTEXT).max(1);
     records * (n.min(MAX_FRAGMENT) + RECORD_OVERHEAD) + RECORD_OVERHEAD
 }
 
@@ -174,9 +182,13 @@ mod tests {
         // rustls reserves `records * (5 + first record's ciphertext)`, the ciphertext at
         // most 16 KiB + 256 (TLS 1.3's padding and tag, TLS 1.2's nonce and tag are less).
         let n = write_chunk(usize::MAX);
-        let rustls_reserves = 3 * (5 + MAX_FRAGMENT + 17);
+        // At most three records, however the cipher fragments (24 bytes of overhead or
+        // less: TLS 1.2's AES-GCM), each reserved at the first one's protected size.
+        let per_record = MAX_FRAGMENT - 24;
+        assert!(n.div_ceil(per_record) <= 3);
+        let rustls_reserves = 3 * (5 + MAX_FRAGMENT + 24);
         assert!(sealed_len(n) >= rustls_reserves);
-        assert!(sealed_len(n) <= 64 << 10);
+        assert!(sealed_len(n) <= 56 << 10);
         assert!(sealed_len(1) >= 5 + 1 + 17 + 5 + 2 + 17); // a record and an alert
     }
 }
