@@ -152,6 +152,21 @@ async fn round_trip(
     Ok(r.unsplit(w))
 }
 
+/// One connection to a fresh echo server on `acceptor`: `data` sent in `chunk`-byte writes
+/// and echoed back. Returns the client's stream and the bytes the server's held at its end.
+async fn echo_once(
+    acceptor: &TlsAcceptor,
+    connector: &TlsConnector,
+    data: Vec<u8>,
+    chunk: usize,
+) -> (TlsStream<TcpStream, rustls::client::ClientSide>, usize) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = tokio::spawn(echo_server(listener, acceptor.clone()));
+    let client = round_trip(connector, addr, data, chunk).await.unwrap();
+    (client, server.await.unwrap().unwrap())
+}
+
 #[test]
 fn round_trips_of_every_size_across_record_boundaries_give_every_buffer_back() {
     rt().block_on(async {
@@ -174,13 +189,7 @@ fn round_trips_of_every_size_across_record_boundaries_give_every_buffer_back() {
         .iter()
         .enumerate()
         {
-            let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-            let addr = listener.local_addr().unwrap();
-            let server = tokio::spawn(echo_server(listener, acceptor.clone()));
-            let client = round_trip(&connector, addr, pattern(n, i as u8), chunk)
-                .await
-                .unwrap();
-            let end = server.await.unwrap().unwrap();
+            let (client, end) = echo_once(&acceptor, &connector, pattern(n, i as u8), chunk).await;
             assert_eq!(end, 0, "{n} bytes: the server held a buffer at the end");
             assert_eq!(client.held_bytes(), 0);
             drop(client);
@@ -219,14 +228,7 @@ fn writes_never_outgrow_their_pooled_buffers() {
             .iter()
             .enumerate()
             {
-                let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-                let addr = listener.local_addr().unwrap();
-                let server = tokio::spawn(echo_server(listener, acceptor.clone()));
-                let client = round_trip(&connector, addr, pattern(n, i as u8), chunk)
-                    .await
-                    .unwrap();
-                server.await.unwrap().unwrap();
-                drop(client);
+                echo_once(&acceptor, &connector, pattern(n, i as u8), chunk).await;
             }
             for (side, pool) in [("server", &server_pool), ("client", &client_pool)] {
                 for t in pool.stats().tiers {

@@ -907,34 +907,9 @@ mod tests {
                 return; // no heavy fence here: caches do not draw from the depot's allowance
             }
             let cache = state.new_cache(Key::new(1, false, 1));
-            // Each operation as the fast path's caller runs it: the deferred work (refunds,
-            // a steal) after it.
-            let owner = || {
-                // SAFETY: nothing else reaches this cache.
-                unsafe { Owner::new_unshared(&cache) }
-            };
-            let get = |n: usize| {
-                finish(owner(), &state, |o| {
-                    match get_slow(o, &state, n, Fresh::Plain, 0).unwrap() {
-                        Got::Buf(v, _) => v.into_vec(),
-                        Got::Wait(_) => panic!("the budget has room"),
-                    }
-                })
-            };
-            let put = |v: Vec<u8>| {
-                let tag = Tag::tier(state.classes.for_put(v.capacity()).unwrap());
-                let state = &state;
-                finish(owner(), state, move |o| put_slow(o, state, v, tag));
-            };
-            let books = || {
-                let o = owner();
-                let reserved: usize = (0..o.tiers()).map(|t| o.limit(t) * o.size(t)).sum();
-                assert_eq!(
-                    state.depot.allowance().held(),
-                    state.depot.bytes() + reserved,
-                    "every retained byte counted once (budget: {budget})"
-                );
-            };
+            let (get, put) = ops(&state, &cache);
+            let owner = || owner_of(&cache);
+            let books = || assert_books(&state, &cache);
             // Tier 1's stack holds a buffer (a miss, returned: all of `cache_bytes`), the
             // large slot one of 512 (tier 2); the depot holds four of 64 bytes, two of 256 and
             // one of 1024: the allowance is spent.
@@ -987,6 +962,7 @@ mod tests {
             }
             assert_eq!(state.depot.allowance().held(), 2560);
             state.caches.detach(&cache);
+            drop((get, put, books, owner));
             drop(cache);
             assert_eq!(state.depot.allowance().held(), state.depot.bytes());
         }
@@ -1031,8 +1007,7 @@ mod tests {
             return; // no heavy fence here: caches do not draw from the depot's allowance
         }
         let cache = state.new_cache(Key::new(1, false, 1));
-        // SAFETY: nothing else reaches this cache.
-        let o = unsafe { Owner::new_unshared(&cache) };
+        let o = owner_of(&cache);
         let books = |o: &Owner<'_>| {
             let reserved: usize = (0..o.tiers()).map(|t| o.limit(t) * o.size(t)).sum();
             assert_eq!(
@@ -1074,18 +1049,21 @@ mod tests {
         state.caches.detach(&cache);
     }
 
-    /// Gets as the fast path's caller runs them (the deferred work after each), on one
-    /// cache of `state`.
+    /// The owner of a test's `cache`, which one call at a time uses.
+    fn owner_of(cache: &Cache) -> Owner<'_> {
+        // SAFETY: the test's cache: nothing else reaches it, and the tests take one owner at
+        // a time.
+        unsafe { Owner::new_unshared(cache) }
+    }
+
+    /// Gets and returns as the fast path's caller runs them (the deferred work after each),
+    /// on one cache of `state`.
     fn ops<'a>(
         state: &'a PoolState,
         cache: &'a Cache,
     ) -> (impl Fn(usize) -> Vec<u8> + 'a, impl Fn(Vec<u8>) + 'a) {
-        let owner = || {
-            // SAFETY: the test's cache, used by one call at a time.
-            unsafe { Owner::new_unshared(cache) }
-        };
         let get = move |n: usize| {
-            finish(owner(), state, |o| {
+            finish(owner_of(cache), state, |o| {
                 match get_slow(o, state, n, Fresh::Plain, 0).unwrap() {
                     Got::Buf(v, _) => v.into_vec(),
                     Got::Wait(_) => panic!("no budget here"),
@@ -1094,7 +1072,7 @@ mod tests {
         };
         let put = move |v: Vec<u8>| {
             let tag = Tag::tier(state.classes.for_put(v.capacity()).unwrap());
-            finish(owner(), state, move |o| put_slow(o, state, v, tag));
+            finish(owner_of(cache), state, move |o| put_slow(o, state, v, tag));
         };
         (get, put)
     }
@@ -1102,8 +1080,7 @@ mod tests {
     /// Every retained byte counted once: the allowance is the depot's bytes plus every
     /// reservation of `cache`.
     fn assert_books(state: &PoolState, cache: &Cache) {
-        // SAFETY: the test's cache, used by one call at a time.
-        let o = unsafe { Owner::new_unshared(cache) };
+        let o = owner_of(cache);
         let reserved: usize = (0..o.tiers()).map(|t| o.limit(t) * o.size(t)).sum();
         assert_eq!(
             state.depot.allowance().held(),
@@ -1126,10 +1103,7 @@ mod tests {
         assert!(state.lends(Fresh::Plain));
         let cache = state.new_cache(Key::new(1, false, 1));
         let (get, _) = ops(&state, &cache);
-        let owner = || {
-            // SAFETY: as in `ops`.
-            unsafe { Owner::new_unshared(&cache) }
-        };
+        let owner = || owner_of(&cache);
         // The allowance spent by the depot's two 128-byte buffers: tier 0 gets no room, and
         // is lent one.
         for _ in 0..2 {
@@ -1156,8 +1130,7 @@ mod tests {
         // Another cache takes the last of the allowance: tier 0 still has its room (the
         // third buffer is out), so a fresh buffer will be kept there, and it allocates one.
         let other = state.new_cache(Key::new(2, false, 1));
-        // SAFETY: nothing else reaches this cache.
-        assert!(unsafe { Owner::new_unshared(&other) }.set_limit(0, 1));
+        assert!(owner_of(&other).set_limit(0, 1));
         assert_eq!(state.depot.allowance().free(), 0);
         let fourth = get(50);
         assert_eq!(fourth.capacity(), 64, "a tier with room allocates its own");
@@ -1182,10 +1155,7 @@ mod tests {
         }
         let cache = state.new_cache(Key::new(1, false, 1));
         let (get, put) = ops(&state, &cache);
-        let owner = || {
-            // SAFETY: as in `ops`.
-            unsafe { Owner::new_unshared(&cache) }
-        };
+        let owner = || owner_of(&cache);
         // The cache's 128 bytes hold a 128; the depot an idle 256: the allowance is spent.
         put(Vec::with_capacity(128));
         state.depot.put_one(2, Vec::with_capacity(256)).unwrap();
@@ -1233,10 +1203,7 @@ mod tests {
         }
         let cache = state.new_cache(Key::new(1, false, 1));
         let (get, put) = ops(&state, &cache);
-        let owner = || {
-            // SAFETY: as in `ops`.
-            unsafe { Owner::new_unshared(&cache) }
-        };
+        let owner = || owner_of(&cache);
         // The cache holds a 128 (its room), the depot a 256: the allowance is spent.
         put(Vec::with_capacity(128));
         state.depot.put_one(2, Vec::with_capacity(256)).unwrap();
@@ -1294,10 +1261,7 @@ mod tests {
         }
         let cache = state.new_cache(Key::new(1, false, 1));
         let (get, put) = ops(&state, &cache);
-        let owner = || {
-            // SAFETY: as in `ops`.
-            unsafe { Owner::new_unshared(&cache) }
-        };
+        let owner = || owner_of(&cache);
         let big = get(8000); // 192 bytes of the budget left
         let first = get(50); // a refill of one (slow start)
         assert_eq!((owner().len(0), state.in_use()), (0, 8192 + 64));
