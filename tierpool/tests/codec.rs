@@ -710,3 +710,64 @@ fn buf_writer_holds_a_buffer_only_while_bytes_wait() {
     let s = pool.stats();
     assert_eq!(s.gets, s.returned);
 }
+
+/// Items larger than the backpressure boundary (a 64 KiB reply) are encoded into a pooled
+/// buffer that fits after the first: the sink sizes its next buffer for what the last one
+/// held, so the encoder's `reserve` does not grow it out of the pool on every item.
+#[test]
+fn large_items_are_encoded_into_pooled_buffers_that_fit() {
+    let pool = BufferPool::new();
+    let item = bytes::Bytes::from(vec![5u8; 64 << 10]);
+    rt().block_on(async {
+        let mut out = FramedWrite::new(Vec::new(), BytesCodec::new(), pool.clone());
+        for _ in 0..50 {
+            out.send(item.clone()).await.unwrap();
+            assert_eq!(out.held_bytes(), 0);
+        }
+        assert_eq!(out.get_ref().len(), 50 * item.len());
+        // Smaller items after large ones are still written whole.
+        out.send(bytes::Bytes::from_static(b"tail")).await.unwrap();
+        assert!(out.get_ref().ends_with(b"tail"));
+    });
+    let s = pool.stats();
+    assert_eq!(s.gets, 51);
+    // The first item grows the boundary-sized buffer out of the pool; each later one fits
+    // a buffer of its size, taken once and reused.
+    assert_eq!(
+        s.returned,
+        s.gets - 1,
+        "only the first buffer grown out of the pool"
+    );
+    assert!(s.misses <= 2, "{s:?}");
+}
+
+/// Under a budget, the sink takes the last buffer's larger size only when there is room for
+/// it at once: with less room than that, a small item is encoded into a boundary-sized
+/// buffer without waiting.
+#[test]
+fn under_a_budget_a_larger_last_size_is_not_waited_for() {
+    use futures_util::FutureExt;
+    let pool = BufferPool::builder()
+        .max_in_use_bytes(160 << 10)
+        .build()
+        .unwrap();
+    let big = bytes::Bytes::from(vec![1u8; 64 << 10]);
+    let mut out = FramedWrite::new(Vec::new(), BytesCodec::new(), pool.clone());
+    for _ in 0..2 {
+        out.send(big.clone()).now_or_never().expect("room").unwrap();
+    }
+    let held = pool.get(100 << 10); // leaves less room than a 64 KiB buffer
+    out.send(bytes::Bytes::from_static(b"small"))
+        .now_or_never()
+        .expect("a boundary-sized buffer, not a wait for the larger one")
+        .unwrap();
+    assert_eq!(out.get_ref().len(), 2 * big.len() + 5);
+    drop(held);
+    drop(out);
+    let s = pool.stats();
+    assert_eq!(
+        s.returned,
+        s.gets - 1,
+        "only the first buffer grown out of the pool"
+    );
+}

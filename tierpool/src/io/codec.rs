@@ -365,6 +365,13 @@ const BACKPRESSURE_BOUNDARY: usize = 8 << 10;
 /// `poll_ready`), written out when `boundary` bytes are waiting or on flush, and the buffer
 /// goes back as soon as it is empty. `W` must be `Unpin`.
 ///
+/// The buffer is taken at the boundary's size (at most 8 KiB), or at the size the last
+/// buffer had to hold when that was more and a tier has it: a connection whose replies are
+/// larger than the boundary encodes each into a pooled buffer that fits, instead of an
+/// encoder's `reserve` growing a small one out of the pool (an allocation per reply). That
+/// larger size is taken only when a budget has room for it at once; otherwise the sink waits
+/// for the boundary's size, as it would without it.
+///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -387,6 +394,11 @@ pub struct FramedWrite<W, E> {
     boundary: usize,
     /// A get waiting for room in the budget.
     taking: Taking,
+    /// The most bytes the buffer held now has held.
+    peak: usize,
+    /// The most bytes the last buffer held: the size to take next when it is more than the
+    /// boundary's and within the largest tier (0: none yet).
+    last_peak: usize,
 }
 
 impl<W, E> FramedWrite<W, E> {
@@ -400,6 +412,8 @@ impl<W, E> FramedWrite<W, E> {
             buf: None,
             boundary: BACKPRESSURE_BOUNDARY,
             taking: Taking::default(),
+            peak: 0,
+            last_peak: 0,
         }
     }
 
@@ -454,10 +468,53 @@ impl<W, E> FramedWrite<W, E> {
         if self.buf.is_some() {
             return Poll::Ready(Ok(()));
         }
-        let size = self.boundary.clamp(1, MIN_READ);
-        let got = ready!(self.taking.poll_take(cx, &self.pool, size))?;
+        if !self.taking.is_waiting() {
+            if let Some(got) = self.try_take_fitting() {
+                self.buf = Some(Lent::new(got));
+                return Poll::Ready(Ok(()));
+            }
+        }
+        let got = ready!(self.taking.poll_take(cx, &self.pool, self.boundary_size()))?;
         self.buf = Some(Lent::new(got));
         Poll::Ready(Ok(()))
+    }
+
+    /// A buffer now, without waiting (`start_send` without `poll_ready`).
+    fn take_now(&mut self) -> io::Result<()> {
+        let got = match self.try_take_fitting() {
+            Some(got) => got,
+            None => self
+                .pool
+                .try_get_exact(self.boundary_size())
+                .map_err(alloc_error)?,
+        };
+        self.buf = Some(Lent::new(got));
+        Ok(())
+    }
+
+    /// The size a buffer is taken at without a larger last one: the boundary, at most
+    /// tokio-util's 8 KiB.
+    fn boundary_size(&self) -> usize {
+        self.boundary.clamp(1, MIN_READ)
+    }
+
+    /// A buffer of the last one's peak, when that was larger than the boundary's size and a
+    /// tier holds it, and a budget has room for it now.
+    fn try_take_fitting(&self) -> Option<PooledBuf> {
+        let fits = self.last_peak;
+        let largest = self.pool.tier_sizes().last().copied().unwrap_or(0);
+        if fits <= self.boundary_size() || fits > largest {
+            return None;
+        }
+        self.pool.try_get_exact(fits).ok()
+    }
+
+    /// Gives the drained buffer back and remembers how much it had to hold.
+    fn release_buffer(&mut self) {
+        if let Some(b) = self.buf.take() {
+            b.release();
+        }
+        self.last_peak = std::mem::take(&mut self.peak);
     }
 }
 
@@ -495,14 +552,12 @@ where
         let this = self.get_mut();
         if this.buf.is_none() {
             // `poll_ready` was not awaited: a buffer now, without waiting.
-            let buf = this
-                .pool
-                .try_get_exact(this.boundary.clamp(1, MIN_READ))
-                .map_err(alloc_error)?;
-            this.buf = Some(Lent::new(buf));
+            this.take_now()?;
         }
         let lent = this.buf.as_mut().expect("made above");
-        this.encoder.encode(item, &mut lent.bm)
+        let encoded = this.encoder.encode(item, &mut lent.bm);
+        this.peak = this.peak.max(lent.bm.len());
+        encoded
     }
 
     /// Writes every buffered byte, gives the buffer back, then flushes the writer.
@@ -510,9 +565,7 @@ where
         let this = self.get_mut();
         while let Some(lent) = &mut this.buf {
             if lent.bm.is_empty() {
-                if let Some(b) = this.buf.take() {
-                    b.release();
-                }
+                this.release_buffer();
                 break;
             }
             let n = ready!(Pin::new(&mut this.io).poll_write(cx, &lent.bm))?;
