@@ -64,6 +64,10 @@ fn batch_size(limit: usize) -> usize {
     }
 }
 
+/// The most gets of one tier a cache has lent the depot's buffers at the cap in one decay
+/// interval (`lend`): a tier used more often than that takes room of its own.
+pub(crate) const MAX_LOANS_AT_CAP: u32 = 16;
+
 /// Everything a get can need beyond the fast path, `prepaid` bytes of its charge already
 /// paid (after a wait; 0 otherwise).
 pub(crate) fn get_slow(
@@ -173,27 +177,29 @@ pub(crate) fn get_slow(
 ///   steady use gets buffers of its own, staying on the fast path (a thread getting 1000
 ///   bytes in a loop, lent its 2048-byte buffer each time, took the slow path and the
 ///   depot's lock on every get).
-/// - **At the cap, from the depot, however often**, for a tier with no room in this cache
-///   while the pool's allowance has less than one of its buffers free, before (and without
-///   spending) the interval's loan. A buffer allocated there is kept only by evicting another
-///   retained buffer (its reservation, `grow`) or not at all (its return is refused), so the
-///   pool churned, and each buffer it frees and allocates again costs the allocator fresh
-///   pages. The loan frees the allowance its buffer held in the depot, so the tier's next
-///   get can take room of its own if no return spent it first. Not from this cache's stacks:
-///   their room stays with them, and a get of one size in a loop, lent from them every time,
-///   would never get room (a review's finding on the first form). One loop remains, found by
-///   a second review: a cache whose `cache_bytes` a lending tier's stack fills gives that
-///   stack to the depot to make room for a refill (`make_room`), is lent its buffer back,
-///   and the return reserves the lender's room again, so every get takes the slow path (and
-///   the depot's locks), allocating, evicting and releasing nothing; before, each get
-///   allocated and its return was refused, or the first evicted the depot's idle buffers of
-///   other sizes and the tier stayed on the fast path after. It ends when those idle
-///   buffers decay and the allowance has room (at most two intervals), or, where other
-///   threads keep the pool at the cap, lasts while they do. Taking the tier's room out of
-///   the loan at once ends the loop, but brought the `mixed` churn back (faults over 100 in
-///   19 of 20 rounds of `mixed_cap`), as did skipping the refill's room-making when the
-///   depot has none of the tier (13 and 16 of 20); a bound on loans per interval would
-///   trade the loop for the churn once it is reached.
+/// - **At the cap, from the depot, up to [`MAX_LOANS_AT_CAP`] times per tier and
+///   interval**, for a tier with no room in this cache while the pool's allowance has less
+///   than one of its buffers free, before (and without spending) the interval's loan. A
+///   buffer allocated there is kept only by evicting another retained buffer (its
+///   reservation, `grow`) or not at all (its return is refused), so the pool churned, and
+///   each buffer it frees and allocates again costs the allocator fresh pages. The loan frees
+///   the allowance its buffer held in the depot, so the tier's next get can take room of its
+///   own if no return spent it first. Not from this cache's stacks: their room stays with
+///   them, and a get of one size in a loop, lent from them every time, would never get room
+///   (a review's finding on the first form).
+///
+///   The bound ends a loop a second review found: a cache whose `cache_bytes` a lending
+///   tier's stack fills gives that stack to the depot to make room for a refill
+///   (`make_room`), is lent its buffer back, and the return reserves the lender's room
+///   again, so every get took the slow path (and the depot's locks) until the depot's idle
+///   buffers decayed, or for as long as other threads kept the pool at the cap. After the
+///   bound, the tier's next get misses, and its reservation evicts the depot's oldest idle
+///   buffers of other sizes for room (`grow`), so the tier keeps a buffer of its own and its
+///   gets stay on the fast path. A tier that sizes spread over many tiers touch only now and
+///   then stays under the bound and is lent (taking the tier's room out of the first loan,
+///   or skipping the refill's room-making when the depot has none of the tier, brought the
+///   `mixed` churn back: faults over 100 in 19 of 20 rounds of `mixed_cap`, and in 13 and
+///   16).
 ///
 /// The `mixed` workload's random sizes, with the once-per-interval rule alone, needed 68.5
 /// MiB to allocate nothing (a 128 MiB cap); against the 64 MiB default, in rounds 5-24 of
@@ -218,7 +224,8 @@ fn lend(o: &Owner<'_>, pool: &PoolState, t: usize, how: Fresh) -> Option<(Vec<u8
         Some((v, u))
     };
     let at_cap = o.limit(t) == 0 && o.allowance_spent(o.size(t));
-    if at_cap {
+    let looked = at_cap && o.count_loan_at_cap(t, MAX_LOANS_AT_CAP);
+    if looked {
         if let Some(lent) = from_depot() {
             return Some(lent);
         }
@@ -230,8 +237,7 @@ fn lend(o: &Owner<'_>, pool: &PoolState, t: usize, how: Fresh) -> Option<(Vec<u8
         .classes
         .lenders(t)
         .find_map(|u| o.pop(u).map(|v| (v, u)));
-    // At the cap the depot was looked at just now.
-    cached.or_else(|| if at_cap { None } else { from_depot() })
+    cached.or_else(|| if looked { None } else { from_depot() })
 }
 
 /// Moves up to `n` of tier `t`'s buffers from the depot onto the stack (their charges are
@@ -1139,15 +1145,13 @@ mod tests {
         state.caches.detach(&cache);
     }
 
-    /// The loop a second review found: a cache whose `cache_bytes` a lending tier's stack
-    /// fills, at the cap. Each get gives that stack to the depot to make room for a batch
-    /// (`make_room`), the depot lends its buffer back, and the return reserves the lender's
-    /// room again: the slow path on every get, but nothing allocated, evicted or released
-    /// (before, each get allocated and its return was refused, or the first evicted the
-    /// depot's idle buffer). It ends when the depot's idle buffers decay: the allowance then
-    /// has room, and the tier gets buffers of its own.
+    /// Review 2's loop, bounded: a cache whose `cache_bytes` a lender's stack fills gives
+    /// it to the depot to make room, and is lent it back at every get, allocating, evicting
+    /// and releasing nothing; after `MAX_LOANS_AT_CAP` such loans (and the interval's loan)
+    /// the tier evicts the depot's idle buffer of another size for room, allocates its own
+    /// buffer and keeps it, and its gets leave the slow path.
     #[test]
-    fn at_the_cap_a_get_in_a_loop_borrows_until_idle_buffers_decay() {
+    fn at_the_cap_a_get_in_a_loop_is_lent_a_bounded_number_of_times() {
         // Tiers 64 / 128 / 256 in 128 bytes of cache (256 is the large slot).
         let state = capped(&[64, 128, 256], 384, 128);
         if !state.caches_share_allowance() {
@@ -1159,34 +1163,39 @@ mod tests {
         // The cache's 128 bytes hold a 128; the depot an idle 256: the allowance is spent.
         put(Vec::with_capacity(128));
         state.depot.put_one(2, Vec::with_capacity(256)).unwrap();
-        state.depot.decay(); // a first boundary: the 256 idle from here on
         assert_eq!(state.depot.allowance().free(), 0);
-        for _ in 0..3 {
+        let misses = || state.stats().misses;
+        let before = misses();
+        // The loans at the cap, then the interval's loan: the 128 each time, nothing
+        // allocated or evicted.
+        for _ in 0..=MAX_LOANS_AT_CAP {
             let lent = get(50);
             assert_eq!((lent.capacity(), owner().limit(0)), (128, 0));
             put(lent);
             assert_eq!(state.depot.bytes(), 256, "nothing evicted");
             assert_books(&state, &cache);
         }
-        // The 256 stayed idle through an interval: decay releases it, and the allowance
-        // has room. The next get takes room, and is lent the interval's loan (the 128,
-        // given to the depot to make that room); the one after allocates its own buffer,
-        // which the next pops.
-        assert_eq!(state.depot.decay(), 256);
-        let lent = get(50);
-        assert_eq!((lent.capacity(), owner().limit(0)), (128, 1));
+        assert_eq!(misses(), before, "lent, not allocated");
+        // The bound reached: the tier takes room (the depot's idle 256 makes way) and
+        // allocates its own buffer, which it keeps.
         let own = get(50);
         assert_eq!(own.capacity(), 64, "its own buffer");
-        put(lent);
+        assert_eq!((owner().limit(0), misses()), (1, before + 1));
         put(own);
-        let again = get(50);
-        assert_eq!(
-            (again.capacity(), owner().len(0)),
-            (64, 0),
-            "from its stack"
-        );
-        put(again);
+        for _ in 0..3 {
+            let again = get(50);
+            assert_eq!(
+                (again.capacity(), owner().len(0)),
+                (64, 0),
+                "from its stack"
+            );
+            put(again);
+        }
+        assert_eq!(misses(), before + 1);
         assert_books(&state, &cache);
+        // A new interval starts the count again.
+        owner().reset_low(0);
+        assert!(owner().count_loan_at_cap(0, MAX_LOANS_AT_CAP));
         state.caches.detach(&cache);
     }
 

@@ -382,6 +382,21 @@ impl Owner<'_> {
         let (tier, cold) = self.cache.tier(t);
         tier.low.store(tier.head.load(Relaxed), Relaxed);
         cold.lent.store(false, Relaxed);
+        cold.loans_at_cap.store(0, Relaxed);
+    }
+
+    /// Counts a loan of the depot's buffer at the cap to a get of tier `t`: false, counting
+    /// nothing, once `max` were made this interval. A load and a store: only the owner
+    /// touches the count.
+    #[inline]
+    pub(crate) fn count_loan_at_cap(&self, t: usize, max: u32) -> bool {
+        let loans = &self.cache.head.cold[t].loans_at_cap;
+        let n = loans.load(Relaxed);
+        if n >= max {
+            return false;
+        }
+        loans.store(n + 1, Relaxed);
+        true
     }
 
     /// Records that a get of tier `t` may be lent a larger tier's buffer this interval; false

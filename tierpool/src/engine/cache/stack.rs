@@ -129,6 +129,9 @@ pub(crate) struct TierCold {
     /// buffer, found or not (`policy::lend`; the depot's loans at the cap do not use it);
     /// cleared by decay. Only the owner reads or writes it.
     pub(in crate::engine) lent: AtomicBool,
+    /// Gets of this tier lent the depot's buffers at the cap this interval (`policy::lend`,
+    /// at most `MAX_LOANS_AT_CAP`); cleared by decay. Only the owner reads or writes it.
+    pub(in crate::engine) loans_at_cap: AtomicU32,
     /// Buffers the tier's next refill asks the depot for (slow start, `policy.rs`): 0 (read
     /// as 1) for a tier new to this cache or that gave up its storage, doubled by each refill
     /// that moved buffers, up to a refill's batch (half the stack; the whole of a stack of
