@@ -12,7 +12,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use bytes::{Buf, BufMut, BytesMut};
-use futures_util::{SinkExt, StreamExt};
+use futures_util::{FutureExt, Sink, SinkExt, StreamExt};
 use proptest::prelude::*;
 use tierpool::io::codec::{FramedRead, FramedWrite};
 use tierpool::BufferPool;
@@ -711,9 +711,10 @@ fn buf_writer_holds_a_buffer_only_while_bytes_wait() {
     assert_eq!(s.gets, s.returned);
 }
 
-/// Items larger than the backpressure boundary (a 64 KiB reply) are encoded into a pooled
-/// buffer that fits after the first: the sink sizes its next buffer for what the last one
-/// held, so the encoder's `reserve` does not grow it out of the pool on every item.
+/// Items larger than the backpressure boundary (a 64 KiB reply) are encoded into pooled
+/// buffers that fit once two in a row needed that much: the sink sizes its next buffer for
+/// what the last two held, so the encoder's `reserve` does not grow it out of the pool on
+/// every item; a smaller item after them is encoded into a small buffer again.
 #[test]
 fn large_items_are_encoded_into_pooled_buffers_that_fit() {
     let pool = BufferPool::new();
@@ -725,35 +726,87 @@ fn large_items_are_encoded_into_pooled_buffers_that_fit() {
             assert_eq!(out.held_bytes(), 0);
         }
         assert_eq!(out.get_ref().len(), 50 * item.len());
-        // Smaller items after large ones are still written whole.
-        out.send(bytes::Bytes::from_static(b"tail")).await.unwrap();
-        assert!(out.get_ref().ends_with(b"tail"));
+        // A small item after the large ones: a buffer of the large size (the last two
+        // needed it), then, once one buffer held little, boundary-sized ones again.
+        for _ in 0..2 {
+            out.send(bytes::Bytes::from_static(b"tail")).await.unwrap();
+        }
+        out.feed(bytes::Bytes::from_static(b"tail")).await.unwrap();
+        assert!(out.held_bytes() <= 8 << 10, "{}", out.held_bytes());
+        SinkExt::<bytes::Bytes>::flush(&mut out).await.unwrap();
+        assert!(out.get_ref().ends_with(b"tailtailtail"));
     });
     let s = pool.stats();
-    assert_eq!(s.gets, 51);
-    // The first item grows the boundary-sized buffer out of the pool; each later one fits
-    // a buffer of its size, taken once and reused.
+    assert_eq!(s.gets, 53);
+    // The first two items grow the boundary-sized buffer out of the pool; each later one
+    // fits a buffer of its size, taken once and reused. Misses: those two, the small items'
+    // first buffer, and the one of the large size.
     assert_eq!(
         s.returned,
-        s.gets - 1,
-        "only the first buffer grown out of the pool"
+        s.gets - 2,
+        "only the first two grown out of the pool"
     );
-    assert!(s.misses <= 2, "{s:?}");
+    assert_eq!(s.misses, 4, "{s:?}");
 }
 
-/// Under a budget, the sink takes the last buffer's larger size only when there is room for
-/// it at once: with less room than that, a small item is encoded into a boundary-sized
-/// buffer without waiting.
+/// One large item among small ones, or items that alternate between large and small, do
+/// not make small items take large buffers; a sink made ready and flushed with nothing sent
+/// keeps what it learned.
+#[test]
+fn the_write_buffer_follows_sizes_that_repeat_not_one_offs() {
+    use futures_util::future::poll_fn;
+    use std::pin::Pin;
+    let pool = BufferPool::new();
+    let small = bytes::Bytes::from(vec![1u8; 100]);
+    let large = bytes::Bytes::from(vec![2u8; 1 << 20]);
+    rt().block_on(async {
+        let mut out = FramedWrite::new(Vec::new(), BytesCodec::new(), pool.clone());
+        let held_for = |out: &mut FramedWrite<Vec<u8>, BytesCodec>, item: &bytes::Bytes| {
+            out.feed(item.clone()).now_or_never().unwrap().unwrap();
+            let held = out.held_bytes();
+            SinkExt::<bytes::Bytes>::flush(out)
+                .now_or_never()
+                .unwrap()
+                .unwrap();
+            held
+        };
+        for item in [&small, &large, &small, &large, &small, &small] {
+            let held = held_for(&mut out, item);
+            if item.len() == small.len() {
+                assert!(held <= 8 << 10, "a small item in a {held}-byte buffer");
+            }
+        }
+        // Two large items in a row: the third fits a buffer taken at its size.
+        held_for(&mut out, &large);
+        held_for(&mut out, &large);
+        let before = pool.stats();
+        // Made ready and flushed with nothing sent: the buffer goes back, the sizes stay.
+        poll_fn(|cx| Sink::<bytes::Bytes>::poll_ready(Pin::new(&mut out), cx))
+            .await
+            .unwrap();
+        SinkExt::<bytes::Bytes>::flush(&mut out).await.unwrap();
+        assert!(held_for(&mut out, &large) >= large.len());
+        let after = pool.stats();
+        assert_eq!(
+            after.returned - before.returned,
+            after.gets - before.gets,
+            "none grown out of the pool"
+        );
+    });
+}
+
+/// Under a budget, the sink takes the larger size of the last buffers only when there is
+/// room for it at once: with less room than that, a small item is encoded into a
+/// boundary-sized buffer without waiting.
 #[test]
 fn under_a_budget_a_larger_last_size_is_not_waited_for() {
-    use futures_util::FutureExt;
     let pool = BufferPool::builder()
         .max_in_use_bytes(160 << 10)
         .build()
         .unwrap();
     let big = bytes::Bytes::from(vec![1u8; 64 << 10]);
     let mut out = FramedWrite::new(Vec::new(), BytesCodec::new(), pool.clone());
-    for _ in 0..2 {
+    for _ in 0..3 {
         out.send(big.clone()).now_or_never().expect("room").unwrap();
     }
     let held = pool.get(100 << 10); // leaves less room than a 64 KiB buffer
@@ -761,13 +814,13 @@ fn under_a_budget_a_larger_last_size_is_not_waited_for() {
         .now_or_never()
         .expect("a boundary-sized buffer, not a wait for the larger one")
         .unwrap();
-    assert_eq!(out.get_ref().len(), 2 * big.len() + 5);
+    assert_eq!(out.get_ref().len(), 3 * big.len() + 5);
     drop(held);
     drop(out);
     let s = pool.stats();
     assert_eq!(
         s.returned,
-        s.gets - 1,
-        "only the first buffer grown out of the pool"
+        s.gets - 2,
+        "only the first two grown out of the pool"
     );
 }

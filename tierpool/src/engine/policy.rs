@@ -65,7 +65,8 @@ fn batch_size(limit: usize) -> usize {
 }
 
 /// The most gets of one tier a cache has lent the depot's buffers at the cap in one decay
-/// interval (`lend`): a tier used more often than that takes room of its own.
+/// interval (`lend`; a look that finds no lender does not count): a tier used more often
+/// than that takes room of its own.
 pub(crate) const MAX_LOANS_AT_CAP: u32 = 16;
 
 /// Everything a get can need beyond the fast path, `prepaid` bytes of its charge already
@@ -224,9 +225,10 @@ fn lend(o: &Owner<'_>, pool: &PoolState, t: usize, how: Fresh) -> Option<(Vec<u8
         Some((v, u))
     };
     let at_cap = o.limit(t) == 0 && o.allowance_spent(o.size(t));
-    let looked = at_cap && o.count_loan_at_cap(t, MAX_LOANS_AT_CAP);
+    let looked = at_cap && o.loans_at_cap(t) < MAX_LOANS_AT_CAP;
     if looked {
         if let Some(lent) = from_depot() {
+            o.count_loan_at_cap(t);
             return Some(lent);
         }
     }
@@ -1094,8 +1096,8 @@ mod tests {
         );
     }
 
-    /// A get of a tier with no room, at the cap, is lent the depot's larger buffer however
-    /// often, and without spending the interval's loan: a fresh one could be kept only by
+    /// A get of a tier with no room, at the cap, is lent the depot's larger buffer (up to
+    /// `MAX_LOANS_AT_CAP` times an interval) without spending the interval's loan: a fresh one could be kept only by
     /// evicting another retained buffer, or not at all. A tier with room allocates its own
     /// (it then stays on the fast path).
     #[test]
@@ -1194,8 +1196,9 @@ mod tests {
         assert_eq!(misses(), before + 1);
         assert_books(&state, &cache);
         // A new interval starts the count again.
-        owner().reset_low(0);
-        assert!(owner().count_loan_at_cap(0, MAX_LOANS_AT_CAP));
+        assert_eq!(owner().loans_at_cap(0), MAX_LOANS_AT_CAP);
+        decay(&owner(), &state);
+        assert_eq!(owner().loans_at_cap(0), 0);
         state.caches.detach(&cache);
     }
 

@@ -365,12 +365,13 @@ const BACKPRESSURE_BOUNDARY: usize = 8 << 10;
 /// `poll_ready`), written out when `boundary` bytes are waiting or on flush, and the buffer
 /// goes back as soon as it is empty. `W` must be `Unpin`.
 ///
-/// The buffer is taken at the boundary's size (at most 8 KiB), or at the size the last
-/// buffer had to hold when that was more and a tier has it: a connection whose replies are
-/// larger than the boundary encodes each into a pooled buffer that fits, instead of an
-/// encoder's `reserve` growing a small one out of the pool (an allocation per reply). That
-/// larger size is taken only when a budget has room for it at once; otherwise the sink waits
-/// for the boundary's size, as it would without it.
+/// The buffer is taken at the boundary's size (at most 8 KiB), or, when each of the last
+/// two buffers had to hold more than that, at the smaller of their two peaks (if a tier has
+/// it): a connection whose replies are larger than the boundary encodes each into a pooled
+/// buffer that fits, instead of an encoder's `reserve` growing a small one out of the pool
+/// (an allocation per reply), while one large reply among small ones, or replies that
+/// alternate, change nothing. That larger size is taken only when a budget has room for it
+/// at once; otherwise the sink waits for the boundary's size, as it would without it.
 ///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")]
@@ -396,9 +397,10 @@ pub struct FramedWrite<W, E> {
     taking: Taking,
     /// The most bytes the buffer held now has held.
     peak: usize,
-    /// The most bytes the last buffer held: the size to take next when it is more than the
-    /// boundary's and within the largest tier (0: none yet).
-    last_peak: usize,
+    /// The most bytes each of the last two buffers that were written to held (0: none yet):
+    /// the smaller is the size to take next when it is more than the boundary's and within
+    /// the largest tier.
+    peaks: [usize; 2],
 }
 
 impl<W, E> FramedWrite<W, E> {
@@ -413,7 +415,7 @@ impl<W, E> FramedWrite<W, E> {
             boundary: BACKPRESSURE_BOUNDARY,
             taking: Taking::default(),
             peak: 0,
-            last_peak: 0,
+            peaks: [0; 2],
         }
     }
 
@@ -479,8 +481,10 @@ impl<W, E> FramedWrite<W, E> {
         Poll::Ready(Ok(()))
     }
 
-    /// A buffer now, without waiting (`start_send` without `poll_ready`).
+    /// A buffer now, without waiting (`start_send` without `poll_ready`; a wait `poll_ready`
+    /// began is given up).
     fn take_now(&mut self) -> io::Result<()> {
+        self.taking.cancel();
         let got = match self.try_take_fitting() {
             Some(got) => got,
             None => self
@@ -498,10 +502,10 @@ impl<W, E> FramedWrite<W, E> {
         self.boundary.clamp(1, MIN_READ)
     }
 
-    /// A buffer of the last one's peak, when that was larger than the boundary's size and a
-    /// tier holds it, and a budget has room for it now.
+    /// A buffer of the smaller of the last two buffers' peaks, when that was larger than the
+    /// boundary's size and a tier holds it, and a budget has room for it now.
     fn try_take_fitting(&self) -> Option<PooledBuf> {
-        let fits = self.last_peak;
+        let fits = self.peaks[0].min(self.peaks[1]);
         let largest = self.pool.tier_sizes().last().copied().unwrap_or(0);
         if fits <= self.boundary_size() || fits > largest {
             return None;
@@ -509,12 +513,16 @@ impl<W, E> FramedWrite<W, E> {
         self.pool.try_get_exact(fits).ok()
     }
 
-    /// Gives the drained buffer back and remembers how much it had to hold.
+    /// Gives the drained buffer back and remembers how much it had to hold (a buffer given
+    /// back unwritten, after a `poll_ready` and a flush, changes nothing).
     fn release_buffer(&mut self) {
         if let Some(b) = self.buf.take() {
             b.release();
         }
-        self.last_peak = std::mem::take(&mut self.peak);
+        let peak = std::mem::take(&mut self.peak);
+        if peak > 0 {
+            self.peaks = [self.peaks[1], peak];
+        }
     }
 }
 

@@ -385,18 +385,18 @@ impl Owner<'_> {
         cold.loans_at_cap.store(0, Relaxed);
     }
 
-    /// Counts a loan of the depot's buffer at the cap to a get of tier `t`: false, counting
-    /// nothing, once `max` were made this interval. A load and a store: only the owner
-    /// touches the count.
+    /// Gets of tier `t` lent the depot's buffers at the cap this interval.
     #[inline]
-    pub(crate) fn count_loan_at_cap(&self, t: usize, max: u32) -> bool {
+    pub(crate) fn loans_at_cap(&self, t: usize) -> u32 {
+        self.cache.head.cold[t].loans_at_cap.load(Relaxed)
+    }
+
+    /// Counts a loan of the depot's buffer at the cap to a get of tier `t` (saturating). A
+    /// load and a store: only the owner touches the count.
+    #[inline]
+    pub(crate) fn count_loan_at_cap(&self, t: usize) {
         let loans = &self.cache.head.cold[t].loans_at_cap;
-        let n = loans.load(Relaxed);
-        if n >= max {
-            return false;
-        }
-        loans.store(n + 1, Relaxed);
-        true
+        loans.store(loans.load(Relaxed).saturating_add(1), Relaxed);
     }
 
     /// Records that a get of tier `t` may be lent a larger tier's buffer this interval; false
