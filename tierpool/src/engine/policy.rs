@@ -1202,6 +1202,37 @@ mod tests {
         state.caches.detach(&cache);
     }
 
+    /// At the cap, a look at the depot that finds no lender (its idle buffers are of a size
+    /// too large to lend) spends none of the tier's loans: the get misses and takes room,
+    /// the depot's idle buffer making way.
+    #[test]
+    fn at_the_cap_a_look_that_finds_no_lender_is_not_a_loan() {
+        // Tiers 64 / 128 / 256; the lenders of 64 are the 128s. The depot's 256 spends the
+        // allowance and cannot be lent to 64.
+        let state = capped(&[64, 128, 256], 256, 64);
+        if !state.caches_share_allowance() {
+            return; // no heavy fence here: caches do not draw from the depot's allowance
+        }
+        let cache = state.new_cache(Key::new(1, false, 1));
+        let (get, put) = ops(&state, &cache);
+        let owner = || owner_of(&cache);
+        state.depot.put_one(2, Vec::with_capacity(256)).unwrap();
+        assert_eq!(state.depot.allowance().free(), 0);
+        let misses = state.stats().misses;
+        let own = get(50);
+        assert_eq!(own.capacity(), 64, "allocated, nothing to lend");
+        assert_eq!(state.stats().misses, misses + 1);
+        assert_eq!(owner().loans_at_cap(0), 0, "a look is not a loan");
+        assert_eq!(
+            (owner().limit(0), state.depot.bytes()),
+            (1, 0),
+            "room taken, the 256 evicted"
+        );
+        put(own);
+        assert_books(&state, &cache);
+        state.caches.detach(&cache);
+    }
+
     /// At the cap, this cache's own stacks lend only the interval's loan: their room stays
     /// with them, so a tier lent from them every time would never get room of its own and
     /// would take the slow path on every get. After the loan the tier evicts the depot's
