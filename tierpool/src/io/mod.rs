@@ -10,6 +10,7 @@
 //! | [`PooledChain`](crate::PooledChain) | a message that spans several buffers, read and written as one |
 //! | [`buf_ring`] (feature `buf-ring`) | io_uring provided-buffer rings stocked from the pool |
 //! | [`tls`] (feature `rustls`) | TLS over rustls with record buffers from the pool: an idle TLS connection holds none |
+//! | [`grpc`] (feature `tonic`) | gRPC under tonic: messages read into pooled buffers, nothing held between them; responses sent from pooled buffers |
 //!
 //! # Porting a protocol server
 //!
@@ -62,6 +63,11 @@ pub mod buf_ring;
 // rustls 0.24 needs Rust 1.85, so this module may use what it stabilized.
 #[clippy::msrv = "1.85"]
 pub mod tls;
+#[cfg(feature = "tonic")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tonic")))]
+// tonic 0.14 needs Rust 1.88, so this module may use what it stabilized.
+#[clippy::msrv = "1.88"]
+pub mod grpc;
 
 #[cfg(feature = "tokio")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
