@@ -574,3 +574,128 @@ async fn tonic_clients_and_the_pooled_client_talk_to_the_pooled_server() {
     let err = pongs.message().await.unwrap_err();
     assert_eq!(err.code(), Code::ResourceExhausted, "{err:?}");
 }
+
+// --- The send side, without a network. ---
+
+/// Polls `body` to its end: its data frames and its trailers.
+fn frames_of<B: HttpBody<Data = Bytes> + Unpin>(mut body: B) -> (Vec<Bytes>, Option<HeaderMap>)
+where
+    B::Error: std::fmt::Debug,
+{
+    let mut cx = Context::from_waker(Waker::noop());
+    let (mut data, mut trailers) = (Vec::new(), None);
+    loop {
+        match Pin::new(&mut body).poll_frame(&mut cx) {
+            Poll::Ready(Some(Ok(f))) => match f.into_data() {
+                Ok(d) => data.push(d),
+                Err(f) => trailers = f.into_trailers().ok(),
+            },
+            Poll::Ready(Some(Err(e))) => panic!("{e:?}"),
+            Poll::Ready(None) => return (data, trailers),
+            Poll::Pending => panic!("a ready stream is never pending"),
+        }
+    }
+}
+
+#[test]
+fn ready_messages_are_batched_and_each_comes_back_out_whole() {
+    use tierpool::io::grpc::{EncodeBody, BATCH_BYTES};
+    let pool = BufferPool::new();
+    let sizes = [10, 20_000, 12_000, 40_000, 1, 0, 32_000, 700];
+    let messages: Vec<Ping> = sizes.iter().map(|&n| ping(&vec![n as u8; n])).collect();
+    let stream = futures_util::stream::iter(messages.clone().into_iter().map(Ok));
+    let (data, trailers) = frames_of(EncodeBody::response(stream, pool.clone()));
+    assert_eq!(trailers.unwrap()["grpc-status"], "0");
+    // Each frame holds whole messages, at most BATCH_BYTES unless it is one message.
+    let mut wire = Vec::new();
+    for d in &data {
+        let mut at = 0;
+        let mut count = 0;
+        while at < d.len() {
+            at += 5 + u32::from_be_bytes(d[at + 1..at + 5].try_into().unwrap()) as usize;
+            count += 1;
+        }
+        assert_eq!(at, d.len(), "whole messages per frame");
+        assert!(
+            count == 1 || d.len() <= BATCH_BYTES,
+            "{count} messages in {} bytes",
+            d.len()
+        );
+        wire.extend_from_slice(d);
+    }
+    assert!(
+        data.len() < messages.len(),
+        "some batched: {} frames",
+        data.len()
+    );
+    drop(data);
+    let body = Script::new([Step::Data(wire)]);
+    let decoded = Decoded::<Ping, Script>::new(MessageReader::new(body, pool.clone()));
+    let got: Vec<Ping> = futures_executor_block_on(decoded.map(Result::unwrap).collect());
+    assert_eq!(got, messages);
+    drop(got); // their `Bytes` fields are views of pooled buffers
+    let s = pool.stats();
+    assert_eq!(s.gets, s.returned);
+}
+
+#[test]
+fn a_spent_budget_does_not_stop_a_response_and_an_error_ends_it_in_trailers() {
+    use tierpool::io::grpc::EncodeBody;
+    let pool = BufferPool::builder()
+        .max_in_use_bytes(1 << 20)
+        .build()
+        .unwrap();
+    let held = pool.get(1 << 20); // spent
+    let sent = [ping(&[1; 100]), ping(&vec![2; 2 << 20])]; // the second: larger than the budget
+    let wire: usize = sent
+        .iter()
+        .map(|m| 5 + prost::Message::encoded_len(m))
+        .sum();
+    let stream = futures_util::stream::iter(sent.into_iter().map(Ok))
+        .chain(futures_util::stream::iter([Err(Status::data_loss("gone"))]));
+    let (data, trailers) = frames_of(EncodeBody::response(stream, pool.clone()));
+    assert_eq!(data.iter().map(Bytes::len).sum::<usize>(), wire);
+    let trailers = trailers.expect("trailers");
+    assert_eq!(
+        Status::from_header_map(&trailers).unwrap().code(),
+        Code::DataLoss
+    );
+    drop(held);
+}
+
+#[test]
+fn a_response_that_ends_without_a_status_is_unknown() {
+    let steps = [Step::Data(framed(0, b"one"))];
+    let mut reader = MessageReader::new(Script::new(steps), BufferPool::new()).response();
+    let (got, status) = drain(&mut reader);
+    assert_eq!(got, vec![b"one".to_vec()]);
+    assert_eq!(status.expect("no grpc-status").code(), Code::Unknown);
+    let mut ok = HeaderMap::new();
+    ok.insert("grpc-status", "0".parse().unwrap());
+    let steps = [Step::Data(framed(0, b"one")), Step::Trailers(ok)];
+    let mut reader = MessageReader::new(Script::new(steps), BufferPool::new()).response();
+    assert!(drain(&mut reader).1.is_none());
+}
+
+#[test]
+fn a_message_that_does_not_decode_ends_the_stream() {
+    let mut wire = framed(0, &[0xff, 0xff, 0xff]); // not a Ping
+    wire.extend_from_slice(&framed(0, b""));
+    let decoded = Decoded::<Ping, Script>::new(MessageReader::new(
+        Script::new([Step::Data(wire)]),
+        BufferPool::new(),
+    ));
+    let got: Vec<Result<Ping, Status>> = futures_executor_block_on(decoded.collect());
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert_eq!(got[0].as_ref().unwrap_err().code(), Code::Internal);
+}
+
+/// Runs a future that is ready without waiting (the scripted bodies here never wait).
+fn futures_executor_block_on<F: Future>(f: F) -> F::Output {
+    let mut f = std::pin::pin!(f);
+    let mut cx = Context::from_waker(Waker::noop());
+    match f.as_mut().poll(&mut cx) {
+        Poll::Ready(v) => v,
+        Poll::Pending => panic!("pending"),
+    }
+}

@@ -13,8 +13,7 @@ use tonic::Status;
 
 use super::reader::HEADER_LEN;
 use super::status;
-use crate::io::read_buf::Taking;
-use crate::{BufferPool, PooledBuf};
+use crate::{AllocError, BufferPool};
 
 /// Messages that are ready together are encoded into one buffer up to this many bytes (tonic's
 /// yield threshold): one data frame and one buffer for a burst of small messages.
@@ -46,16 +45,21 @@ enum End {
 /// stream failed with. A request ([`request`](Self::request)) just ends, or is reset with
 /// the stream's error.
 ///
-/// Under a budget ([`Builder::max_in_use_bytes`](crate::Builder::max_in_use_bytes)) a batch
-/// waits for room before it is encoded, so a sender that outruns the network waits instead
-/// of growing the heap.
+/// A batch is encoded into a buffer of the pool taken without waiting: under a budget
+/// ([`Builder::max_in_use_bytes`](crate::Builder::max_in_use_bytes)) with no room for it now,
+/// into one from the heap that the budget does not count. Waiting could deadlock: the
+/// messages in hand may themselves be views of pooled buffers (an echo of what was received)
+/// that only encoding them lets go. The budget bounds what is received; what is sent is what
+/// the stream produces, and its pace is h2's flow control on the stream.
+///
+/// An error while sending a response (a message prost cannot encode, one larger than gRPC's
+/// 4 GiB frame) ends it with that status in its trailers, as tonic does; a request is reset.
 pub struct EncodeBody<S: Stream> {
     source: Pin<Box<S>>,
     pool: BufferPool,
     side: Side,
     /// Messages polled and waiting to be encoded (a batch, or one that did not fit the last).
     batch: Vec<S::Item>,
-    taking: Taking,
     end: End,
 }
 
@@ -94,7 +98,6 @@ where
             pool,
             side,
             batch: Vec::new(),
-            taking: Taking::default(),
             end: End::Open,
         }
     }
@@ -123,8 +126,8 @@ where
         (!self.batch.is_empty()).then_some(total)
     }
 
-    /// The batch's messages that fit `total` bytes encoded into `buf`.
-    fn encode(&mut self, buf: &mut PooledBuf, total: usize) -> Result<(), Status> {
+    /// The batch's messages that fit `total` bytes, encoded into `buf`.
+    fn encode(&mut self, buf: &mut Vec<u8>, total: usize) -> Result<(), Status> {
         let mut written = 0;
         let mut taken = 0;
         for m in self.batch.iter() {
@@ -139,7 +142,7 @@ where
                 u32::try_from(len).map_err(|_| status::too_large(len, u32::MAX as usize))?;
             buf.put_u8(0);
             buf.put_u32(len32);
-            m.encode(&mut **buf)
+            m.encode(buf)
                 .map_err(|e| Status::internal(format!("could not encode a message: {e}")))?;
             written += HEADER_LEN + len;
             taken += 1;
@@ -148,28 +151,27 @@ where
         Ok(())
     }
 
+    /// The next data frame: a batch encoded into a buffer of its exact length.
     fn poll_data(&mut self, cx: &mut Context<'_>) -> Poll<Option<Result<Bytes, Status>>> {
-        if !self.taking.is_waiting() && self.poll_batch(cx).is_none() {
+        if self.poll_batch(cx).is_none() {
             return match self.end {
                 End::Open => Poll::Pending,
                 _ => Poll::Ready(None),
             };
         }
         let total = self.batch_bytes();
-        let mut buf = if self.taking.is_waiting() {
-            ready!(self.taking.poll_wait(cx)).map_err(status::from_io)?
-        } else {
-            ready!(self.taking.poll_take(cx, &self.pool, total)).map_err(status::from_io)?
-        };
-        if buf.capacity() < total {
-            // A wait begun for a batch that grew since (messages polled meanwhile) is
-            // finished first; the rest waits for the next frame.
-            let fits = buf.capacity();
-            self.encode(&mut buf, fits)?;
-        } else {
-            self.encode(&mut buf, total)?;
+        match self.pool.try_get_exact(total) {
+            Ok(mut buf) => {
+                self.encode(&mut buf, total)?;
+                Poll::Ready(Some(Ok(buf.into_bytes())))
+            }
+            Err(AllocError::OverBudget { .. } | AllocError::LargerThanBudget { .. }) => {
+                let mut buf = Vec::with_capacity(total);
+                self.encode(&mut buf, total)?;
+                Poll::Ready(Some(Ok(Bytes::from(buf))))
+            }
+            Err(e) => Poll::Ready(Some(Err(status::from_alloc(e)))),
         }
-        Poll::Ready(Some(Ok(buf.into_bytes())))
     }
 
     /// The bytes the batch encodes to, up to [`BATCH_BYTES`] past its first message.
@@ -205,12 +207,20 @@ where
     ) -> Poll<Option<Result<Frame<Bytes>, Status>>> {
         // `EncodeBody` is `Unpin`: its stream is boxed.
         let this = self.get_mut();
-        if let Some(data) = ready!(this.poll_data(cx)) {
-            return Poll::Ready(Some(data.map(Frame::data).inspect_err(|_| {
-                this.end = End::Done;
+        match ready!(this.poll_data(cx)) {
+            Some(Ok(data)) => return Poll::Ready(Some(Ok(Frame::data(data)))),
+            // A response ends with the error in its trailers (below); a request is reset.
+            Some(Err(s)) => {
                 this.batch.clear();
-                this.taking.cancel();
-            })));
+                this.end = End::Over(s);
+                if this.side == Side::Request {
+                    let End::Over(s) = std::mem::replace(&mut this.end, End::Done) else {
+                        unreachable!("set above")
+                    };
+                    return Poll::Ready(Some(Err(s)));
+                }
+            }
+            None => {}
         }
         match std::mem::replace(&mut this.end, End::Done) {
             End::Over(s) if this.side == Side::Response => {

@@ -114,7 +114,8 @@ where
             }
         }
         let reader = MessageReader::for_headers(body, self.pool.clone(), &parts.headers)?
-            .max_message_size(self.max_message);
+            .max_message_size(self.max_message)
+            .response();
         Ok(Response::from_parts(
             MetadataMap::from_headers(parts.headers),
             Decoded::new(reader),

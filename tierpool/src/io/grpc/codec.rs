@@ -29,6 +29,11 @@ const YIELD_THRESHOLD: usize = 32 << 10;
 /// the encoder writes into tonic's buffer as prost's does. Both ask tonic for 1 KiB buffers
 /// ([`CODEC_BUFFER_SIZE`]) instead of 8 KiB.
 ///
+/// tonic's decoder is called synchronously, so under a budget
+/// ([`Builder::max_in_use_bytes`](crate::Builder::max_in_use_bytes)) with no room for a
+/// message now, the call fails with `RESOURCE_EXHAUSTED` instead of waiting; the waiting
+/// reader is [`MessageReader`](super::MessageReader)'s.
+///
 /// `Default` (what generated code calls) uses [`default_pool`](crate::default_pool);
 /// [`with_pool`](Self::with_pool) takes another.
 ///

@@ -44,7 +44,9 @@ pub(crate) fn from_headers(headers: &HeaderMap) -> Result<Option<Encoding>, Stat
 
 /// `compressed` decompressed into a pooled buffer that grows (geometrically) with the output,
 /// never past `max` bytes: a decompression bomb is `RESOURCE_EXHAUSTED` once its output
-/// passes the limit, having held at most about twice the limit.
+/// passes the limit, having written at most one byte past it. The output's buffers are taken
+/// without waiting: under a budget with no room for them now, the message is
+/// `RESOURCE_EXHAUSTED` (its compressed payload already holds its share of the budget).
 pub(crate) fn decompress(
     encoding: Encoding,
     compressed: &[u8],
@@ -58,7 +60,8 @@ pub(crate) fn decompress(
     let first = compressed.len().saturating_mul(4).clamp(64, max.max(64));
     let mut out = pool.try_get_exact(first).map_err(status::from_alloc)?;
     // `out` is kept zeroed up to its capacity (once per buffer), `filled` bytes of it written.
-    let cap = out.capacity();
+    // Never more than one byte past the limit is written, whatever the tier's slack.
+    let cap = out.capacity().min(max + 1);
     out.resize(cap, 0);
     let mut filled = 0;
     loop {
@@ -70,7 +73,7 @@ pub(crate) fn decompress(
             let size = (2 * filled).min(max + 1).max(filled + 1);
             let mut bigger = pool.try_get_exact(size).map_err(status::from_alloc)?;
             bigger.extend_from_slice(&out);
-            let cap = bigger.capacity();
+            let cap = bigger.capacity().min(max + 1);
             bigger.resize(cap, 0);
             out = bigger;
         }

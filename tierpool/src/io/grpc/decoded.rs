@@ -24,6 +24,8 @@ use super::reader::MessageReader;
 /// soon as the message is decoded.
 pub struct Decoded<T, B: Body> {
     reader: MessageReader<B>,
+    /// A message failed to decode: the stream is over.
+    failed: bool,
     _message: PhantomData<fn() -> T>,
 }
 
@@ -45,6 +47,7 @@ where
     pub fn new(reader: MessageReader<B>) -> Self {
         Decoded {
             reader,
+            failed: false,
             _message: PhantomData,
         }
     }
@@ -81,12 +84,17 @@ where
 
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         let this = self.get_mut();
+        if this.failed {
+            return Poll::Ready(None);
+        }
         let Some(got) = ready!(this.reader.poll_message(cx)) else {
             return Poll::Ready(None);
         };
-        Poll::Ready(Some(got.and_then(|payload| {
-            T::decode(bytes::Bytes::from(payload)).map_err(decode_error)
-        })))
+        let decoded =
+            got.and_then(|payload| T::decode(bytes::Bytes::from(payload)).map_err(decode_error));
+        // After any error the stream is over (the reader's own errors end it too).
+        this.failed = decoded.is_err();
+        Poll::Ready(Some(decoded))
     }
 }
 

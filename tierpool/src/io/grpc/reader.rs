@@ -1,5 +1,5 @@
-//! [`MessageReader`]: gRPC's length-prefixed messages out of an HTTP/2 body, each copied once
-//! into pooled memory, nothing held between messages.
+//! [`MessageReader`]: gRPC's length-prefixed messages out of an HTTP/2 body, copied into
+//! pooled memory, nothing held between messages.
 
 use std::fmt;
 use std::pin::Pin;
@@ -33,10 +33,13 @@ const FIRST_BUFFER: usize = 4 << 10;
 /// - **Between messages it holds nothing** but up to the 5 header bytes of the next one.
 /// - **The declared length is checked before any memory is taken**: a message over
 ///   [`max_message_size`](Self::max_message_size) is `RESOURCE_EXHAUSTED`.
-/// - **Each payload is copied once**, from the body's frames into a pooled buffer that the
-///   message keeps: its first buffer is the message's length when the last two messages were
-///   at least that long (a stream of same-sized messages), else it grows geometrically with
-///   what arrived.
+/// - **A payload is copied from the body's frames into a pooled buffer that the message
+///   keeps**: its first buffer is the message's length when the last two messages were at
+///   least that long (a stream of same-sized messages), else it grows geometrically with what
+///   arrived. A message whose frames are all there when the reader gets to it is copied once;
+///   one the reader waits for in the middle (HTTP/2 flow control cuts a message larger than
+///   the stream's window) gives back its large buffer at each wait, as the next rule says,
+///   and grows again, which costs up to about one more copy of its length.
 /// - **A wait holds at most twice what arrived**: before the body is waited on, a message's
 ///   buffer larger than `max(2P, T0)` for the `P` bytes that arrived (`T0` the pool's smallest
 ///   tier) is replaced by one that is not, so a peer that declares a large message and
@@ -90,6 +93,8 @@ pub struct MessageReader<B: Body> {
     /// The pool's smallest tier: the least a waiting message may hold.
     floor: usize,
     trailers: Option<HeaderMap>,
+    /// A response's body: it must end with a `grpc-status`.
+    response: bool,
     done: bool,
 }
 
@@ -145,6 +150,7 @@ where
             recent: [0; 2],
             floor,
             trailers: None,
+            response: false,
             done: false,
         }
     }
@@ -170,6 +176,14 @@ where
     /// Sets the encoding compressed messages use (`None`: a compressed message is an error).
     pub fn encoding(mut self, encoding: Option<Encoding>) -> Self {
         self.encoding = encoding;
+        self
+    }
+
+    /// Reads a response's body, which must end with trailers carrying `grpc-status`: a body
+    /// that ends without one (a proxy's reset seen as a clean end, say) is `UNKNOWN` rather than
+    /// a complete stream. (A request's body ends without trailers.)
+    pub fn response(mut self) -> Self {
+        self.response = true;
         self
     }
 
@@ -363,12 +377,18 @@ where
                 m.len
             )));
         }
-        (self.header_len > 0).then(|| {
-            Status::internal(format!(
+        if self.header_len > 0 {
+            return Some(Status::internal(format!(
                 "the stream ended inside a message header: {} of {HEADER_LEN} bytes received",
                 self.header_len
-            ))
-        })
+            )));
+        }
+        let has_status = self
+            .trailers
+            .as_ref()
+            .is_some_and(|t| t.contains_key("grpc-status"));
+        (self.response && !has_status)
+            .then(|| Status::unknown("the response ended without a grpc-status"))
     }
 
     /// Gives everything back: the stream is over.
