@@ -6,8 +6,9 @@
 //! client-streaming method. The client opens `streams` streams (default 200) over 4
 //! connections; each sends one large message (default 3 MiB), then three of 100 bytes, and
 //! stays open. Once the server has read every stream's fourth message, the server's RSS is
-//! read from `/proc`, and compared with its RSS before the streams: bytes kept per open
-//! stream. The server also prints its pool's buffers out (taken and not returned).
+//! read from `/proc` (at once, and 5 s later with the streams still open), and compared with
+//! its RSS before the streams: bytes kept per open stream. The server also prints its pool's
+//! buffers out (taken and not returned) and the bytes it retains.
 //!
 //! stock: tonic's `Grpc::client_streaming` with `tonic_prost::ProstCodec` (tonic's
 //! `Streaming<T>` and its per-stream buffer). pooled: the same method through
@@ -146,7 +147,9 @@ fn serve(mode: &str) {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         println!("port {}", listener.local_addr().unwrap().port());
         let incoming = tonic::transport::server::TcpIncoming::from(listener);
-        let pool = BufferPool::new();
+        // As a server would configure it: idle buffers go back within about two decay
+        // intervals (1 s) whatever the program does.
+        let pool = BufferPool::builder().background_trim(true).build().unwrap();
         let mut server = tonic::transport::Server::builder().max_concurrent_streams(1000);
         let stats = pool.clone();
         tokio::spawn(async move {
@@ -253,18 +256,23 @@ fn measure(mode: &str, streams: usize, first: usize) {
         while ready.load(Ordering::SeqCst) < streams && start.elapsed() < Duration::from_secs(120) {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
-        tokio::time::sleep(Duration::from_millis(1200)).await; // the next pool line
-        let after = rss(pid);
         let got = ready.load(Ordering::SeqCst);
-        let kept = after.saturating_sub(before);
-        println!(
-            "{mode:>6}: {got}/{streams} streams open after one {} MiB message each: server RSS {:.1} MiB -> {:.1} MiB, {:.1} KiB kept per open stream ({})",
-            first >> 20,
-            before as f64 / 1048576.0,
-            after as f64 / 1048576.0,
-            kept as f64 / streams as f64 / 1024.0,
-            pool_line.lock().unwrap(),
-        );
+        // At once, and after 5 s with every stream still open (the pool's idle buffers
+        // released by then).
+        for wait in [600, 5000] {
+            tokio::time::sleep(Duration::from_millis(wait)).await;
+            let after = rss(pid);
+            let kept = after.saturating_sub(before);
+            println!(
+                "{mode:>6}, {got}/{streams} streams open after one {} MiB message each, {:.1} s later: server RSS {:.1} MiB -> {:.1} MiB, {:.1} KiB kept per open stream ({})",
+                first >> 20,
+                wait as f64 / 1000.0,
+                before as f64 / 1048576.0,
+                after as f64 / 1048576.0,
+                kept as f64 / streams as f64 / 1024.0,
+                pool_line.lock().unwrap(),
+            );
+        }
         drop(senders);
         for c in calls {
             let _ = c.await;
