@@ -21,7 +21,8 @@
 //! - [`chart`]: the SVG charts;
 //! - [`progress`]: the run's progress bars (indicatif), or plain lines off a terminal;
 //! - [`streaming`]: the loopback streaming server and client (the `streaming` workload and the
-//!   `echo_server` / `echo_client` examples).
+//!   `echo_server` / `echo_client` examples);
+//! - [`grpc`]: grpc's benchmark service on tonic, stock and pooled (the `grpc_server` binary).
 //!
 //! The library half exists so that the criterion benches in `benches/` use the same
 //! contenders as the report.
@@ -33,6 +34,7 @@ pub mod chart;
 pub mod children;
 pub mod choice;
 pub mod contenders;
+pub mod grpc;
 pub mod measure;
 pub mod page;
 pub mod progress;

@@ -1,0 +1,102 @@
+//! grpc's own benchmark service (`grpc.testing.BenchmarkService`) on tonic, stock or pooled.
+//!
+//! ```text
+//! cargo build --release -p tierpool-bench --bin grpc_server
+//! target/release/grpc_server --addr 127.0.0.1:50051 --mode pooled
+//! ```
+//!
+//! Plain HTTP/2 (h2c), tonic's default limits in both modes. It prints `listening on ADDR`
+//! once it accepts connections; SIGUSR1 prints `stats requests=R allocs=A bytes=B` (request
+//! messages received, and the allocations the process made, so far); SIGINT or SIGTERM stop
+//! it cleanly (in-flight calls finish) and it prints the same line last.
+
+use std::net::SocketAddr;
+use std::process::ExitCode;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use clap::Parser;
+use tierpool_bench::alloc;
+use tierpool_bench::grpc::{serve, Mode, Served};
+use tokio::signal::unix::{signal, SignalKind};
+
+/// grpc.testing.BenchmarkService on tonic, stock or through tierpool.
+#[derive(Debug, Parser)]
+struct Args {
+    /// Address to listen on (port 0: any free port, printed)
+    #[arg(long, default_value = "127.0.0.1:50051")]
+    addr: SocketAddr,
+    /// stock: plain tonic (tonic_prost::ProstCodec); pooled: every method through tierpool::io::grpc
+    #[arg(long, value_parser = ["stock", "pooled"], default_value = "pooled")]
+    mode: String,
+}
+
+fn stats(served: &Served) {
+    let a = alloc::counted();
+    println!(
+        "stats requests={} allocs={} bytes={}",
+        served.requests.load(Ordering::Relaxed),
+        a.allocs,
+        a.bytes
+    );
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    let mode = if args.mode == "stock" {
+        Mode::Stock
+    } else {
+        Mode::Pooled
+    };
+    raise_nofile();
+    alloc::set_counting(true);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("a tokio runtime");
+    let served = Arc::new(Served::default());
+    let result = rt.block_on(async {
+        let listener = match tokio::net::TcpListener::bind(args.addr).await {
+            Ok(l) => l,
+            Err(e) => return Err(format!("cannot listen on {}: {e}", args.addr)),
+        };
+        let addr = listener.local_addr().map_err(|e| e.to_string())?;
+        println!("listening on {addr} ({})", mode.name());
+        let mut term = signal(SignalKind::terminate()).map_err(|e| e.to_string())?;
+        let mut int = signal(SignalKind::interrupt()).map_err(|e| e.to_string())?;
+        let mut usr1 = signal(SignalKind::user_defined1()).map_err(|e| e.to_string())?;
+        let counts = served.clone();
+        let shutdown = async move {
+            loop {
+                tokio::select! {
+                    _ = term.recv() => break,
+                    _ = int.recv() => break,
+                    _ = usr1.recv() => stats(&counts),
+                }
+            }
+        };
+        serve(listener, mode, served.clone(), shutdown)
+            .await
+            .map_err(|e| e.to_string())
+    });
+    stats(&served);
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("grpc_server: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Raises the soft limit on open files to the hard limit: a server for many connections.
+fn raise_nofile() {
+    // SAFETY: `getrlimit`/`setrlimit` read and write the struct they are given.
+    unsafe {
+        let mut lim: libc::rlimit = std::mem::zeroed();
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) == 0 && lim.rlim_cur < lim.rlim_max {
+            lim.rlim_cur = lim.rlim_max;
+            libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
+        }
+    }
+}
