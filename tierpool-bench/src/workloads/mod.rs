@@ -13,6 +13,7 @@ pub mod direct_read;
 pub mod file_read;
 pub mod files;
 pub mod get_put;
+pub mod grpc;
 pub mod http;
 pub mod idle_threads;
 pub mod instructions;
@@ -77,13 +78,39 @@ pub trait Scenario: Sync {
     }
 }
 
+/// Another process's resident set in bytes (`/proc/PID/statm`), 0 if it is gone.
+pub fn process_rss(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/statm"))
+        .ok()
+        .and_then(|s| s.split_whitespace().nth(1)?.parse::<u64>().ok())
+        .map_or(0, |pages| pages * 4096)
+}
+
+/// Another process's CPU time so far, user and system (`/proc/PID/stat`).
+pub fn process_cpu(pid: u32) -> Duration {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // Fields after the command name (which may hold spaces): `after` starts at field 3 (the
+    // state); utime and stime are fields 14 and 15.
+    let after = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let f: Vec<&str> = after.split_whitespace().collect();
+    let field = |i: usize| {
+        f.get(i - 3)
+            .and_then(|x| x.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    let ticks = field(14) + field(15);
+    // SAFETY: `sysconf` reads a constant.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
+    Duration::from_nanos(ticks * 1_000_000_000 / hz)
+}
+
 /// A workload: a handle on its [`Scenario`], compared by name.
 #[derive(Clone, Copy)]
 pub struct Workload(&'static dyn Scenario);
 
 impl Workload {
     /// Every workload, in report order: the one list.
-    pub const ALL: [Workload; 15] = [
+    pub const ALL: [Workload; 16] = [
         Workload(&lookup::Lookup),
         Workload(&get_put::WORKLOAD),
         Workload(&instructions::Instructions),
@@ -99,6 +126,7 @@ impl Workload {
         Workload(&connections::Connections),
         Workload(&http::Http),
         Workload(&redis::Redis),
+        Workload(&grpc::Grpc),
     ];
 
     /// The workload named `name` ([`Scenario::name`]).

@@ -189,29 +189,12 @@ impl Server {
 
     /// The server's resident set.
     fn rss(&self) -> u64 {
-        std::fs::read_to_string(format!("/proc/{}/statm", self.pid()))
-            .ok()
-            .and_then(|s| s.split_whitespace().nth(1)?.parse::<u64>().ok())
-            .map_or(0, |pages| pages * 4096)
+        super::process_rss(self.pid())
     }
 
     /// The server's CPU time, user and system.
     fn cpu(&self) -> Duration {
-        let stat =
-            std::fs::read_to_string(format!("/proc/{}/stat", self.pid())).unwrap_or_default();
-        // Fields after the command name (which may hold spaces): utime is the 14th field.
-        let after = stat.rsplit_once(')').map_or("", |(_, r)| r);
-        let f: Vec<&str> = after.split_whitespace().collect();
-        // `after` starts at field 3 (the state): utime and stime are fields 14 and 15.
-        let field = |i: usize| {
-            f.get(i - 3)
-                .and_then(|x| x.parse::<u64>().ok())
-                .unwrap_or(0)
-        };
-        let ticks = field(14) + field(15);
-        // SAFETY: `sysconf` reads a constant.
-        let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
-        Duration::from_nanos(ticks * 1_000_000_000 / hz)
+        super::process_cpu(self.pid())
     }
 
     /// `INFO`'s field `name`.
