@@ -6,9 +6,10 @@
 //! ```
 //!
 //! Plain HTTP/2 (h2c), tonic's default limits in both modes. It prints `listening on ADDR`
-//! once it accepts connections; SIGUSR1 prints `stats requests=R allocs=A bytes=B` (request
-//! messages received, and the allocations the process made, so far); SIGINT or SIGTERM stop
-//! it cleanly (in-flight calls finish) and it prints the same line last.
+//! once it accepts connections; SIGUSR1 prints `stats requests=R allocs=A bytes=B
+//! pool_hits=H pool_misses=M pool_released_at_cap=C` (request messages received, the
+//! allocations the process made, and the process-wide pool's figures, so far); SIGINT or
+//! SIGTERM stop it cleanly (in-flight calls finish) and it prints the same line last.
 
 use std::net::SocketAddr;
 use std::process::ExitCode;
@@ -33,11 +34,15 @@ struct Args {
 
 fn stats(served: &Served) {
     let a = alloc::counted();
+    let pool = tierpool::default_pool().stats();
     println!(
-        "stats requests={} allocs={} bytes={}",
+        "stats requests={} allocs={} bytes={} pool_hits={} pool_misses={} pool_released_at_cap={}",
         served.requests.load(Ordering::Relaxed),
         a.allocs,
-        a.bytes
+        a.bytes,
+        pool.hits,
+        pool.misses,
+        pool.released_at_cap
     );
 }
 

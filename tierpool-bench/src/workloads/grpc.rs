@@ -14,7 +14,7 @@ use bytes::Bytes;
 use hdrhistogram::Histogram;
 use tonic::transport::Channel;
 
-use super::{process_cpu, process_rss, size_label, Ctx, Entry};
+use super::{process_cpu, process_minor_faults, process_rss, size_label, Ctx, Entry};
 use crate::grpc::stock::benchmark_service_client::BenchmarkServiceClient;
 use crate::grpc::{Payload, SimpleRequest};
 use crate::report::{Output, Record};
@@ -138,6 +138,7 @@ struct Stats {
     requests: u64,
     allocs: u64,
     bytes: u64,
+    pool_misses: u64,
 }
 
 impl Server {
@@ -188,6 +189,7 @@ impl Server {
             requests: field("requests")?,
             allocs: field("allocs")?,
             bytes: field("bytes")?,
+            pool_misses: field("pool_misses")?,
         })
     }
 
@@ -368,12 +370,14 @@ where
     let running = rt.spawn(load(client, counting.clone(), stop.clone(), trips.clone()));
     std::thread::sleep(s.warmup);
     let (cpu0, stats0) = (process_cpu(server.pid()), server.stats()?);
+    let faults0 = process_minor_faults(server.pid());
     let start = Instant::now();
     counting.store(true, Ordering::Relaxed);
     std::thread::sleep(s.measure);
     counting.store(false, Ordering::Relaxed);
     let elapsed = start.elapsed();
     let (cpu1, stats1) = (process_cpu(server.pid()), server.stats()?);
+    let faults1 = process_minor_faults(server.pid());
     stop.store(true, Ordering::Relaxed);
     rt.block_on(running).map_err(|e| e.to_string())??;
     let peak = server.peak_rss();
@@ -388,6 +392,10 @@ where
         ("p99 ms", h.value_at_quantile(0.99) as f64 / 1e3),
         ("server CPU us/round trip", (cpu1 - cpu0).as_secs_f64() * 1e6 / n),
         ("server allocs/message", (stats1.allocs - stats0.allocs) as f64 / messages),
+        // Fresh pages the server touched per message: what allocating (or a pool letting go
+        // of buffers at its cap) costs beyond the allocator's own time.
+        ("server page faults/message", (faults1 - faults0) as f64 / messages),
+        ("server pool misses/message", (stats1.pool_misses - stats0.pool_misses) as f64 / messages),
         ("server peak RSS MiB", peak as f64 / MIB),
     ];
     Ok(Record {

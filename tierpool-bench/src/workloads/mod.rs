@@ -86,19 +86,27 @@ pub fn process_rss(pid: u32) -> u64 {
         .map_or(0, |pages| pages * 4096)
 }
 
-/// Another process's CPU time so far, user and system (`/proc/PID/stat`).
-pub fn process_cpu(pid: u32) -> Duration {
+/// Field `i` (numbered from 1, as `proc(5)` does) of another process's `/proc/PID/stat`, 0 if
+/// it is gone.
+fn process_stat(pid: u32, i: usize) -> u64 {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    // Fields after the command name (which may hold spaces): `after` starts at field 3 (the
-    // state); utime and stime are fields 14 and 15.
+    // Fields after the command name (which may hold spaces): `after` starts at field 3.
     let after = stat.rsplit_once(')').map_or("", |(_, r)| r);
-    let f: Vec<&str> = after.split_whitespace().collect();
-    let field = |i: usize| {
-        f.get(i - 3)
-            .and_then(|x| x.parse::<u64>().ok())
-            .unwrap_or(0)
-    };
-    let ticks = field(14) + field(15);
+    after
+        .split_whitespace()
+        .nth(i - 3)
+        .and_then(|x| x.parse::<u64>().ok())
+        .unwrap_or(0)
+}
+
+/// Another process's minor page faults so far (`/proc/PID/stat` field 10).
+pub fn process_minor_faults(pid: u32) -> u64 {
+    process_stat(pid, 10)
+}
+
+/// Another process's CPU time so far, user and system (`/proc/PID/stat` fields 14 and 15).
+pub fn process_cpu(pid: u32) -> Duration {
+    let ticks = process_stat(pid, 14) + process_stat(pid, 15);
     // SAFETY: `sysconf` reads a constant.
     let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
     Duration::from_nanos(ticks * 1_000_000_000 / hz)
