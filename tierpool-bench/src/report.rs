@@ -266,7 +266,14 @@ pub fn validate(json: &str, expected: &[&str]) -> Result<usize, String> {
 /// under valgrind, where the get-put workload already counted allocations; `redis` measures
 /// a server of its own, which counts nothing).
 // `grpc`'s memory rows have none (its throughput rows give the server's, per message).
-const WITHOUT_ALLOCS: [&str; 6] = ["lookup", "burst", "instructions", "idle-threads", "redis", "grpc"];
+const WITHOUT_ALLOCS: [&str; 6] = [
+    "lookup",
+    "burst",
+    "instructions",
+    "idle-threads",
+    "redis",
+    "grpc",
+];
 
 /// [`validate`] on a report in memory (run before writing, since JSON has no NaN: a
 /// non-finite figure would be written as `null`).

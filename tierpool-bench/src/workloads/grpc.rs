@@ -111,7 +111,15 @@ fn build_server() -> Result<PathBuf, String> {
     crate::progress::status("grpc: building grpc_server");
     let status = Command::new(cargo)
         .current_dir(root)
-        .args(["build", "--release", "--quiet", "-p", "tierpool-bench", "--bin", "grpc_server"])
+        .args([
+            "build",
+            "--release",
+            "--quiet",
+            "-p",
+            "tierpool-bench",
+            "--bin",
+            "grpc_server",
+        ])
         .stdout(Stdio::null())
         .status()
         .map_err(|e| format!("cannot run cargo: {e}"))?;
@@ -268,18 +276,28 @@ fn histogram() -> Histogram<u64> {
 
 /// The seed's shape: `streams` bidi `StreamingCall`s on one connection, each sending a
 /// message of `size` and awaiting its answer of `size`, until the measured window ends.
-async fn ping_pong(client: &BenchmarkServiceClient<Channel>, streams: usize, size: usize, counting: Arc<AtomicBool>, stop: Arc<AtomicBool>, trips: Arc<Trips>) -> Result<(), String> {
+async fn ping_pong(
+    client: &BenchmarkServiceClient<Channel>,
+    streams: usize,
+    size: usize,
+    counting: Arc<AtomicBool>,
+    stop: Arc<AtomicBool>,
+    trips: Arc<Trips>,
+) -> Result<(), String> {
     let body = Bytes::from(vec![1u8; size]);
     let mut tasks = Vec::new();
     for _ in 0..streams {
         let mut client = client.clone();
-        let (body, counting, stop, trips) = (body.clone(), counting.clone(), stop.clone(), trips.clone());
+        let (body, counting, stop, trips) =
+            (body.clone(), counting.clone(), stop.clone(), trips.clone());
         tasks.push(tokio::spawn(async move {
             let (tx, rx) = tokio::sync::mpsc::channel(1);
             let requests = futures_util::stream::unfold(rx, |mut rx| async move {
                 rx.recv().await.map(|m| (m, rx))
             });
-            tx.send(request(&body, size)).await.map_err(|e| e.to_string())?;
+            tx.send(request(&body, size))
+                .await
+                .map_err(|e| e.to_string())?;
             let mut answers = client
                 .streaming_call(requests)
                 .await
@@ -301,7 +319,9 @@ async fn ping_pong(client: &BenchmarkServiceClient<Channel>, streams: usize, siz
                     break;
                 }
                 sent = Instant::now();
-                tx.send(request(&body, size)).await.map_err(|e| e.to_string())?;
+                tx.send(request(&body, size))
+                    .await
+                    .map_err(|e| e.to_string())?;
             }
             trips.add(&h);
             Ok::<(), String>(())
@@ -314,17 +334,28 @@ async fn ping_pong(client: &BenchmarkServiceClient<Channel>, streams: usize, siz
 }
 
 /// `calls` tasks each making unary calls of `size` (answers of `size`) in turn.
-async fn unary(client: &BenchmarkServiceClient<Channel>, calls: usize, size: usize, counting: Arc<AtomicBool>, stop: Arc<AtomicBool>, trips: Arc<Trips>) -> Result<(), String> {
+async fn unary(
+    client: &BenchmarkServiceClient<Channel>,
+    calls: usize,
+    size: usize,
+    counting: Arc<AtomicBool>,
+    stop: Arc<AtomicBool>,
+    trips: Arc<Trips>,
+) -> Result<(), String> {
     let body = Bytes::from(vec![2u8; size]);
     let mut tasks = Vec::new();
     for _ in 0..calls {
         let mut client = client.clone();
-        let (body, counting, stop, trips) = (body.clone(), counting.clone(), stop.clone(), trips.clone());
+        let (body, counting, stop, trips) =
+            (body.clone(), counting.clone(), stop.clone(), trips.clone());
         tasks.push(tokio::spawn(async move {
             let mut h = histogram();
             while !stop.load(Ordering::Relaxed) {
                 let sent = Instant::now();
-                let answer = client.unary_call(request(&body, size)).await.map_err(|e| e.to_string())?;
+                let answer = client
+                    .unary_call(request(&body, size))
+                    .await
+                    .map_err(|e| e.to_string())?;
                 let got = answer.into_inner().payload.map_or(0, |p| p.body.len());
                 if got != size {
                     return Err(format!("an answer of {got} bytes, not {size}"));
@@ -356,7 +387,14 @@ fn runtime() -> tokio::runtime::Runtime {
 /// per round trip, with QPS, latency, the server's CPU and allocations per message, its peak
 /// RSS.
 #[allow(clippy::too_many_arguments)]
-fn throughput<F, Fut>(exe: &Path, mode: Mode, s: &Shape, param: String, metric: &str, load: F) -> Result<Record, String>
+fn throughput<F, Fut>(
+    exe: &Path,
+    mode: Mode,
+    s: &Shape,
+    param: String,
+    metric: &str,
+    load: F,
+) -> Result<Record, String>
 where
     F: FnOnce(BenchmarkServiceClient<Channel>, Arc<AtomicBool>, Arc<AtomicBool>, Arc<Trips>) -> Fut,
     Fut: std::future::Future<Output = Result<(), String>> + Send + 'static,
@@ -383,19 +421,36 @@ where
     let peak = server.peak_rss();
     server.stop()?;
     let n = trips.count.load(Ordering::Relaxed).max(1) as f64;
-    let h = trips.latency_us.lock().unwrap().take().unwrap_or_else(histogram);
+    let h = trips
+        .latency_us
+        .lock()
+        .unwrap()
+        .take()
+        .unwrap_or_else(histogram);
     let messages = (stats1.requests - stats0.requests).max(1) as f64;
     let ns = elapsed.as_nanos() as f64 / n;
     let extra = [
         ("QPS", n / elapsed.as_secs_f64()),
         ("p50 ms", h.value_at_quantile(0.5) as f64 / 1e3),
         ("p99 ms", h.value_at_quantile(0.99) as f64 / 1e3),
-        ("server CPU us/round trip", (cpu1 - cpu0).as_secs_f64() * 1e6 / n),
-        ("server allocs/message", (stats1.allocs - stats0.allocs) as f64 / messages),
+        (
+            "server CPU us/round trip",
+            (cpu1 - cpu0).as_secs_f64() * 1e6 / n,
+        ),
+        (
+            "server allocs/message",
+            (stats1.allocs - stats0.allocs) as f64 / messages,
+        ),
         // Fresh pages the server touched per message: what allocating (or a pool letting go
         // of buffers at its cap) costs beyond the allocator's own time.
-        ("server page faults/message", (faults1 - faults0) as f64 / messages),
-        ("server pool misses/message", (stats1.pool_misses - stats0.pool_misses) as f64 / messages),
+        (
+            "server page faults/message",
+            (faults1 - faults0) as f64 / messages,
+        ),
+        (
+            "server pool misses/message",
+            (stats1.pool_misses - stats0.pool_misses) as f64 / messages,
+        ),
         ("server peak RSS MiB", peak as f64 / MIB),
     ];
     Ok(Record {
@@ -453,7 +508,9 @@ fn retention(exe: &Path, mode: Mode, s: &Shape) -> Result<Record, String> {
             });
             tx.send(request(&big, 1)).await.map_err(|e| e.to_string())?;
             for _ in 0..3 {
-                tx.send(request(&small, 1)).await.map_err(|e| e.to_string())?;
+                tx.send(request(&small, 1))
+                    .await
+                    .map_err(|e| e.to_string())?;
             }
             senders.push(tx);
         }
@@ -470,7 +527,11 @@ fn retention(exe: &Path, mode: Mode, s: &Shape) -> Result<Record, String> {
     let per = |rss: u64| rss.saturating_sub(before) as f64 / s.retained as f64 / 1024.0;
     Ok(memory_record(
         mode,
-        format!("{} open client streams after one {} message", s.retained, size_label(s.first)),
+        format!(
+            "{} open client streams after one {} message",
+            s.retained,
+            size_label(s.first)
+        ),
         &format!("KiB per open stream ({} s later)", s.settle.as_secs_f64()),
         per(later),
         &[
@@ -482,7 +543,13 @@ fn retention(exe: &Path, mode: Mode, s: &Shape) -> Result<Record, String> {
 }
 
 /// A memory row: `kib` KiB per stream (the chart's panel), as `metric` in `unit`s.
-fn memory_record(mode: Mode, param: String, metric: &str, value: f64, extra: &[(&str, f64)]) -> Record {
+fn memory_record(
+    mode: Mode,
+    param: String,
+    metric: &str,
+    value: f64,
+    extra: &[(&str, f64)],
+) -> Record {
     // A figure of 0 (nothing kept) is shown as the smallest positive one: the report's figures
     // are positive.
     let value = value.max(f64::MIN_POSITIVE);
@@ -542,7 +609,8 @@ fn idle(exe: &Path, mode: Mode, s: &Shape) -> Result<Vec<Record>, String> {
     let idle_rss = process_rss(server.pid());
     // One 1 MiB message on every tenth stream, each answered with one byte; all stay open.
     let big = Bytes::from(vec![5u8; 1 << 20]);
-    let (busy, rest): (Vec<_>, Vec<_>) = open.into_iter().enumerate().partition(|(i, _)| i % 10 == 0);
+    let (busy, rest): (Vec<_>, Vec<_>) =
+        open.into_iter().enumerate().partition(|(i, _)| i % 10 == 0);
     let busy = rt.block_on(async {
         let mut tasks = Vec::new();
         for (_, (tx, mut answers)) in busy {
@@ -571,8 +639,20 @@ fn idle(exe: &Path, mode: Mode, s: &Shape) -> Result<Vec<Record>, String> {
     let per_stream = |rss: u64| rss.saturating_sub(before) as f64 / streams as f64;
     let label = format!("{streams} idle bidi streams ({conns} connections)");
     Ok(vec![
-        memory_record(mode, label.clone(), "bytes per idle stream", per_stream(idle_rss), &[("KiB per stream", per_stream(idle_rss) / 1024.0)]),
-        memory_record(mode, format!("{label}, after one 1 MiB message on a tenth"), "bytes per stream", per_stream(after_rss), &[("KiB per stream", per_stream(after_rss) / 1024.0)]),
+        memory_record(
+            mode,
+            label.clone(),
+            "bytes per idle stream",
+            per_stream(idle_rss),
+            &[("KiB per stream", per_stream(idle_rss) / 1024.0)],
+        ),
+        memory_record(
+            mode,
+            format!("{label}, after one 1 MiB message on a tenth"),
+            "bytes per stream",
+            per_stream(after_rss),
+            &[("KiB per stream", per_stream(after_rss) / 1024.0)],
+        ),
     ])
 }
 
@@ -596,7 +676,10 @@ impl super::Scenario for Grpc {
     }
 
     fn contenders(&self) -> Vec<Entry> {
-        Mode::ALL.iter().map(|m| Entry::new(m.label(), m.setup())).collect()
+        Mode::ALL
+            .iter()
+            .map(|m| Entry::new(m.label(), m.setup()))
+            .collect()
     }
 
     fn baseline(&self) -> String {
@@ -630,7 +713,11 @@ impl super::Scenario for Grpc {
                 }
             }
             for mode in Mode::ALL {
-                crate::progress::status(&format!("grpc round {round}/{}: {} unary", s.rounds, mode.arg()));
+                crate::progress::status(&format!(
+                    "grpc round {round}/{}: {} unary",
+                    s.rounds,
+                    mode.arg()
+                ));
                 let calls = s.unary;
                 records.push(throughput(
                     &exe,
@@ -644,7 +731,11 @@ impl super::Scenario for Grpc {
                 )?);
             }
             for mode in Mode::ALL {
-                crate::progress::status(&format!("grpc round {round}/{}: {} retention", s.rounds, mode.arg()));
+                crate::progress::status(&format!(
+                    "grpc round {round}/{}: {} retention",
+                    s.rounds,
+                    mode.arg()
+                ));
                 records.push(retention(&exe, mode, &s)?);
                 records.extend(idle(&exe, mode, &s)?);
             }
