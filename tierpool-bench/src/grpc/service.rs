@@ -90,7 +90,7 @@ impl Bench {
     }
 
     /// `StreamingFromClient`: one answer, to the last request, once the requests end.
-    async fn from_client<S>(&self, requests: S) -> Result<SimpleResponse, Status>
+    async fn upload<S>(&self, requests: S) -> Result<SimpleResponse, Status>
     where
         S: Stream<Item = Result<SimpleRequest, Status>>,
     {
@@ -104,7 +104,7 @@ impl Bench {
     }
 
     /// `StreamingFromServer`: answers to the one request until the client goes.
-    fn from_server(&self, request: SimpleRequest) -> Result<Responses, Status> {
+    fn download(&self, request: SimpleRequest) -> Result<Responses, Status> {
         self.count();
         let response = answer(&request)?;
         Ok(Box::pin(futures_util::stream::repeat_with(move || {
@@ -165,7 +165,7 @@ impl stock::benchmark_service_server::BenchmarkService for Bench {
         &self,
         request: Request<Streaming<SimpleRequest>>,
     ) -> Result<Response<SimpleResponse>, Status> {
-        self.from_client(request.into_inner())
+        self.upload(request.into_inner())
             .await
             .map(Response::new)
     }
@@ -176,7 +176,7 @@ impl stock::benchmark_service_server::BenchmarkService for Bench {
         &self,
         request: Request<SimpleRequest>,
     ) -> Result<Response<Responses>, Status> {
-        self.from_server(request.into_inner()).map(Response::new)
+        self.download(request.into_inner()).map(Response::new)
     }
 
     type StreamingBothWaysStream = Responses;
@@ -225,7 +225,7 @@ impl pooled::benchmark_service_server::BenchmarkService for Bench {
         &self,
         request: Request<SimpleRequest>,
     ) -> Result<Response<Responses>, Status> {
-        self.from_server(request.into_inner()).map(Response::new)
+        self.download(request.into_inner()).map(Response::new)
     }
 
     type StreamingBothWaysStream = Responses;
@@ -271,7 +271,7 @@ pub async fn serve(
                 .streaming(FROM_CLIENT, move |r: PooledStreaming<SimpleRequest>| {
                     let bench = b2.clone();
                     async move {
-                        let one = bench.from_client(r.into_inner()).await?;
+                        let one = bench.upload(r.into_inner()).await?;
                         Ok(Response::new(futures_util::stream::iter([Ok(one)])))
                     }
                 })

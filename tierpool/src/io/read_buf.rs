@@ -48,6 +48,9 @@ use crate::pool::buffer_pool::BufferPool;
 pub(crate) const MIN_READ: usize = 8 << 10;
 /// The most a read offers.
 pub(crate) const MAX_READ: usize = 256 << 10;
+/// The largest fresh buffer a read takes for frames of a size that repeats (larger frames
+/// grow into their buffers as they arrive).
+pub(crate) const MAX_LEARNED: usize = 4 << 20;
 
 /// How much the next read offers: Netty's adaptive guess, between [`MIN_READ`] and
 /// [`MAX_READ`]. Doubled after a read that filled its offer; halved after four reads in a
@@ -193,6 +196,12 @@ pub(crate) struct Core<S> {
     stash: Option<PooledBuf>,
     /// The smallest tier: what the bound allows whatever is pending.
     floor: usize,
+    /// The most bytes unread at once while the buffer held now has been held.
+    peak: usize,
+    /// The peaks of the last two buffers that drained: the least a read's fresh buffer
+    /// takes (their smaller one), so that frames of a size that repeats land in one buffer
+    /// instead of regrowing from the read's offer every time.
+    recent: [usize; 2],
 }
 
 impl<S: Store> Core<S> {
@@ -214,6 +223,8 @@ impl<S: Store> Core<S> {
             taking: Taking::default(),
             stash: None,
             floor,
+            peak: 0,
+            recent: [0; 2],
         }
     }
 
@@ -233,6 +244,7 @@ impl<S: Store> Core<S> {
 
     /// Gives back every buffer held, unread bytes and all.
     pub(crate) fn clear(&mut self) {
+        self.peak = 0;
         self.stash = None;
         self.taking.cancel();
         if let Some(s) = self.slot.take() {
@@ -240,13 +252,40 @@ impl<S: Store> Core<S> {
         }
     }
 
-    /// Gives the buffer back if nothing in it is unread.
+    /// Gives the buffer back if nothing in it is unread, remembering how much it had to hold.
     pub(crate) fn release_if_drained(&mut self) {
         if self.slot.as_ref().is_some_and(|s| s.unread().is_empty()) {
             if let Some(s) = self.slot.take() {
                 s.release();
             }
+            self.recent = [self.recent[1], self.peak];
+            self.peak = 0;
         }
+    }
+
+    /// Takes the buffer held, as the frames it holds leave as views of it: what it had to
+    /// hold counts as a drained buffer's.
+    pub(crate) fn hand_over(&mut self) -> Option<S> {
+        let slot = self.slot.take()?;
+        self.peak = self.peak.max(slot.unread().len());
+        self.recent = [self.recent[1], self.peak];
+        self.peak = 0;
+        Some(slot)
+    }
+
+    /// The size of a fresh buffer for a read of `want` bytes, of at most `limit`: `want`, or
+    /// what the last two buffers both had to hold if that is more (within `limit` and the
+    /// largest read buffer that is learned, [`MAX_LEARNED`]). A read that then finds little
+    /// waits in a buffer that the bound shrinks (`park`), so this costs a copy of what arrived
+    /// at most, never memory beyond the bound.
+    fn fresh_size(&self, want: usize, limit: usize) -> usize {
+        let expect = self.recent[0].min(self.recent[1]).min(MAX_LEARNED);
+        want.max(expect.min(limit))
+    }
+
+    /// Notes how much is unread now (after bytes arrived).
+    fn note_peak(&mut self) {
+        self.peak = self.peak.max(self.unread_len());
     }
 
     /// Before a wait: holds nothing if nothing is unread, else at most `max(2P, T0)`.
@@ -334,19 +373,26 @@ impl<S: Store> Core<S> {
             // The last read's bytes wait for a larger buffer: get it (waiting for room
             // under a budget, holding what was read), then report them.
             ready!(self.poll_grow(cx, 0))?;
+            self.note_peak();
             return Poll::Ready(Ok(n));
         }
         if limit == 0 {
             return Poll::Ready(Ok(0));
         }
         self.release_if_drained();
-        let want = self.sizer.offer().min(limit);
-        // Room for the offer in the buffer held: read into it. Without room, after a read
-        // that filled its offer (the peer is sending faster than we read), grow first, so the
-        // bytes land in place: a large frame costs one copy per doubling of what arrived.
+        let mut want = self.sizer.offer().min(limit);
+        // Room for the offer in the buffer held: read into it (into the room there is, if at
+        // least the least offer fits: a buffer sized for a frame of a size that repeats is
+        // filled, not outgrown, as tokio-util reads into the capacity it has). Without room,
+        // after a read that filled its offer (the peer is sending faster than we read), grow
+        // first, so the bytes land in place: a large frame costs one copy per doubling of
+        // what arrived.
         if let Some(s) = &mut self.slot {
             if s.spare() < want {
                 s.compact();
+            }
+            if s.spare() < want && s.spare() >= MIN_READ {
+                want = s.spare();
             }
             if s.spare() < want && self.sizer.full {
                 ready!(self.poll_grow(cx, want))?;
@@ -364,11 +410,18 @@ impl<S: Store> Core<S> {
                 // SAFETY: `read_into` initialized `n <= want <= spare` bytes of the room.
                 unsafe { s.filled(n) };
                 self.sizer.record(n, want);
+                self.note_peak();
                 return Poll::Ready(Ok(n));
             }
         }
-        // A buffer for this read.
-        let mut fresh = match self.poll_take(cx, want) {
+        // A buffer for this read: of the size recent frames needed, if they needed more (not
+        // under a budget, where a read waits for room for what it offers only).
+        let size = if self.slot.is_none() && self.pool.max_in_use_bytes().is_none() {
+            self.fresh_size(want, limit)
+        } else {
+            want
+        };
+        let mut fresh = match self.poll_take(cx, size) {
             Poll::Ready(r) => r?,
             Poll::Pending => {
                 self.park();
@@ -391,9 +444,11 @@ impl<S: Store> Core<S> {
             return Poll::Ready(Ok(0));
         }
         if self.append(fresh) {
+            self.note_peak();
             return Poll::Ready(Ok(n));
         }
         ready!(self.poll_grow(cx, 0))?;
+        self.note_peak();
         Poll::Ready(Ok(n))
     }
 
@@ -688,7 +743,7 @@ impl ReadBuffer {
         );
         let mut rest = match self.rest.take() {
             Some(rest) => rest,
-            None => match self.core.slot.take() {
+            None => match self.core.hand_over() {
                 Some(Plain { buf, start }) => {
                     let mut view = buf.into_shared();
                     view.advance(start);
