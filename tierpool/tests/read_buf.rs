@@ -409,7 +409,10 @@ fn gets_per_frame(pool: &BufferPool, io: &mut Requests, frames: &[Vec<u8>]) -> V
         for f in frames {
             let before = pool.stats().gets;
             while rb.len() < f.len() {
-                assert!(rb.read_from(io).await.unwrap() > 0, "the stream ended early");
+                assert!(
+                    rb.read_from(io).await.unwrap() > 0,
+                    "the stream ended early"
+                );
             }
             assert_eq!(&rb.split_to(f.len())[..], &f[..]);
             gets.push(pool.stats().gets - before);
@@ -429,7 +432,10 @@ fn frames_of_a_size_that_repeats_land_in_one_buffer() {
     let frames: Vec<Vec<u8>> = (0..8).map(|i| vec![i as u8; 64 << 10]).collect();
     let gets = gets_per_frame(&pool, &mut Requests::new(&frames, 16 << 10), &frames);
     assert!(gets[0] > 1, "the first frame grows: {gets:?}");
-    assert!(gets[2..].iter().all(|&g| g == 2), "one buffer per frame: {gets:?}");
+    assert!(
+        gets[2..].iter().all(|&g| g == 2),
+        "one buffer per frame: {gets:?}"
+    );
 }
 
 #[test]
@@ -451,11 +457,7 @@ fn a_trickled_frame_after_large_ones_holds_twice_what_arrived() {
         let third = vec![9u8; 64 << 10];
         let mut trickle = Requests::new(&[third.clone()], 1);
         // A wait between every byte.
-        trickle.0 = trickle
-            .0
-            .into_iter()
-            .flat_map(|s| [None, s])
-            .collect();
+        trickle.0 = trickle.0.into_iter().flat_map(|s| [None, s]).collect();
         let mut waits = 0;
         while rb.len() < third.len() {
             let got = poll_fn(|cx| match rb.poll_read_from(cx, Pin::new(&mut trickle)) {
@@ -466,7 +468,11 @@ fn a_trickled_frame_after_large_ones_holds_twice_what_arrived() {
             if got.is_none() {
                 waits += 1;
                 let held = rb.held_bytes();
-                assert!(held <= floor.max(2 * rb.len()), "held {held} for {} bytes", rb.len());
+                assert!(
+                    held <= floor.max(2 * rb.len()),
+                    "held {held} for {} bytes",
+                    rb.len()
+                );
             }
         }
         assert!(waits > 1000);

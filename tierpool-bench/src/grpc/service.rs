@@ -165,9 +165,7 @@ impl stock::benchmark_service_server::BenchmarkService for Bench {
         &self,
         request: Request<Streaming<SimpleRequest>>,
     ) -> Result<Response<SimpleResponse>, Status> {
-        self.upload(request.into_inner())
-            .await
-            .map(Response::new)
+        self.upload(request.into_inner()).await.map(Response::new)
     }
 
     type StreamingFromServerStream = Responses;

@@ -15,8 +15,15 @@
 //!   its offer (more is waiting), up to 256 KiB, and back down after reads that used little.
 //!   With nothing unread, the read goes into a buffer taken for it from the pool; a read
 //!   that finds nothing (`Pending`) gives that buffer straight back.
+//! - **Sizes that repeat are remembered.** That fresh buffer is as large as the smaller of
+//!   what the last two buffers had to hold when they drained (up to 4 MiB), if that is more
+//!   than the offer: frames of a size that repeats (64 KiB values, say) land in one buffer
+//!   instead of regrowing from the offer every time, and one large frame among small ones
+//!   changes nothing. A read that then waits mid-frame gives the large buffer back under the
+//!   next rule. (Not under a budget, where a read waits for room for its offer only.)
 //! - **Reads append without amplifying.** With bytes unread and room for the offer, the read
-//!   goes into the room. Without room, it goes into a buffer of its own, and its bytes are
+//!   goes into the room (or into the room there is, if at least 8 KiB). Without room, it goes
+//!   into a buffer of its own, and its bytes are
 //!   then copied after the unread ones, where they fit (after moving the unread ones to the
 //!   start, if that makes room), or into a buffer of the largest tier that holds both twice
 //!   over (geometric growth: copying stays linear in the bytes received).
