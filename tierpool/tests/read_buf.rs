@@ -455,7 +455,7 @@ fn a_trickled_frame_after_large_ones_holds_twice_what_arrived() {
             drop(rb.split_to(f.len()));
         }
         let third = vec![9u8; 64 << 10];
-        let mut trickle = Requests::new(&[third.clone()], 1);
+        let mut trickle = Requests::new(std::slice::from_ref(&third), 1);
         // A wait between every byte.
         trickle.0 = trickle.0.into_iter().flat_map(|s| [None, s]).collect();
         let mut waits = 0;
