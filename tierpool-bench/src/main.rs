@@ -134,6 +134,10 @@ impl Args {
 }
 
 fn main() -> ExitCode {
+    // The grpc workload's server, run as a child of this binary: `grpc_server`'s command line.
+    if std::env::args().nth(1).as_deref() == Some("grpc-server") {
+        return tierpool_bench::grpc::server_main(std::env::args().skip(1));
+    }
     let cli = Cli::parse();
     if let Some(shell) = cli.completions {
         let mut cmd = Cli::command();

@@ -39,7 +39,7 @@ impl Server {
     }
 
     /// Stops it with SIGTERM: it must exit with success and print its last stats line.
-    fn stop(mut self) -> String {
+    fn stop(&mut self) -> String {
         // SAFETY: `kill` with a child's pid and a valid signal number.
         unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
         let mut rest = String::new();
@@ -47,6 +47,14 @@ impl Server {
         let status = self.child.wait().unwrap();
         assert!(status.success(), "grpc_server exited with {status}");
         rest
+    }
+}
+
+impl Drop for Server {
+    /// A test that fails leaves no server behind (it would hold the test's output open).
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 }
 
@@ -153,7 +161,7 @@ fn grpcio_client(addr: &str) {
 }
 
 fn serves_tonic_and_grpcio(mode: &str) {
-    let server = Server::start(mode);
+    let mut server = Server::start(mode);
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -161,6 +169,7 @@ fn serves_tonic_and_grpcio(mode: &str) {
         .block_on(tonic_client_calls_every_method(&server.addr));
     grpcio_client(&server.addr);
     let last = server.stop();
+    drop(server);
     assert!(last.contains("stats requests="), "{last:?}");
 }
 

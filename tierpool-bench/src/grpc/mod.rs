@@ -10,8 +10,11 @@
 //! `response_size` zero bytes (a view of one static block: no allocation per response, in
 //! either mode), and both keep tonic's default limits (4 MiB received).
 
+mod cli;
 mod messages;
 mod service;
+
+pub use cli::server_main;
 
 pub use messages::{Payload, SimpleRequest, SimpleResponse};
 pub use service::{serve, Mode, Served, MAX_RESPONSE};

@@ -100,37 +100,9 @@ fn shape(quick: bool) -> Shape {
     }
 }
 
-/// Builds `grpc_server` beside this binary (the report's own build has the library fresh: a
-/// link).
-fn build_server() -> Result<PathBuf, String> {
-    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .ok_or("no workspace root")?;
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    crate::progress::status("grpc: building grpc_server");
-    let status = Command::new(cargo)
-        .current_dir(root)
-        .args([
-            "build",
-            "--release",
-            "--quiet",
-            "-p",
-            "tierpool-bench",
-            "--bin",
-            "grpc_server",
-        ])
-        .stdout(Stdio::null())
-        .status()
-        .map_err(|e| format!("cannot run cargo: {e}"))?;
-    if !status.success() {
-        return Err(format!("cargo build of grpc_server failed: {status}"));
-    }
-    let server = exe.with_file_name("grpc_server");
-    if !server.exists() {
-        return Err(format!("grpc_server is not at {}", server.display()));
-    }
-    Ok(server)
+/// This binary, which runs `grpc_server` as its `grpc-server` subcommand.
+fn server_exe() -> Result<PathBuf, String> {
+    std::env::current_exe().map_err(|e| format!("cannot find this binary: {e}"))
 }
 
 /// A running `grpc_server`, its stdout read by a thread (its `stats` lines).
@@ -152,7 +124,7 @@ struct Stats {
 impl Server {
     fn start(exe: &Path, mode: Mode) -> Result<Server, String> {
         let mut child = Command::new(exe)
-            .args(["--addr", "127.0.0.1:0", "--mode", mode.arg()])
+            .args(["grpc-server", "--addr", "127.0.0.1:0", "--mode", mode.arg()])
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
@@ -668,7 +640,7 @@ impl super::Scenario for Grpc {
     }
 
     fn describe(&self) -> &'static str {
-        "gRPC under tonic, the seeds' own protocol: grpc's BenchmarkService (grpc_server, built with the report) stock (tonic as generated, its own prost codec) and pooled (tierpool::io::grpc: the codec for unary and server-streaming, PooledMethods for client-streaming and bidi), driven from this process by tonic's generated client for both modes, one fresh server per row and mode, 3 interleaved rounds. The seed's shape: 150 bidi StreamingCall streams on one connection, each ping-ponging 1 MiB (also 64 KiB and 4 KiB) messages: per round trip, QPS, p50/p99 latency, the server's CPU per round trip and allocations per message received, its peak RSS. Unary 1 MiB calls, 64 at a time, through the codec alone. Retention: 200 client-streaming streams on 4 connections each send one 3 MiB message then three of 100 bytes and stay open: the server's RSS above its start per open stream, 5 s later and at once. Idle: 10,000 bidi streams (100 connections x 100) opened and left idle: bytes per idle stream; then one 1 MiB message on a tenth of them."
+        "gRPC under tonic, the seeds' own protocol: grpc's BenchmarkService (grpc_server, run as a child of the report's binary) stock (tonic as generated, its own prost codec) and pooled (tierpool::io::grpc: the codec for unary and server-streaming, PooledMethods for client-streaming and bidi), driven from this process by tonic's generated client for both modes, one fresh server per row and mode, 3 interleaved rounds. The seed's shape: 150 bidi StreamingCall streams on one connection, each ping-ponging 1 MiB (also 64 KiB and 4 KiB) messages: per round trip, QPS, p50/p99 latency, the server's CPU per round trip and allocations per message received, its peak RSS. Unary 1 MiB calls, 64 at a time, through the codec alone. Retention: 200 client-streaming streams on 4 connections each send one 3 MiB message then three of 100 bytes and stay open: the server's RSS above its start per open stream, 5 s later and at once. Idle: 10,000 bidi streams (100 connections x 100) opened and left idle: bytes per idle stream; then one 1 MiB message on a tenth of them."
     }
 
     fn weight(&self) -> u64 {
@@ -688,7 +660,7 @@ impl super::Scenario for Grpc {
 
     fn run(&self, quick: bool) -> Result<Output, String> {
         let s = shape(quick);
-        let exe = build_server()?;
+        let exe = server_exe()?;
         let mut records = Vec::new();
         for round in 1..=s.rounds {
             for &size in &s.sizes {
