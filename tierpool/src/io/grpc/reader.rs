@@ -30,7 +30,9 @@ const FIRST_BUFFER: usize = 4 << 10;
 /// Reads gRPC messages from an HTTP/2 body (`http_body::Body`, as hyper and tonic hand it
 /// over) into pooled buffers: a [`Stream`] of each message's payload as a [`PooledBytes`].
 ///
-/// - **Between messages it holds nothing** but up to the 5 header bytes of the next one.
+/// - **Between messages it holds no pooled memory**: up to the 5 header bytes of the next one
+///   in place, and, until it is polled again, the rest of the data frame the last message
+///   ended in (h2's `Bytes`, as the body handed it over).
 /// - **The declared length is checked before any memory is taken**: a message over
 ///   [`max_message_size`](Self::max_message_size) is `RESOURCE_EXHAUSTED`.
 /// - **A payload is copied from the body's frames into a pooled buffer that the message
