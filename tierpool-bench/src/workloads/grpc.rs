@@ -722,15 +722,27 @@ impl super::Scenario for Grpc {
         Err("the grpc workload runs no child of this binary".into())
     }
 
+    /// The seed's shape at its largest size and the retention row: rows of other sizes have
+    /// other scales, and would share a panel's bars with them.
     fn chart(&self, path: &Path, data: &super::ChartData) -> Result<(), crate::chart::Error> {
+        let seed: Vec<&Record> = data
+            .rows
+            .iter()
+            .copied()
+            .filter(|r| {
+                r.param.starts_with("bidi ping-pong 1 MiB")
+                    || r.param.contains("open client streams")
+            })
+            .collect();
         crate::chart::panels_of_extras(
             path,
-            "grpc: grpc's BenchmarkService on tonic, stock against pooled",
-            data.rows,
+            "grpc: the seed's shape (bidi 1 MiB x 150 streams) and an open stream's memory after 3 MiB",
+            &seed,
             &[
-                ("QPS", "round trips or calls per second"),
+                ("QPS", "round trips per second"),
                 ("p99 ms", "p99 latency (ms)"),
                 ("server CPU us/round trip", "server CPU per round trip (us)"),
+                ("server peak RSS MiB", "server peak RSS (MiB)"),
                 ("KiB per stream", "server RSS per open stream (KiB)"),
             ],
         )
