@@ -35,6 +35,35 @@ pub struct Record {
     pub extra: BTreeMap<String, f64>,
 }
 
+impl Record {
+    /// A row of one figure (a reading, not timed samples): `value` as its median, min and max,
+    /// no allocation figures, `extra` beside it.
+    pub fn single(
+        workload: &str,
+        contender: &str,
+        allocator: &str,
+        param: String,
+        metric: &str,
+        value: f64,
+        extra: BTreeMap<String, f64>,
+    ) -> Record {
+        Record {
+            workload: workload.into(),
+            contender: contender.into(),
+            allocator: allocator.into(),
+            param,
+            metric: metric.into(),
+            median: value,
+            min: value,
+            max: value,
+            samples: 1,
+            allocs_per_op: None,
+            bytes_per_op: None,
+            extra,
+        }
+    }
+}
+
 /// Memory over time for one contender (the burst workload).
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct Timeline {

@@ -141,19 +141,16 @@ impl Visit for OneBurst<'_> {
         }
         let (after_rss, after_retained) =
             after.unwrap_or_else(|| (rss_bytes(), c.retained_bytes()));
-        let record = |param: &str, metric: &str, value: f64, extra: BTreeMap<String, f64>| Record {
-            workload: "burst".into(),
-            contender: self.label.into(),
-            allocator: self.allocator.into(),
-            param: param.into(),
-            metric: metric.into(),
-            median: value,
-            min: value,
-            max: value,
-            samples: 1,
-            allocs_per_op: None,
-            bytes_per_op: None,
-            extra,
+        let record = |param: &str, metric: &str, value: f64, extra: BTreeMap<String, f64>| {
+            Record::single(
+                "burst",
+                self.label,
+                self.allocator,
+                param.into(),
+                metric,
+                value,
+                extra,
+            )
         };
         let with_retained = |r: Option<u64>| {
             let mut m = BTreeMap::from([("baseline RSS MiB".to_string(), mib(baseline))]);

@@ -525,20 +525,15 @@ fn memory_record(
     // A figure of 0 (nothing kept) is shown as the smallest positive one: the report's figures
     // are positive.
     let value = value.max(f64::MIN_POSITIVE);
-    Record {
-        workload: "grpc".into(),
-        contender: mode.label().into(),
-        allocator: "glibc".into(),
+    Record::single(
+        "grpc",
+        mode.label(),
+        "glibc",
         param,
-        metric: metric.into(),
-        median: value,
-        min: value,
-        max: value,
-        samples: 1,
-        allocs_per_op: None,
-        bytes_per_op: None,
-        extra: extra.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
-    }
+        metric,
+        value,
+        extra.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
+    )
 }
 
 /// Bytes per idle stream: `conns` x `per` bidi streams opened and left idle; then one 1 MiB

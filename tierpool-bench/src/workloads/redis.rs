@@ -471,20 +471,15 @@ fn run_mode(
     let first = first && !tls;
     let mut records = Vec::new();
     let mut record = |param: &str, metric: &str, value: f64, extra: &[(&str, f64)]| {
-        records.push(Record {
-            workload: "redis".into(),
-            contender: label.into(),
-            allocator: "glibc".into(),
-            param: format!("{prefix}{param}"),
-            metric: metric.into(),
-            median: value,
-            min: value,
-            max: value,
-            samples: 1,
-            allocs_per_op: None,
-            bytes_per_op: None,
-            extra: extra.iter().map(|&(k, v)| (k.to_string(), v)).collect(),
-        });
+        records.push(Record::single(
+            "redis",
+            label,
+            "glibc",
+            format!("{prefix}{param}"),
+            metric,
+            value,
+            extra.iter().map(|&(k, v)| (k.to_string(), v)).collect(),
+        ));
     };
     let progress = |what: &str| {
         crate::progress::status(&format!(
