@@ -104,7 +104,7 @@ pub(crate) struct Tag(u32);
 impl Tag {
     /// No tier known, nothing charged.
     pub(crate) const NONE: Tag = Tag(u32::MAX);
-    /// A shared view's block over a `Vec` of no pool (`pooled_bytes.rs`).
+    /// A shared view's block over a `Vec` of no pool (`buf/shared.rs`).
     pub(crate) const FOREIGN: Tag = Tag(u32::MAX - 1);
 
     /// Handed out from tier `t`.

@@ -6,7 +6,7 @@
 //! `src/loom_tests.rs` without `cfg` attributes scattered through the logic.
 //!
 //! Two things deliberately stay on `std` even under loom: the thread-local table of thread
-//! caches (`cache/tls.rs`, one OS thread owns it, nothing to interleave) and the process-wide
+//! caches (`engine/local.rs`, one OS thread owns it, nothing to interleave) and the process-wide
 //! pool registry (`registry.rs`, a plain mutex taken only on cold paths).
 
 #[cfg(loom)]

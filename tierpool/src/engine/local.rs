@@ -441,7 +441,7 @@ fn run<O: SlowOp>(local: &Local, table: &mut Table, key: Key, op: O) -> O::Out {
 
 /// The owner's side of a get and a return for the loom models, on a given cache instead of
 /// this thread's table (loom's models drive the components, not the thread-local table): the
-/// fast path, and the slow path when the fast one refuses, as `pool.rs` and `buf.rs` do.
+/// fast path, and the slow path when the fast one refuses, as `pool/buffer_pool.rs` and `buf/pooled.rs` do.
 #[cfg(all(test, loom))]
 pub(crate) mod for_models {
     use crate::base::key::Tag;

@@ -7,7 +7,7 @@
 //! million more have been made).
 //!
 //! - On the fast path the key is compared with the doorbell of the current thread's current
-//!   cache (`tls.rs`, `cache.rs`); nothing shared is read.
+//!   cache (`engine/local.rs`, `engine/cache/mod.rs`); nothing shared is read.
 //! - On the cold path (first use of a pool on a thread, or a thread whose table is already gone)
 //!   the key is resolved here, under a mutex, into the pool's state if and only if the pool is
 //!   still alive.

@@ -82,7 +82,7 @@ pub(crate) struct PoolState {
     /// exactly a tier's size, so that every buffer it hands out has the capacity it was
     /// charged.
     pub(crate) budget: Option<Budget>,
-    /// Released bytes, for glibc's `malloc_trim` (`os.rs`).
+    /// Released bytes, for glibc's `malloc_trim` (`sys/trim.rs`).
     pub(crate) allocator_trim: AllocatorTrim,
     /// The pool's name (`Builder::name`).
     pub(crate) name: String,
@@ -262,7 +262,7 @@ impl PoolState {
 
     /// Claims the tick of `epoch` (true for exactly one caller per epoch) and runs the
     /// depot's part of it: its decay and, if enough was released, glibc's trim. The caller
-    /// reclaims idle caches (`cache/policy.rs`).
+    /// reclaims idle caches (`engine/cache/reclaim.rs`).
     ///
     /// `Relaxed` is enough: the CAS only elects one thread per epoch (a read-modify-write, so
     /// two threads cannot both win the same epoch), and the decay it runs synchronizes through
