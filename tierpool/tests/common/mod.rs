@@ -167,6 +167,9 @@ pub fn retained_bound(pool: &tierpool::BufferPool, caches: usize) -> usize {
 /// The process's resident set in bytes (`/proc/self/statm`), or None off Linux.
 #[allow(dead_code)]
 pub fn rss_bytes() -> Option<usize> {
+    if !cfg!(target_os = "linux") {
+        return None;
+    }
     let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
     let pages: usize = statm.split_whitespace().nth(1)?.parse().ok()?;
     Some(pages * 4096)
