@@ -431,9 +431,9 @@ fn allocator_of(label: &str) -> &'static str {
         .unwrap_or("glibc")
 }
 
-/// RSS over time (the burst workload): one panel per allocator, stacked, each with its own
+/// RSS over time (the burst and soak workloads): one panel per allocator, stacked, each with its own
 /// scale and its legend beside it, and within a panel a colour per contender (none repeated).
-pub fn timelines(path: &Path, title: &str, lines: &[Timeline]) -> Result<(), Error> {
+pub fn timelines(path: &Path, title: &str, x_desc: &str, lines: &[Timeline]) -> Result<(), Error> {
     if lines.is_empty() {
         return Ok(());
     }
@@ -475,7 +475,7 @@ pub fn timelines(path: &Path, title: &str, lines: &[Timeline]) -> Result<(), Err
             .configure_mesh()
             .light_line_style(TRANSPARENT)
             .bold_line_style(GRID)
-            .x_desc("ms since the burst began (taken at once, then released)")
+            .x_desc(x_desc)
             .y_desc("process RSS (MiB)")
             .x_label_formatter(&|x| tick(*x))
             .y_label_formatter(&|y| tick(*y))

@@ -293,15 +293,16 @@ pub fn validate(json: &str, expected: &[&str]) -> Result<usize, String> {
 /// Workloads whose records carry no allocation counts (`lookup` allocates nothing by
 /// construction; `burst` measures memory, not operations; `instructions` counts instructions
 /// under valgrind, where the get-put workload already counted allocations; `redis` measures
-/// a server of its own, which counts nothing).
+/// a server of its own, which counts nothing, and so does `soak`).
 // `grpc`'s memory rows have none (its throughput rows give the server's, per message).
-const WITHOUT_ALLOCS: [&str; 6] = [
+const WITHOUT_ALLOCS: [&str; 7] = [
     "lookup",
     "burst",
     "instructions",
     "idle-threads",
     "redis",
     "grpc",
+    "soak",
 ];
 
 /// [`validate`] on a report in memory (run before writing, since JSON has no NaN: a

@@ -29,7 +29,9 @@
 //! commands are buffered), the `CONFIG GET` that `redis-benchmark` sends first, and an
 //! unknown command with `-ERR unknown command ...`. `INFO` reports the server's memory: its
 //! RSS, and in `pooled` mode the bytes its connections hold in pooled buffers (exact: the
-//! pool has a budget that never binds, which makes its account exact). Inline commands
+//! pool has a budget, which makes its account exact; by default one that never binds,
+//! `--max-in-use BYTES` one that does: a connection then waits for room rather than the
+//! server growing past it). Inline commands
 //! (`PING\r\n` from a terminal) work too. A frame larger than 512 MiB is refused and its
 //! connection closed. It serves until SIGINT or SIGTERM, then exits cleanly, and lifts its
 //! `RLIMIT_NOFILE` soft limit to the hard one.
@@ -308,6 +310,17 @@ impl Server {
             budget.map_or(0, |b| b.in_use_bytes)
         );
         let _ = writeln!(s, "pool_retained_bytes:{}\r", stats.retained_bytes);
+        // What the pool may hold at most: in use (the budget) and kept for reuse.
+        let _ = writeln!(
+            s,
+            "pool_max_in_use_bytes:{}\r",
+            self.pool.max_in_use_bytes().unwrap_or(0)
+        );
+        let _ = writeln!(
+            s,
+            "pool_max_retained_bytes:{}\r",
+            self.pool.max_retained_bytes()
+        );
         s
     }
 }
@@ -546,7 +559,7 @@ fn raise_nofile() {
 
 fn usage() -> ! {
     eprintln!(
-        "usage: kv_server --addr HOST:PORT --mode pooled|baseline [--tls-cert FILE --tls-key FILE]"
+        "usage: kv_server --addr HOST:PORT --mode pooled|baseline [--tls-cert FILE --tls-key FILE] [--max-in-use BYTES]"
     );
     std::process::exit(2);
 }
@@ -555,6 +568,7 @@ fn main() -> io::Result<()> {
     let mut addr = String::from("127.0.0.1:6379");
     let mut mode = Mode::Pooled;
     let (mut cert, mut key) = (None, None);
+    let mut max_in_use: usize = 1 << 40;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match a.as_str() {
@@ -568,20 +582,33 @@ fn main() -> io::Result<()> {
             }
             "--tls-cert" => cert = Some(args.next().unwrap_or_else(|| usage())),
             "--tls-key" => key = Some(args.next().unwrap_or_else(|| usage())),
+            "--max-in-use" => {
+                max_in_use = match args.next().map(|v| v.parse()) {
+                    Some(Ok(bytes)) => bytes,
+                    _ => usage(),
+                }
+            }
             "--help" | "-h" => usage(),
             _ => usage(),
         }
     }
     raise_nofile();
-    // The pool: the default configuration, a budget that never binds (so `INFO` reports the
-    // bytes in use exactly) and the background trimmer, so a quiet server gives its memory
-    // back. (`tierpool::default_pool()` has the trimmer too; this one adds the exact account.)
-    let pool = tierpool::BufferPool::builder()
+    // The pool: the default configuration, a budget (by default one that never binds, which
+    // still makes `INFO`'s bytes in use exact; `--max-in-use` sets one that does: connections
+    // then wait for room instead of the server growing) and the background trimmer, so a
+    // quiet server gives its memory back.
+    let pool = match tierpool::BufferPool::builder()
         .name("kv_server")
-        .max_in_use_bytes(1 << 40)
+        .max_in_use_bytes(max_in_use)
         .background_trim(true)
         .build()
-        .expect("a valid configuration");
+    {
+        Ok(pool) => pool,
+        Err(e) => {
+            eprintln!("kv_server: --max-in-use {max_in_use}: {e}");
+            std::process::exit(2);
+        }
+    };
     let tls = match (cert, key) {
         (None, None) => None,
         (Some(cert), Some(key)) => match tls::Acceptor::new(mode, &cert, &key, &pool) {

@@ -290,10 +290,18 @@ impl super::Scenario for Burst {
         path: &std::path::Path,
         data: &super::ChartData,
     ) -> Result<(), crate::chart::Error> {
+        // The report's timelines are every workload's: this one's are its contenders'.
+        let mine: Vec<crate::report::Timeline> = data
+            .timelines
+            .iter()
+            .filter(|t| data.order.contains(&t.contender))
+            .cloned()
+            .collect();
         crate::chart::timelines(
             path,
             "burst: process RSS, 16 KiB buffers taken at once, released, then 1 get/put per ms",
-            data.timelines,
+            "ms since the burst began (taken at once, then released)",
+            &mine,
         )
     }
 }

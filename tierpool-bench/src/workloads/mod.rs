@@ -20,6 +20,7 @@ pub mod instructions;
 pub mod lookup;
 pub mod mixed;
 pub mod redis;
+pub mod soak;
 pub mod streaming;
 pub mod threads;
 
@@ -118,7 +119,7 @@ pub struct Workload(&'static dyn Scenario);
 
 impl Workload {
     /// Every workload, in report order: the one list.
-    pub const ALL: [Workload; 16] = [
+    pub const ALL: [Workload; 17] = [
         Workload(&lookup::Lookup),
         Workload(&get_put::WORKLOAD),
         Workload(&instructions::Instructions),
@@ -135,6 +136,7 @@ impl Workload {
         Workload(&http::Http),
         Workload(&redis::Redis),
         Workload(&grpc::Grpc),
+        Workload(&soak::Soak),
     ];
 
     /// The workload named `name` ([`Scenario::name`]).
@@ -291,7 +293,7 @@ pub struct ChartData<'a> {
     pub rows: &'a [&'a Record],
     /// Its contenders, in report order.
     pub order: &'a [String],
-    /// Memory over time (burst).
+    /// Memory over time (burst, soak), every workload's: each chart takes its own.
     pub timelines: &'a [Timeline],
 }
 

@@ -31,6 +31,8 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::{Ctx, Entry};
@@ -38,7 +40,7 @@ use crate::report::{Output, Record};
 
 /// The modes `kv_server` runs in.
 #[derive(Clone, Copy, Debug, PartialEq)]
-enum Mode {
+pub(super) enum Mode {
     Baseline,
     Pooled,
 }
@@ -46,7 +48,7 @@ enum Mode {
 impl Mode {
     const ALL: [Mode; 2] = [Mode::Baseline, Mode::Pooled];
 
-    fn arg(self) -> &'static str {
+    pub(super) fn arg(self) -> &'static str {
         match self {
             Mode::Baseline => "baseline",
             Mode::Pooled => "pooled",
@@ -109,7 +111,7 @@ const INTERVAL: Duration = Duration::from_secs(1);
 
 /// `kv_server`, built by cargo from tierpool's example as the `tierpool-probe` crate's binary
 /// (without tierpool's dev-dependencies), into `target/redis`.
-fn build_server() -> Result<PathBuf, String> {
+pub(super) fn build_server() -> Result<PathBuf, String> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
         .ok_or("no workspace root")?;
@@ -137,13 +139,15 @@ fn build_server() -> Result<PathBuf, String> {
 }
 
 /// A running `kv_server`.
-struct Server {
+pub(super) struct Server {
     child: Child,
-    port: u16,
+    pub(super) port: u16,
     /// It speaks TLS.
     tls: bool,
     /// Its standard output, kept open (it says when it stops).
     _out: BufReader<std::process::ChildStdout>,
+    /// Panics it reported on its standard error (which is passed on to ours).
+    panics: Arc<AtomicUsize>,
 }
 
 /// The test certificates (a CA, and a certificate it signed for `localhost`).
@@ -155,8 +159,19 @@ fn tls_file(name: &str) -> PathBuf {
 
 impl Server {
     fn start(exe: &Path, mode: Mode, tls: bool) -> Result<Server, String> {
+        Server::start_with(exe, mode, tls, &[])
+    }
+
+    /// [`Server::start`] with further arguments (`--max-in-use BYTES`).
+    pub(super) fn start_with(
+        exe: &Path,
+        mode: Mode,
+        tls: bool,
+        more: &[&str],
+    ) -> Result<Server, String> {
         let mut cmd = Command::new(exe);
         cmd.args(["--addr", "127.0.0.1:0", "--mode", mode.arg()]);
+        cmd.args(more);
         if tls {
             cmd.arg("--tls-cert")
                 .arg(tls_file("server.pem"))
@@ -165,9 +180,22 @@ impl Server {
         }
         let mut child = cmd
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
+            .stderr(Stdio::piped())
             .spawn()
             .map_err(|e| format!("cannot start {}: {e}", exe.display()))?;
+        // Its standard error passed on, counting the panics it reports (a connection task
+        // that panicked: tokio reports it there and goes on).
+        let panics = Arc::new(AtomicUsize::new(0));
+        let err = BufReader::new(child.stderr.take().ok_or("no stderr")?);
+        let seen = Arc::clone(&panics);
+        std::thread::spawn(move || {
+            for line in err.lines().map_while(Result::ok) {
+                if line.contains("panicked") {
+                    seen.fetch_add(1, Ordering::Relaxed);
+                }
+                eprintln!("{line}");
+            }
+        });
         let mut first = String::new();
         let mut out = BufReader::new(child.stdout.take().ok_or("no stdout")?);
         out.read_line(&mut first).map_err(|e| e.to_string())?;
@@ -180,10 +208,16 @@ impl Server {
             port,
             tls,
             _out: out,
+            panics,
         })
     }
 
-    fn pid(&self) -> u32 {
+    /// Panics the server has reported so far.
+    pub(super) fn panics(&self) -> usize {
+        self.panics.load(Ordering::Relaxed)
+    }
+
+    pub(super) fn pid(&self) -> u32 {
         self.child.id()
     }
 
@@ -198,7 +232,7 @@ impl Server {
     }
 
     /// `INFO`'s field `name`.
-    fn info(&self, name: &str) -> Result<u64, String> {
+    pub(super) fn info(&self, name: &str) -> Result<u64, String> {
         let mut c = connect(self.port, self.tls)?;
         c.write_all(b"*1\r\n$4\r\nINFO\r\n")
             .map_err(|e| e.to_string())?;
@@ -208,7 +242,7 @@ impl Server {
             .ok_or_else(|| format!("INFO has no {name}: {text}"))
     }
 
-    fn stop(mut self) -> Result<(), String> {
+    pub(super) fn stop(mut self) -> Result<(), String> {
         // SAFETY: `kill` with a pid of ours and a signal number.
         unsafe { libc::kill(self.pid() as i32, libc::SIGTERM) };
         let status = self.child.wait().map_err(|e| e.to_string())?;
@@ -227,7 +261,7 @@ impl Drop for Server {
 }
 
 /// A connection to the server: plain, or a rustls client's.
-enum Conn {
+pub(super) enum Conn {
     Plain(TcpStream),
     Tls(Box<rustls::StreamOwned<rustls::ClientConnection, TcpStream>>),
 }
@@ -276,7 +310,7 @@ fn tls_client_config() -> Result<std::sync::Arc<rustls::ClientConfig>, String> {
     Ok(CONFIG.get_or_init(|| std::sync::Arc::new(config)).clone())
 }
 
-fn connect(port: u16, tls: bool) -> Result<Conn, String> {
+pub(super) fn connect(port: u16, tls: bool) -> Result<Conn, String> {
     let s = TcpStream::connect(("127.0.0.1", port)).map_err(|e| format!("connect: {e}"))?;
     s.set_nodelay(true).map_err(|e| e.to_string())?;
     s.set_read_timeout(Some(Duration::from_secs(60)))
@@ -292,7 +326,7 @@ fn connect(port: u16, tls: bool) -> Result<Conn, String> {
 }
 
 /// Reads one reply line (`+OK`, `+PONG`, an error) and checks it is `want`.
-fn expect_line(c: &mut Conn, want: &[u8]) -> Result<(), String> {
+pub(super) fn expect_line(c: &mut Conn, want: &[u8]) -> Result<(), String> {
     let mut got = Vec::new();
     let mut byte = [0u8];
     while !got.ends_with(b"\r\n") {
@@ -328,7 +362,7 @@ fn read_bulk(c: &mut Conn) -> Result<String, String> {
 }
 
 /// `SET key value` in RESP.
-fn set_command(key: &str, value_len: usize) -> Vec<u8> {
+pub(super) fn set_command(key: &str, value_len: usize) -> Vec<u8> {
     let mut v = format!(
         "*3\r\n$3\r\nSET\r\n${}\r\n{key}\r\n${value_len}\r\n",
         key.len()
@@ -340,7 +374,7 @@ fn set_command(key: &str, value_len: usize) -> Vec<u8> {
 }
 
 /// A `SET key value` of exactly `total` bytes in RESP (`total` large enough for the header).
-fn set_of_length(key: &str, total: usize) -> Vec<u8> {
+pub(super) fn set_of_length(key: &str, total: usize) -> Vec<u8> {
     let mut value = total.saturating_sub(set_command(key, 0).len());
     // The bulk header's digits grow with the value: shorten it until the whole fits.
     while value > 0 && set_command(key, value).len() > total {
@@ -352,7 +386,7 @@ fn set_of_length(key: &str, total: usize) -> Vec<u8> {
 }
 
 /// Raises this process's open-file limit to its hard limit; the limit then.
-fn raise_nofile() -> u64 {
+pub(super) fn raise_nofile() -> u64 {
     // SAFETY: `getrlimit`/`setrlimit` read and write the struct they are given.
     unsafe {
         let mut lim: libc::rlimit = std::mem::zeroed();
