@@ -482,7 +482,9 @@ fn soak(exe: &std::path::Path, tls: bool, s: &Shape) -> Result<(Vec<Record>, Tim
         Arc::clone(&stop),
     );
     let churner = churn(port, tls, Arc::clone(&stop));
-    let piped = pipelines(port, s.pipelines);
+    let count = s.pipelines;
+    // Opened on a thread of their own: each may wait a second for the server to stop reading.
+    let piped = std::thread::spawn(move || pipelines(port, count));
     let hostile_result = std::thread::scope(|scope| {
         let sampler = scope.spawn(|| sample(&server, since, &stop, &samples));
         std::thread::sleep((s.hostile / 2).saturating_sub(since.elapsed()));
@@ -505,7 +507,7 @@ fn soak(exe: &std::path::Path, tls: bool, s: &Shape) -> Result<(Vec<Record>, Tim
         Ok::<_, String>((unflooded, half, flooded, rest, slow, churned, flood_wrong))
     });
     let (mut unflooded, half, mut flooded, rest, slow, churned, flood_wrong) = hostile_result?;
-    drop(piped);
+    drop(piped.join().map_err(|_| "the pipelines panicked")?);
 
     // Of the slowloris and huge-claim connections, those the server still serves (under TLS
     // it drops a handshake that takes more than 10 s), the one asking aside.
