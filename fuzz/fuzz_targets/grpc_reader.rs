@@ -173,21 +173,13 @@ fuzz_target!(|input: Input| {
     let (expected, expected_code) = reference(&wire, &input, max);
 
     // The wire cut at the input's offsets, a wait before each piece the input asks for.
-    let mut points: Vec<usize> = input
-        .cuts
-        .iter()
-        .map(|&c| usize::from(c) % (wire.len() + 1))
+    let mut steps: VecDeque<Step> = common::cut(&wire, &input.cuts, &input.waits, false)
+        .into_iter()
+        .map(|step| match step {
+            common::Step::Data(d) => Step::Data(d),
+            common::Step::Pending | common::Step::Err => Step::Pending,
+        })
         .collect();
-    points.extend([0, wire.len()]);
-    points.sort_unstable();
-    points.dedup();
-    let mut steps = VecDeque::new();
-    for (i, w) in points.windows(2).enumerate() {
-        if input.waits.get(i).copied().unwrap_or(true) {
-            steps.push_back(Step::Pending);
-        }
-        steps.push_back(Step::Data(wire[w[0]..w[1]].to_vec()));
-    }
     match input.end {
         End::Clean => {}
         End::TrailersOk => steps.push_back(Step::Trailers(trailers(Code::Ok))),

@@ -13,13 +13,12 @@
 #[path = "common/mod.rs"]
 mod common;
 
-use std::collections::VecDeque;
 use std::io;
 use std::pin::Pin;
 use std::sync::{Arc, OnceLock};
 use std::task::{Context, Poll, Waker};
 
-use common::{cut, exact_pool, in_use, Step};
+use common::{cut, exact_pool, in_use, Peer};
 use libfuzzer_sys::arbitrary::{self, Arbitrary};
 use libfuzzer_sys::fuzz_target;
 use rustls::pki_types::pem::PemObject;
@@ -81,11 +80,10 @@ fn configs() -> &'static (Arc<ServerConfig>, Arc<ClientConfig>) {
 }
 
 /// A socket: an in-memory pipe for the handshake; then, once `script` is set, reads that play
-/// it (counting the bytes delivered); once `capture` is set, writes that land there.
+/// it; once `capture` is set, writes that land there.
 struct Wire {
     pipe: tokio::io::DuplexStream,
-    script: Option<VecDeque<Step>>,
-    delivered: usize,
+    script: Option<Peer>,
     capture: Option<Vec<u8>>,
 }
 
@@ -95,7 +93,6 @@ impl Wire {
         let wire = |pipe| Wire {
             pipe,
             script: None,
-            delivered: 0,
             capture: None,
         };
         (wire(a), wire(b))
@@ -109,25 +106,9 @@ impl AsyncRead for Wire {
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
         let this = &mut *self;
-        let Some(script) = &mut this.script else {
-            return Pin::new(&mut this.pipe).poll_read(cx, buf);
-        };
-        match script.pop_front() {
-            None => Poll::Ready(Ok(())),
-            Some(Step::Pending) => {
-                cx.waker().wake_by_ref();
-                Poll::Pending
-            }
-            Some(Step::Err) => Poll::Ready(Err(io::Error::from(io::ErrorKind::ConnectionReset))),
-            Some(Step::Data(mut d)) => {
-                let n = d.len().min(buf.remaining());
-                buf.put_slice(&d[..n]);
-                this.delivered += n;
-                if n < d.len() {
-                    script.push_front(Step::Data(d.split_off(n)));
-                }
-                Poll::Ready(Ok(()))
-            }
+        match &mut this.script {
+            Some(peer) => Pin::new(peer).poll_read(cx, buf),
+            None => Pin::new(&mut this.pipe).poll_read(cx, buf),
         }
     }
 }
@@ -218,7 +199,7 @@ fuzz_target!(|input: Input| {
         .zip(&records)
         .position(|(a, b)| a != b)
         .unwrap_or(wire.len().min(records.len()));
-    server.get_mut().script = Some(cut(&wire, &input.cuts, &input.waits, input.fail).into());
+    server.get_mut().script = Some(Peer::new(cut(&wire, &input.cuts, &input.waits, input.fail)));
 
     let mut cx = Context::from_waker(Waker::noop());
     let mut got = Vec::new();
@@ -226,7 +207,7 @@ fuzz_target!(|input: Input| {
     let end = loop {
         match server.poll_read_bytes(&mut cx) {
             Poll::Pending => {
-                let delivered = server.get_ref().delivered;
+                let delivered = server.get_ref().script.as_ref().map_or(0, |p| p.delivered);
                 if delivered <= same_up_to {
                     let done = ends.iter().rev().find(|&&e| e <= delivered).copied();
                     let p = delivered - done.unwrap_or(0);

@@ -81,12 +81,15 @@ pub fn cut(input: &[u8], cuts: &[u16], waits: &[bool], fail: bool) -> Vec<Step> 
 #[derive(Debug)]
 pub struct Peer {
     steps: VecDeque<Step>,
+    /// Bytes delivered so far.
+    pub delivered: usize,
 }
 
 impl Peer {
     pub fn new(steps: Vec<Step>) -> Peer {
         Peer {
             steps: steps.into(),
+            delivered: 0,
         }
     }
 }
@@ -107,6 +110,7 @@ impl AsyncRead for Peer {
             Some(Step::Data(mut d)) => {
                 let n = d.len().min(buf.remaining());
                 buf.put_slice(&d[..n]);
+                self.delivered += n;
                 if n < d.len() {
                     self.steps.push_front(Step::Data(d.split_off(n)));
                 }

@@ -460,7 +460,8 @@ fn soak(exe: &std::path::Path, tls: bool, s: &Shape) -> Result<(Vec<Record>, Tim
     // With only them connected: what the pool has out for their pending bytes.
     let pending = holders.pending.load(Ordering::Relaxed) as f64;
     let held = server.info("pool_in_use_bytes")? as f64;
-    let floor = 256.0; // the default smallest tier
+    // kv_server runs the default tiers.
+    let floor = tierpool::Builder::DEFAULT_MIN_TIER as f64;
     let connections = (s.slowloris + s.huge) as f64;
     let held_bound = 2.0 * pending + floor * connections;
     let base = super::process_rss(server.pid()) as f64 / MIB;
