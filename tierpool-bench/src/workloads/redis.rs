@@ -343,34 +343,54 @@ pub(super) fn expect_line(c: &mut Conn, want: &[u8]) -> Result<(), String> {
     Ok(())
 }
 
-/// Reads one bulk reply as text.
-fn read_bulk(c: &mut Conn) -> Result<String, String> {
+/// Reads one bulk reply's bytes (`None` for a null bulk), checking its framing.
+pub(super) fn read_bulk_bytes(c: &mut Conn) -> Result<Option<Vec<u8>>, String> {
     let mut head = Vec::new();
     let mut byte = [0u8];
     while !head.ends_with(b"\r\n") {
         c.read_exact(&mut byte).map_err(|e| format!("reply: {e}"))?;
         head.push(byte[0]);
     }
+    if head == b"$-1\r\n" {
+        return Ok(None);
+    }
     let len: usize = std::str::from_utf8(&head[1..head.len() - 2])
         .ok()
+        .filter(|_| head[0] == b'$')
         .and_then(|s| s.parse().ok())
         .ok_or_else(|| format!("not a bulk reply: {:?}", String::from_utf8_lossy(&head)))?;
     let mut body = vec![0u8; len + 2];
     c.read_exact(&mut body).map_err(|e| e.to_string())?;
+    if !body.ends_with(b"\r\n") {
+        return Err("a bulk reply without its CRLF".into());
+    }
     body.truncate(len);
+    Ok(Some(body))
+}
+
+/// Reads one bulk reply as text.
+fn read_bulk(c: &mut Conn) -> Result<String, String> {
+    let body = read_bulk_bytes(c)?.ok_or("a null bulk reply")?;
     String::from_utf8(body).map_err(|e| e.to_string())
 }
 
-/// `SET key value` in RESP.
-pub(super) fn set_command(key: &str, value_len: usize) -> Vec<u8> {
+/// `SET key value` in RESP, for any bytes.
+pub(super) fn set(key: &str, value: &[u8]) -> Vec<u8> {
     let mut v = format!(
-        "*3\r\n$3\r\nSET\r\n${}\r\n{key}\r\n${value_len}\r\n",
-        key.len()
+        "*3\r\n$3\r\nSET\r\n${}\r\n{key}\r\n${}\r\n",
+        key.len(),
+        value.len()
     )
     .into_bytes();
-    v.extend((0..value_len).map(|i| b'a' + (i % 26) as u8));
+    v.extend_from_slice(value);
     v.extend_from_slice(b"\r\n");
     v
+}
+
+/// `SET key value` with a value of `value_len` letters.
+pub(super) fn set_command(key: &str, value_len: usize) -> Vec<u8> {
+    let value: Vec<u8> = (0..value_len).map(|i| b'a' + (i % 26) as u8).collect();
+    set(key, &value)
 }
 
 /// A `SET key value` of exactly `total` bytes in RESP (`total` large enough for the header).
