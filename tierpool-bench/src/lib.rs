@@ -22,7 +22,10 @@
 //! - [`progress`]: the run's progress bars (indicatif), or plain lines off a terminal;
 //! - [`streaming`]: the loopback streaming server and client (the `streaming` workload and the
 //!   `echo_server` / `echo_client` examples);
-//! - [`grpc`]: grpc's benchmark service on tonic, stock and pooled (the `grpc_server` binary).
+//! - [`grpc`]: grpc's benchmark service on tonic, stock and pooled (the `grpc_server` binary);
+//! - [`kv`]: a Redis-protocol server, tokio-util's framing or tierpool's (the `kv_server`
+//!   binary);
+//! - [`nofile`]: the open-file limit, raised for many connections.
 //!
 //! The library half exists so that the criterion benches in `benches/` use the same
 //! contenders as the report.
@@ -35,7 +38,9 @@ pub mod children;
 pub mod choice;
 pub mod contenders;
 pub mod grpc;
+pub mod kv;
 pub mod measure;
+pub mod nofile;
 pub mod page;
 pub mod progress;
 pub mod render;

@@ -138,6 +138,10 @@ fn main() -> ExitCode {
     if std::env::args().nth(1).as_deref() == Some("grpc-server") {
         return tierpool_bench::grpc::server_main(std::env::args().skip(1));
     }
+    // The redis and soak workloads' server: `kv_server`'s command line.
+    if std::env::args().nth(1).as_deref() == Some("kv-server") {
+        return tierpool_bench::kv::server_main(std::env::args().skip(2));
+    }
     let cli = Cli::parse();
     if let Some(shell) = cli.completions {
         let mut cmd = Cli::command();

@@ -52,7 +52,7 @@ pub fn server_main(args: impl IntoIterator<Item = String>) -> ExitCode {
     } else {
         Mode::Pooled
     };
-    raise_nofile();
+    let _ = crate::nofile::raise_nofile(0);
     alloc::set_counting(true);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -89,18 +89,6 @@ pub fn server_main(args: impl IntoIterator<Item = String>) -> ExitCode {
         Err(e) => {
             eprintln!("grpc_server: {e}");
             ExitCode::FAILURE
-        }
-    }
-}
-
-/// Raises the soft limit on open files to the hard limit: a server for many connections.
-fn raise_nofile() {
-    // SAFETY: `getrlimit`/`setrlimit` read and write the struct they are given.
-    unsafe {
-        let mut lim: libc::rlimit = std::mem::zeroed();
-        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) == 0 && lim.rlim_cur < lim.rlim_max {
-            lim.rlim_cur = lim.rlim_max;
-            libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
         }
     }
 }

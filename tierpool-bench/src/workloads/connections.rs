@@ -78,32 +78,6 @@ pub fn rounds(quick: bool) -> usize {
     }
 }
 
-/// Raises this process's open-file limit to at least `need` (as root, the hard limit too).
-fn raise_nofile(need: u64) -> Result<(), String> {
-    // SAFETY: `getrlimit`/`setrlimit` read and write the struct they are given.
-    unsafe {
-        let mut lim: libc::rlimit = std::mem::zeroed();
-        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) != 0 {
-            return Err(std::io::Error::last_os_error().to_string());
-        }
-        if lim.rlim_cur >= need {
-            return Ok(());
-        }
-        let want = libc::rlimit {
-            rlim_cur: need,
-            rlim_max: lim.rlim_max.max(need),
-        };
-        if libc::setrlimit(libc::RLIMIT_NOFILE, &want) != 0 {
-            return Err(format!(
-                "the connections workload needs {need} open files; the hard limit is {} and may not be raised here ({})",
-                lim.rlim_max,
-                std::io::Error::last_os_error()
-            ));
-        }
-    }
-    Ok(())
-}
-
 /// The message: not periodic with the read sizes, so a misplaced byte shows.
 fn message() -> Vec<u8> {
     (0..MSG).map(|i| (i * 131 + i / 251) as u8).collect()
@@ -295,7 +269,8 @@ pub const CLIENT: &str = "client";
 pub fn run_client(quick: bool) -> Result<(), String> {
     use std::io::{BufRead, Write};
     let (conns, active, messages) = shape(quick);
-    raise_nofile(conns as u64 + 256)?;
+    crate::nofile::raise_nofile(conns as u64 + 256)
+        .map_err(|e| format!("the connections workload: {e}"))?;
     let addr: std::net::SocketAddr = std::env::var(ADDR_ENV)
         .map_err(|_| format!("{ADDR_ENV} not set"))?
         .parse()
@@ -369,7 +344,8 @@ pub fn run_client(quick: bool) -> Result<(), String> {
 pub fn run_one(ctx: &Ctx, strategy: Strategy) -> Result<Output, String> {
     use std::io::{BufRead, Write};
     let (conns, active, _) = shape(ctx.quick);
-    raise_nofile(conns as u64 + 256)?;
+    crate::nofile::raise_nofile(conns as u64 + 256)
+        .map_err(|e| format!("the connections workload: {e}"))?;
     // A budget that never binds (1 GiB against at most 160 MiB in use), for its exact peak of
     // bytes in use; the get and return paths are the unbudgeted ones' (BENCHMARKS.md, issue
     // 16).

@@ -1,4 +1,4 @@
-//! `redis`: a real protocol server, ported as a user would. tierpool's `kv_server` example (a
+//! `redis`: a real protocol server, ported as a user would. `kv_server` ([`crate::kv`], a
 //! Redis-protocol key-value server whose RESP decoder and encoder are one tokio-util `Decoder`
 //! and `Encoder`) runs in two modes, `baseline` (tokio-util's `FramedRead` and `FramedWrite`:
 //! a `BytesMut` each per connection, never shrunk) and `pooled` (tierpool's, whose buffers are
@@ -64,8 +64,8 @@ impl Mode {
 
     fn setup(self) -> &'static str {
         match self {
-            Mode::Baseline => "redis workload: tierpool's examples/kv_server.rs --mode baseline: its RESP Decoder and Encoder in tokio-util's FramedRead and FramedWrite over each connection's halves (a BytesMut each, 8 KiB from the start, grown by large frames and never shrunk); the TLS rows over tokio-rustls 0.26 (rustls 0.23, ring)",
-            Mode::Pooled => "redis workload: tierpool's examples/kv_server.rs --mode pooled: the same Decoder and Encoder in tierpool::io::codec's FramedRead and FramedWrite (buffers from a pool with a budget that never binds and the background trimmer; held only while bytes are unread or unwritten); the TLS rows over tierpool::io::tls (rustls 0.24.0-dev.2, ring; record buffers from the same pool)",
+            Mode::Baseline => "redis workload: kv_server (tierpool_bench::kv) --mode baseline: its RESP Decoder and Encoder in tokio-util's FramedRead and FramedWrite over each connection's halves (a BytesMut each, 8 KiB from the start, grown by large frames and never shrunk); the TLS rows over tokio-rustls 0.26 (rustls 0.23, ring)",
+            Mode::Pooled => "redis workload: kv_server (tierpool_bench::kv) --mode pooled: the same Decoder and Encoder in tierpool::io::codec's FramedRead and FramedWrite (buffers from a pool with a budget that never binds and the background trimmer; held only while bytes are unread or unwritten); the TLS rows over tierpool::io::tls (rustls 0.24.0-dev.2, ring; record buffers from the same pool)",
         }
     }
 }
@@ -109,33 +109,9 @@ const LARGE: usize = 64 << 10;
 /// The server's decay interval (tierpool's default): what "two intervals later" waits.
 const INTERVAL: Duration = Duration::from_secs(1);
 
-/// `kv_server`, built by cargo from tierpool's example as the `tierpool-probe` crate's binary
-/// (without tierpool's dev-dependencies), into `target/redis`.
-pub(super) fn build_server() -> Result<PathBuf, String> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .ok_or("no workspace root")?;
-    let dir = root.join("target").join("redis");
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    crate::progress::status("redis: building kv_server");
-    let status = Command::new(cargo)
-        .current_dir(root)
-        .args(["build", "--release", "--quiet", "-p", "tierpool-probe"])
-        .args([
-            "--bin",
-            "kv_server",
-            "--features",
-            "kv,rustls",
-            "--target-dir",
-        ])
-        .arg(&dir)
-        .stdout(Stdio::null())
-        .status()
-        .map_err(|e| format!("cannot run cargo: {e}"))?;
-    if !status.success() {
-        return Err(format!("cargo build of kv_server failed: {status}"));
-    }
-    Ok(dir.join("release").join("kv_server"))
+/// This binary, which runs `kv_server` as its `kv-server` subcommand (`tierpool_bench::kv`).
+fn server_exe() -> Result<PathBuf, String> {
+    std::env::current_exe().map_err(|e| format!("cannot find this binary: {e}"))
 }
 
 /// A running `kv_server`.
@@ -158,19 +134,15 @@ fn tls_file(name: &str) -> PathBuf {
 }
 
 impl Server {
-    fn start(exe: &Path, mode: Mode, tls: bool) -> Result<Server, String> {
-        Server::start_with(exe, mode, tls, &[])
+    fn start(mode: Mode, tls: bool) -> Result<Server, String> {
+        Server::start_with(mode, tls, &[])
     }
 
     /// [`Server::start`] with further arguments (`--max-in-use BYTES`).
-    pub(super) fn start_with(
-        exe: &Path,
-        mode: Mode,
-        tls: bool,
-        more: &[&str],
-    ) -> Result<Server, String> {
-        let mut cmd = Command::new(exe);
-        cmd.args(["--addr", "127.0.0.1:0", "--mode", mode.arg()]);
+    pub(super) fn start_with(mode: Mode, tls: bool, more: &[&str]) -> Result<Server, String> {
+        let exe = server_exe()?;
+        let mut cmd = Command::new(&exe);
+        cmd.args(["kv-server", "--addr", "127.0.0.1:0", "--mode", mode.arg()]);
         cmd.args(more);
         if tls {
             cmd.arg("--tls-cert")
@@ -405,21 +377,6 @@ pub(super) fn set_of_length(key: &str, total: usize) -> Vec<u8> {
     v
 }
 
-/// Raises this process's open-file limit to its hard limit; the limit then.
-pub(super) fn raise_nofile() -> u64 {
-    // SAFETY: `getrlimit`/`setrlimit` read and write the struct they are given.
-    unsafe {
-        let mut lim: libc::rlimit = std::mem::zeroed();
-        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) != 0 {
-            return 1024;
-        }
-        lim.rlim_cur = lim.rlim_max;
-        libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
-        libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim);
-        lim.rlim_cur
-    }
-}
-
 /// A `redis-benchmark` run of one test at one value size: requests/s.
 fn benchmark(
     port: u16,
@@ -512,14 +469,13 @@ fn parse_strace_calls(summary: &str) -> u64 {
 /// strace run are left out (the TLS tests hold the trickle's bound; a receive there is a
 /// record's, not a request's).
 fn run_mode(
-    exe: &Path,
     mode: Mode,
     tls: bool,
     s: &Shape,
     quick: bool,
     first: bool,
 ) -> Result<Vec<Record>, String> {
-    let server = Server::start(exe, mode, tls)?;
+    let server = Server::start(mode, tls)?;
     let label = mode.label();
     let prefix = if tls { "TLS " } else { "" };
     let first = first && !tls;
@@ -693,7 +649,7 @@ impl super::Scenario for Redis {
     }
 
     fn describe(&self) -> &'static str {
-        "A real protocol server, ported as a user would: tierpool's kv_server example, a Redis-protocol (RESP2) key-value server whose decoder and encoder are one tokio-util Decoder and Encoder, in two modes: baseline (tokio-util's FramedRead and FramedWrite: a BytesMut each per connection) and pooled (tierpool::io::codec's, buffers held only while bytes are unread or unwritten). One server process per mode and round (3 interleaved rounds; the trickle and the strace run in the first only), driven from this process and by redis-benchmark: 10,000 connections that each PING and then idle (RSS per idle connection, two decay intervals later), one 64 KiB SET of one key on each of 1,000 of them (RSS two intervals later, and kept above idle), 1,000 fresh connections each sending all but the last byte of a 4,000-byte SET one byte per write (RSS while they wait; pooled: the bytes the pool has out, exact, against the bytes pending), redis-benchmark -t set and -t get at 1 KiB and 64 KiB values with 50 clients (per request: 1/throughput, requests/s, the server's CPU time), and one redis-benchmark GET run with strace -c attached to the server (receive system calls per request). Rows named TLS: the server started with --tls-cert (pooled: tierpool::io::tls on rustls 0.24; baseline: tokio-rustls on rustls 0.23; ring in both), the idle connections (a completed handshake and a PING, then idle; this process a rustls client), the large values and redis-benchmark --tls again."
+        "A real protocol server, ported as a user would: kv_server (this crate's, tierpool_bench::kv), a Redis-protocol (RESP2) key-value server whose decoder and encoder are one tokio-util Decoder and Encoder, in two modes: baseline (tokio-util's FramedRead and FramedWrite: a BytesMut each per connection) and pooled (tierpool::io::codec's, buffers held only while bytes are unread or unwritten). One server process per mode and round (3 interleaved rounds; the trickle and the strace run in the first only), driven from this process and by redis-benchmark: 10,000 connections that each PING and then idle (RSS per idle connection, two decay intervals later), one 64 KiB SET of one key on each of 1,000 of them (RSS two intervals later, and kept above idle), 1,000 fresh connections each sending all but the last byte of a 4,000-byte SET one byte per write (RSS while they wait; pooled: the bytes the pool has out, exact, against the bytes pending), redis-benchmark -t set and -t get at 1 KiB and 64 KiB values with 50 clients (per request: 1/throughput, requests/s, the server's CPU time), and one redis-benchmark GET run with strace -c attached to the server (receive system calls per request). Rows named TLS: the server started with --tls-cert (pooled: tierpool::io::tls on rustls 0.24; baseline: tokio-rustls on rustls 0.23; ring in both), the idle connections (a completed handshake and a PING, then idle; this process a rustls client), the large values and redis-benchmark --tls again."
     }
 
     fn weight(&self) -> u64 {
@@ -720,14 +676,8 @@ impl super::Scenario for Redis {
 
     fn run(&self, quick: bool) -> Result<Output, String> {
         let s = shape(quick);
-        let limit = raise_nofile();
-        if (s.idle + 64) as u64 > limit {
-            return Err(format!(
-                "the redis workload opens {} connections; this process may open {limit} files",
-                s.idle
-            ));
-        }
-        let exe = build_server()?;
+        crate::nofile::raise_nofile((s.idle + 64) as u64)
+            .map_err(|e| format!("the redis workload opens {} connections: {e}", s.idle))?;
         let mut records = Vec::new();
         for round in 1..=s.rounds {
             for mode in Mode::ALL {
@@ -736,7 +686,7 @@ impl super::Scenario for Redis {
                     s.rounds,
                     mode.arg()
                 ));
-                records.extend(run_mode(&exe, mode, true, &s, quick, round == 1)?);
+                records.extend(run_mode(mode, true, &s, quick, round == 1)?);
             }
             for mode in Mode::ALL {
                 crate::progress::status(&format!(
@@ -744,7 +694,7 @@ impl super::Scenario for Redis {
                     s.rounds,
                     mode.arg()
                 ));
-                records.extend(run_mode(&exe, mode, false, &s, quick, round == 1)?);
+                records.extend(run_mode(mode, false, &s, quick, round == 1)?);
             }
         }
         Ok(Output {

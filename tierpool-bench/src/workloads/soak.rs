@@ -395,9 +395,9 @@ fn sample(server: &Server, since: Instant, stop: &AtomicBool, into: &Mutex<Vec<(
 const MIB: f64 = (1 << 20) as f64;
 
 /// One soak of a server (plain or TLS): its rows and its RSS over time.
-fn soak(exe: &std::path::Path, tls: bool, s: &Shape) -> Result<(Vec<Record>, Timeline), String> {
+fn soak(tls: bool, s: &Shape) -> Result<(Vec<Record>, Timeline), String> {
     let budget = BUDGET.to_string();
-    let server = Server::start_with(exe, Mode::Pooled, tls, &["--max-in-use", &budget])?;
+    let server = Server::start_with(Mode::Pooled, tls, &["--max-in-use", &budget])?;
     let port = server.port;
     let kind = if tls { "TLS" } else { "plain" };
     let quiet = s.hostile / 3;
@@ -614,7 +614,7 @@ impl super::Scenario for Soak {
     fn contenders(&self) -> Vec<Entry> {
         vec![Entry::new(
             CONTENDER,
-            "soak workload: tierpool's examples/kv_server.rs --mode pooled --max-in-use 67108864 (tierpool::io::codec's FramedRead and FramedWrite; TLS: tierpool::io::tls), the background trimmer on",
+            "soak workload: kv_server (tierpool_bench::kv) --mode pooled --max-in-use 67108864 (tierpool::io::codec's FramedRead and FramedWrite; TLS: tierpool::io::tls), the background trimmer on",
         )]
     }
 
@@ -624,18 +624,13 @@ impl super::Scenario for Soak {
 
     fn run(&self, quick: bool) -> Result<Output, String> {
         let s = shape(quick);
-        let limit = redis::raise_nofile();
         let needed = (s.slowloris + s.huge + s.pipelines + s.floods + s.good + 256) as u64;
-        if needed > limit {
-            return Err(format!(
-                "the soak opens {needed} connections; this process may open {limit} files"
-            ));
-        }
-        let exe = redis::build_server()?;
+        crate::nofile::raise_nofile(needed)
+            .map_err(|e| format!("the soak opens {needed} connections: {e}"))?;
         let mut records = Vec::new();
         let mut timelines = Vec::new();
         for tls in [false, true] {
-            let (r, t) = soak(&exe, tls, &s)?;
+            let (r, t) = soak(tls, &s)?;
             records.extend(r);
             timelines.push(t);
         }

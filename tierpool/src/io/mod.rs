@@ -36,9 +36,8 @@
 //! seconds. A pool of your own wants
 //! [`background_trim(true)`](crate::Builder::background_trim) for the same.
 //!
-//! The repository's `examples/kv_server.rs` is a Redis-protocol server built this way, with a
-//! tokio-util decoder, run in both modes (`--mode pooled` and `--mode baseline`) by the
-//! report's `redis` workload.
+//! The repository's `examples/framed_port.rs` is a tokio-util codec server ported this way;
+//! the report's `kv_server` (a Redis-protocol server) runs one decoder in both framings.
 //!
 //! (Layer 6 of the crate: imports the pools and buffers below it.)
 

@@ -1,0 +1,104 @@
+//! TLS: tierpool's stream in `pooled` mode (rustls 0.24, record buffers from the pool),
+//! tokio-rustls in `baseline` mode (rustls 0.23, its own buffers); *ring* in both.
+
+use std::io;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rustls24::pki_types::pem::PemObject;
+use rustls24::pki_types::{CertificateDer, PrivateKeyDer};
+use tokio::net::TcpStream;
+
+use super::connection::serve_halves;
+use super::resp::ProtocolError;
+use super::server::Server;
+use super::Mode;
+
+/// A handshake that takes longer is dropped (a client that stalls).
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The mode's TLS acceptor.
+pub(super) enum Acceptor {
+    Pooled(tierpool::io::tls::TlsAcceptor),
+    Baseline(tokio_rustls::TlsAcceptor),
+}
+
+/// The certificate chain and key in `cert` and `key` (PEM), or what is wrong with them.
+fn load(
+    cert: &str,
+    key: &str,
+) -> Result<(Vec<CertificateDer<'static>>, PrivateKeyDer<'static>), String> {
+    let certs = CertificateDer::pem_file_iter(cert)
+        .and_then(|it| it.collect::<Result<Vec<_>, _>>())
+        .map_err(|e| format!("--tls-cert {cert}: {e}"))?;
+    if certs.is_empty() {
+        return Err(format!("--tls-cert {cert}: no certificate in it"));
+    }
+    let key = PrivateKeyDer::from_pem_file(key).map_err(|e| format!("--tls-key {key}: {e}"))?;
+    Ok((certs, key))
+}
+
+impl Acceptor {
+    pub(super) fn new(
+        mode: Mode,
+        cert: &str,
+        key: &str,
+        pool: &tierpool::BufferPool,
+    ) -> Result<Acceptor, String> {
+        let (certs, key) = load(cert, key)?;
+        let bad = |e: &dyn std::fmt::Display| format!("--tls-cert/--tls-key: {e}");
+        Ok(match mode {
+            Mode::Pooled => {
+                let identity = rustls24::crypto::Identity::from_cert_chain(certs)
+                    .map_err(|e| bad(&format!("{e:?}")))?;
+                let provider = Arc::new(rustls_ring::DEFAULT_PROVIDER);
+                let config = rustls24::ServerConfig::builder(provider)
+                    .with_no_client_auth()
+                    .with_single_cert(Arc::new(identity), key)
+                    .map_err(|e| bad(&e))?;
+                let acceptor = tierpool::io::tls::TlsAcceptor::new(Arc::new(config), pool.clone())
+                    .map_err(|e| bad(&e))?;
+                Acceptor::Pooled(acceptor)
+            }
+            Mode::Baseline => {
+                use tokio_rustls::rustls;
+                let provider = Arc::new(rustls::crypto::ring::default_provider());
+                let config = rustls::ServerConfig::builder_with_provider(provider)
+                    .with_safe_default_protocol_versions()
+                    .map_err(|e| bad(&e))?
+                    .with_no_client_auth()
+                    .with_single_cert(certs, key)
+                    .map_err(|e| bad(&e))?;
+                Acceptor::Baseline(tokio_rustls::TlsAcceptor::from(Arc::new(config)))
+            }
+        })
+    }
+
+    /// Serves `socket` once its handshake completes.
+    pub(super) async fn serve(
+        &self,
+        server: &Server,
+        socket: TcpStream,
+    ) -> Result<(), ProtocolError> {
+        match self {
+            Acceptor::Pooled(a) => serve_stream(server, a.accept(socket)).await,
+            Acceptor::Baseline(a) => serve_stream(server, a.accept(socket)).await,
+        }
+    }
+}
+
+/// Serves the stream `handshake` gives (dropped if it takes longer than `HANDSHAKE_TIMEOUT`)
+/// through its halves.
+async fn serve_stream<S>(
+    server: &Server,
+    handshake: impl std::future::Future<Output = io::Result<S>>,
+) -> Result<(), ProtocolError>
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite,
+{
+    let tls = tokio::time::timeout(HANDSHAKE_TIMEOUT, handshake)
+        .await
+        .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "TLS handshake timed out"))??;
+    let (read, write) = tokio::io::split(tls);
+    serve_halves(server, read, write).await
+}
