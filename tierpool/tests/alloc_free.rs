@@ -87,7 +87,9 @@ fn steady_state_get_put_allocates_nothing() {
         for _ in 0..3 {
             for &n in &sizes {
                 drop(pool.get(n));
-                drop(pool.get_zeroed(n));
+                // (Under Miri, small zeroed gets only: a hit is zeroed by `resize`, a loop it
+                // interprets byte by byte; the loop below takes no zeroed buffer.)
+                drop(pool.get_zeroed(if cfg!(miri) { n.min(4096) } else { n }));
                 drop(pool.try_get(n).unwrap());
             }
             drop(pool.get(300));

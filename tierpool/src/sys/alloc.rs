@@ -133,7 +133,7 @@ mod tests {
                     assert_eq!(v.capacity(), cap);
                     if zeroed {
                         assert_eq!(v.len(), cap);
-                        assert!(v.iter().all(|&b| b == 0));
+                        assert!(v == vec![0; cap]);
                     } else {
                         assert!(v.is_empty());
                     }
