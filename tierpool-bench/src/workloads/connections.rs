@@ -347,8 +347,8 @@ pub fn run_one(ctx: &Ctx, strategy: Strategy) -> Result<Output, String> {
     crate::nofile::raise_nofile(conns as u64 + 256)
         .map_err(|e| format!("the connections workload: {e}"))?;
     // A budget that never binds (1 GiB against at most 160 MiB in use), for its exact peak of
-    // bytes in use; the get and return paths are the unbudgeted ones' (BENCHMARKS.md, issue
-    // 16).
+    // bytes in use; the get and return paths are the unbudgeted ones' (the `instructions`
+    // workload counts both).
     let pool = BufferPool::builder()
         .max_in_use_bytes(1 << 30)
         .build()

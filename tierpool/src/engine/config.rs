@@ -24,7 +24,7 @@ pub(crate) const DEFAULT_STEPS_PER_DOUBLING: usize = 4;
 /// powers of two): with sizes spread over them (the report's `mixed` random) the large tiers
 /// evicted one another and each miss made a fresh buffer of several MiB, its pages faulted in
 /// (`examples/mixed_random.rs`: 46-65 MiB of fresh buffers a pass, against 5-24 MiB with this
-/// split; `BENCHMARKS.md` in the repository, *Issue 27*).
+/// split; the repository's `docs/benchmarks-history.md`, *Issue 27*).
 pub(crate) const DEFAULT_FINE_TIERS_UP_TO: usize = 2 << 20;
 /// Default cap on the bytes the pool retains, depot and thread caches together (64 MiB).
 pub(crate) const DEFAULT_MAX_RETAINED_BYTES: usize = 64 << 20;

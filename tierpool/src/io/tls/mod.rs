@@ -37,7 +37,7 @@
 //!
 //! The decoder reads through the stream's `AsyncRead` (one copy, from the record's buffer
 //! into the decoder's; tokio-rustls makes two, into rustls' plaintext buffer and out of it:
-//! BENCHMARKS.md, issue 25, has the callgrind run that shows both).
+//! the repository's `docs/benchmarks-history.md` has the callgrind run that shows both).
 //! A parser of its own can take [`read_bytes`](TlsStream::read_bytes)' views instead.
 //!
 //! # rustls version

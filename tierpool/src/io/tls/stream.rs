@@ -21,9 +21,9 @@ use crate::pool::buffer_pool::BufferPool;
 /// A TLS connection over `IO` (a `tokio::net::TcpStream`, say) whose buffers come from a
 /// [`BufferPool`] and are held only while bytes are in them: received records while they are
 /// incomplete or undecrypted, decrypted data until it is read, records to send until they
-/// are written. An idle connection holds no buffer, only rustls' session state. In the
-/// report's `redis` workload an idle TLS connection of `kv_server` costs 5.8 KB of RSS here
-/// against 18.3 KB over tokio-rustls (BENCHMARKS.md, issue 25, with its command).
+/// are written. An idle connection holds no buffer, only rustls' session state: about a third
+/// of the memory an idle connection holds over tokio-rustls (the repository's `BENCHMARKS.md`,
+/// the `redis` workload).
 ///
 /// Made by [`TlsAcceptor::accept`](super::TlsAcceptor::accept) (a server) or
 /// [`TlsConnector::connect`](super::TlsConnector::connect) (a client), with the handshake
