@@ -302,7 +302,7 @@
 //! | `engine/` | 3 | the machinery: size classes, the budget, errors, decay clock, the depot, configuration, the thread caches (`cache/`), a pool's state, the slow path (`policy.rs`), the thread-local table (`local.rs`), the registry |
 //! | `buf/` | 4 | the buffers a user holds: `PooledBuf`, `PooledBytes`, `AlignedBuf`, and their `bytes` traits |
 //! | `pool/` | 5 | what hands them out: `BufferPool` (get, acquire, trimmer), `Builder`, `AlignedPool`, the default pool |
-//! | `io/` | 6 | reading and writing: `PooledChain`, readiness-first reads, frames, provided-buffer rings |
+//! | `io/` | 6 | reading and writing: what the pooled readers and writers share (`inner/`: the read rules, the read sizer, the stores, the wait for room in a budget, the write loop), `ReadBuffer` (`read_buf.rs`), `BufWriter` (`write_buf.rs`), tokio-util's codecs (`codec/`: `framed_read.rs`, `framed_write.rs`, and `lent.rs`, the buffer lent to a codec), `PooledChain` (`chain.rs`), readiness-first reads (`ready.rs`), frames (`frame.rs`), provided-buffer rings (`buf_ring/`), TLS (`tls/`), gRPC (`grpc/`) |
 //! | `compat/` | 7 | other crates' traits: compio, tokio-uring, monoio, `http_body` |
 //!
 //! ## The cache's verbs
@@ -319,7 +319,8 @@
 //! | *tick* | the pool's once-per-interval work: depot decay, reclaiming idle caches, publishing metrics |
 //! | *release* | free buffers to the allocator (decay, trim, the cap); counted by reason |
 //! | *retire* | fold a cache's counts into the pool's when its thread exits or the pool closes |
-//! | *close* | the last pool handle went away: every cache gives its buffers up |//!
+//! | *close* | the last pool handle went away: every cache gives its buffers up |
+//!
 //! # Safety and correctness
 //!
 //! Every `unsafe` block has a `// SAFETY:` argument beside it (enforced by
@@ -335,13 +336,17 @@
 //! | `engine/cache/spare.rs` | keeps slot arrays that stacks gave up (raw pointers from `alloc_slots`), nulls them, hands them to the next stack of the same length, frees them | `give` is `unsafe`: an array of that length, given once, with every pointer to it cleared first (`Owner::free_storage`, a cache's drop) | Miri (lib: its unit test, and every test that makes caches), `tests/alloc_free.rs` |
 //! | `engine/cache/reclaim.rs`, `engine/policy.rs` | taking a seized cache's `Owner` after the heavy fence; a cache nothing else reaches | the fence ran after every seize; the caller is inside no operation | loom, Miri (reclaim), TSan (reclaim) |
 //! | `engine/class.rs` | indexing the bucket table and the size list without bounds checks | every index proved valid at construction (`debug_assert!`s) | Miri, the exhaustive lookup tests |
-//! | `sys/fence.rs` | the `membarrier` system call | two integers, no memory of ours | `fence::tests`, the whole suite once without it |
+//! | `sys/fence.rs` | the heavy fence: Linux's `membarrier` system call, Windows' `FlushProcessWriteBuffers` | two integers (no arguments on Windows), no memory of ours | `fence::tests`, the whole suite once without it; on Windows the library's tests under Wine, whose `FlushProcessWriteBuffers` returns without a barrier (RELIABILITY.md) |
 //! | `sys/trim.rs` | `malloc_trim`, jemalloc's `mallctl`, mimalloc's `mi_collect`; `madvise(MADV_DONTNEED)` on a buffer the pool frees as idle or refuses at the cap (`free_released`) | their C contracts (a NUL-terminated name, no arguments); for `madvise`, only whole pages inside the buffer's own allocation, which it owns until it is freed right after, and an allocator that keeps no bookkeeping inside a live allocation | the purge tests under each allocator; `tests/rss.rs` and `tests/rss_cap.rs` (the pages leave the process), the whole suite under LeakSanitizer (which would see a corrupted heap) |
 //! | `sys/direct_io.rs` | `statx` and `statfs` into zeroed structs | a NUL-terminated path; the kernel fills the struct or fails | `tests/direct_io.rs` on ext4 and tmpfs |
 //! | `buf/pooled.rs` | the handle's `ManuallyDrop<Vec>`, taken exactly once | `Drop`, `into_parts` and `into_vec` are the only takers, and the last two skip `Drop` | Miri (every test) |
 //! | `buf/shared.rs` | `PooledBytes` reads through a raw pointer into a buffer nothing mutates while a view exists; control blocks move between threads as raw boxes; `try_into_mut` | `Arc`'s counting protocol decides who hands the buffer back | Miri, loom (`last_view`), `tests/chain.rs` |
 //! | `sys/alloc.rs` | an aligned pool's buffers: allocated with its alignment and carried as `Vec<u8>`s that never free or grow themselves; freed with the same layout | every free of such a buffer passes the pool's alignment (the key's, once the pool is gone); no such `Vec` reaches a user (an `AlignedBuf` cannot grow, its views are never made writable) | Miri (unit tests, `tests/aligned_layouts.rs`: its allocator compares each free's layout with the allocation's), `tests/aligned_ways_back.rs` (live heap back where it was) |
+//! | `buf/block.rs` | a `PooledBytes` control block boxed and unboxed through its pointer | a block is given back once, by the last view | Miri, loom (`last_view`) |
+//! | `buf/aligned.rs` | `AlignedBuf::set_len` (public, `unsafe`) | the caller's: the bytes up to `new_len` are initialized, within the capacity | Miri (its unit tests) |
 //! | `buf/bytes.rs` | `BufMut` for `PooledBuf` (forwarded to `Vec`'s) and `AlignedBuf` (within the capacity) | `BufMut`'s contract | Miri (`--features bytes`) |
+//! | `io/inner/rules.rs`, `io/inner/store.rs`, `io/codec/lent.rs`, `io/ready.rs` | a read into a buffer's spare capacity, then its length raised by what the read initialized | `AsyncRead` (`ReadBuf`) reports only bytes it initialized; the length stays within the capacity | Miri (the read buffer's unit tests), the fuzz targets `read_buffer` and `framed_read` (under AddressSanitizer) |
+//! | `sys/uring.rs` | io_uring's `register` system call for a provided-buffer ring | the ring's memory outlives its registration (`io/buf_ring/ring.rs`) | `tests/buf_ring.rs` on a real io_uring |
 //! | `io/buf_ring/ring.rs` | registers a ring with io_uring, writes its entries, turns completions into views | the ring outlives its registration; a completion is passed once (`complete` is `unsafe` for it) | `tests/buf_ring.rs` on a real io_uring, under LSan |
 //! | `compat/compio.rs`, `tokio_uring.rs`, `monoio.rs` | the runtimes' buffer traits (`set_len`, stable pointers) | the heap pointer stays put while the kernel owns the buffer; lengths are honest | `tests/compio.rs`, `tokio_uring.rs`, `monoio.rs`, `direct_io.rs` on a real io_uring |
 //!
@@ -362,7 +367,9 @@
 //!   every access a reclaimer makes is ordered after the owner's by the release store and
 //!   acquire load of the busy mark (or the cache's lock).
 //! - **LeakSanitizer** runs the whole test suite; **cargo-fuzz** drives random operations on
-//!   two pools against invariants, the frame reader on arbitrary bytes, and chains.
+//!   two pools against invariants, chains, and every receive path (the frame reader, the read
+//!   buffer, tokio-util's decoders, the gRPC message reader, TLS records) under peers that cut
+//!   their bytes anywhere, checking the bound at every wait and that every buffer comes back.
 //! - A **model-based** proptest checks long random operation sequences against a reference
 //!   model, exactly (every hit, miss and retained byte); **stress** tests run threads of random
 //!   get / hand-off / drop while another thread reclaims every cache over and over, and check

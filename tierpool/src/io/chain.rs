@@ -6,7 +6,7 @@ use std::fmt;
 use std::io::{self, IoSlice};
 
 #[cfg(feature = "tokio")]
-use crate::io::read_buf::{Core, Plain};
+use crate::io::inner::{Core, Plain};
 use crate::{AllocError, BufferPool, PooledBuf, PooledBytes};
 
 /// An ordered list of [`PooledBytes`] views that reads as one byte sequence, without copying

@@ -42,6 +42,8 @@
 //! (Layer 6 of the crate: imports the pools and buffers below it.)
 
 #[cfg(feature = "tokio")]
+pub(crate) mod inner;
+#[cfg(feature = "tokio")]
 pub(crate) mod read_buf;
 pub(crate) mod chain;
 #[cfg(feature = "tokio")]

@@ -9,7 +9,7 @@ use std::task::{ready, Context, Poll};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 use crate::buf::pooled::PooledBuf;
-use crate::io::read_buf::{poll_write_from, Taking, MIN_READ};
+use crate::io::inner::{poll_write_from, Taking, MIN_READ};
 use crate::pool::buffer_pool::BufferPool;
 
 /// Buffers small writes to an [`AsyncWrite`] in a pooled buffer, as `tokio::io::BufWriter`

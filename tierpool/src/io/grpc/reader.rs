@@ -13,7 +13,7 @@ use tonic::Status;
 
 use super::compression::{self, Encoding};
 use super::status;
-use crate::io::read_buf::Taking;
+use crate::io::inner::Taking;
 use crate::{BufferPool, PooledBuf, PooledBytes};
 
 /// gRPC's message header: a flag byte (compressed or not) and a 4-byte big-endian length.

@@ -9,7 +9,7 @@ use rustls::pki_types::ServerName;
 use rustls::{ClientConfig, Connection, ServerConfig};
 use tokio::io::{AsyncRead, AsyncWrite};
 
-use crate::io::read_buf::alloc_error;
+use crate::io::inner::alloc_error;
 use crate::io::tls::output::HELLO;
 use crate::io::tls::stream::{tls_error, TlsStream};
 use crate::pool::buffer_pool::BufferPool;

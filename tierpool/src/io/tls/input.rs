@@ -6,7 +6,7 @@ use std::collections::VecDeque;
 use rustls::{Connection, SideData, Tcp, TlsInputBuffer};
 
 use crate::buf::shared::PooledBytes;
-use crate::io::read_buf::ReadBuffer;
+use crate::io::ReadBuffer;
 
 /// The most bytes of undecrypted records held: rustls joins a handshake message of up to
 /// 64 KiB in the buffer, and a record carries at most 16 KiB and 2 KiB of expansion. A peer

@@ -7,7 +7,7 @@ use std::task::{ready, Context, Poll};
 use tokio::io::AsyncWrite;
 
 use crate::buf::pooled::PooledBuf;
-use crate::io::read_buf::{poll_write_from, Taking};
+use crate::io::inner::{poll_write_from, Taking};
 use crate::pool::buffer_pool::BufferPool;
 
 /// The most one record adds to its plaintext (TLS 1.2 AEAD: a 5-byte header, an 8-byte

@@ -13,9 +13,9 @@ use rustls::{Connection, SideData, Tcp};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 use crate::buf::shared::PooledBytes;
-use crate::io::read_buf::ReadBuffer;
 use crate::io::tls::input::{decrypt, Found, MAX_PENDING};
 use crate::io::tls::output::{sealed_len, write_chunk, Outgoing};
+use crate::io::ReadBuffer;
 use crate::pool::buffer_pool::BufferPool;
 
 /// A TLS connection over `IO` (a `tokio::net::TcpStream`, say) whose buffers come from a
