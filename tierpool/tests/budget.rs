@@ -12,7 +12,7 @@ use std::sync::{Arc, Barrier};
 use std::task::{Context, Poll, Wake, Waker};
 use std::time::{Duration, Instant};
 
-use common::Rng;
+use common::{in_use, Rng};
 use tierpool::{AllocError, BufferPool, PooledBuf};
 
 const KIB: usize = 1 << 10;
@@ -24,10 +24,6 @@ fn budgeted(limit: usize) -> BufferPool {
         .max_in_use_bytes(limit)
         .build()
         .unwrap()
-}
-
-fn in_use(pool: &BufferPool) -> usize {
-    pool.stats().budget.expect("a budget").in_use_bytes
 }
 
 /// A waker that counts its wake-ups.

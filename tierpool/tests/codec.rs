@@ -6,9 +6,9 @@
 
 mod common;
 
-use std::collections::VecDeque;
+use common::io::{current_thread, cut, Op, Script};
+
 use std::io;
-use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use bytes::{Buf, BufMut, BytesMut};
@@ -16,60 +16,7 @@ use futures_util::{FutureExt, Sink, SinkExt, StreamExt};
 use proptest::prelude::*;
 use tierpool::io::codec::{FramedRead, FramedWrite};
 use tierpool::BufferPool;
-use tokio::io::{AsyncRead, ReadBuf};
 use tokio_util::codec::{AnyDelimiterCodec, BytesCodec, Decoder, LengthDelimitedCodec, LinesCodec};
-
-/// What a mock read returns next.
-#[derive(Debug, Clone)]
-enum Op {
-    Data(Vec<u8>),
-    Pending,
-    Err(io::ErrorKind),
-}
-
-/// An `AsyncRead` that plays `ops` in order (then the end of the stream), delivering no more
-/// of a chunk than the read offers (the rest stays for the next read), and counting the reads
-/// that delivered data.
-#[derive(Debug)]
-struct Mock {
-    ops: VecDeque<Op>,
-    reads: usize,
-}
-
-impl Mock {
-    fn new(ops: impl IntoIterator<Item = Op>) -> Mock {
-        Mock {
-            ops: ops.into_iter().collect(),
-            reads: 0,
-        }
-    }
-}
-
-impl AsyncRead for Mock {
-    fn poll_read(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
-        match self.ops.pop_front() {
-            None => Poll::Ready(Ok(())),
-            Some(Op::Pending) => {
-                cx.waker().wake_by_ref();
-                Poll::Pending
-            }
-            Some(Op::Err(kind)) => Poll::Ready(Err(io::Error::from(kind))),
-            Some(Op::Data(mut d)) => {
-                let n = d.len().min(buf.remaining());
-                buf.put_slice(&d[..n]);
-                if n < d.len() {
-                    self.ops.push_front(Op::Data(d.split_off(n)));
-                }
-                self.reads += 1;
-                Poll::Ready(Ok(()))
-            }
-        }
-    }
-}
 
 /// Everything a stream yields until its end: frames, and errors by kind.
 async fn collect<S, T, E>(mut s: S) -> Vec<Result<T, String>>
@@ -89,12 +36,6 @@ where
     out
 }
 
-fn rt() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .build()
-        .unwrap()
-}
-
 /// The pooled stream and tokio-util's give the same items over the same reads; the pooled one
 /// makes no more reads, and gives every buffer back.
 fn same_as_tokio_util<D, F>(make: F, ops: Vec<Op>) -> Result<(), TestCaseError>
@@ -110,10 +51,10 @@ where
         .max_in_use_bytes(1 << 30)
         .build()
         .unwrap();
-    rt().block_on(async {
-        let mut theirs = tokio_util::codec::FramedRead::new(Mock::new(ops.clone()), make());
+    current_thread().block_on(async {
+        let mut theirs = tokio_util::codec::FramedRead::new(Script::new(ops.clone()), make());
         let expected = collect(&mut theirs).await;
-        let mut ours = FramedRead::new(Mock::new(ops), make(), pool.clone());
+        let mut ours = FramedRead::new(Script::new(ops), make(), pool.clone());
         let got = collect(&mut ours).await;
         prop_assert_eq!(&got, &expected);
         prop_assert!(
@@ -128,24 +69,6 @@ where
     let in_use = pool.stats().budget.expect("budgeted").in_use_bytes;
     prop_assert_eq!(in_use, 0, "every buffer back or let go: {}", pool.stats());
     Ok(())
-}
-
-/// `input` cut at `cuts` (sorted offsets), with a `Pending` before each piece where `waits`
-/// says so.
-fn cut(input: &[u8], cuts: &[usize], waits: &[bool]) -> Vec<Op> {
-    let mut points: Vec<usize> = cuts.iter().map(|&c| c % (input.len() + 1)).collect();
-    points.push(0);
-    points.push(input.len());
-    points.sort_unstable();
-    points.dedup();
-    let mut ops = Vec::new();
-    for (i, w) in points.windows(2).enumerate() {
-        if waits.get(i).copied().unwrap_or(false) {
-            ops.push(Op::Pending);
-        }
-        ops.push(Op::Data(input[w[0]..w[1]].to_vec()));
-    }
-    ops
 }
 
 fn lines() -> impl Strategy<Value = Vec<u8>> {
@@ -219,8 +142,8 @@ proptest! {
     ) {
         let pool = BufferPool::new();
         let ops = cut(&input, &cuts, &waits);
-        let got: Vec<u8> = rt().block_on(async {
-            let ours = FramedRead::new(Mock::new(ops), BytesCodec::new(), pool.clone());
+        let got: Vec<u8> = current_thread().block_on(async {
+            let ours = FramedRead::new(Script::new(ops), BytesCodec::new(), pool.clone());
             let chunks: Vec<BytesMut> = ours.map(Result::unwrap).collect().await;
             chunks.concat()
         });
@@ -242,8 +165,8 @@ proptest! {
         frame.extend((0..len).map(|i| i as u8));
         let waits = vec![true; 300];
         let ops = cut(&frame, &cuts, &waits);
-        rt().block_on(async {
-            let mut ours = FramedRead::new(Mock::new(ops), LengthDelimitedCodec::new(), pool.clone());
+        current_thread().block_on(async {
+            let mut ours = FramedRead::new(Script::new(ops), LengthDelimitedCodec::new(), pool.clone());
             let waker = futures_util::task::noop_waker();
             let mut cx = Context::from_waker(&waker);
             loop {
@@ -288,8 +211,8 @@ fn a_decoder_reserving_a_whole_frame_keeps_the_bound() {
         Op::Pending,
         Op::Data(frame[24_580..].to_vec()),
     ];
-    rt().block_on(async {
-        let mut ours = FramedRead::new(Mock::new(ops), LengthDelimitedCodec::new(), pool.clone());
+    current_thread().block_on(async {
+        let mut ours = FramedRead::new(Script::new(ops), LengthDelimitedCodec::new(), pool.clone());
         let waker = futures_util::task::noop_waker();
         let mut cx = Context::from_waker(&waker);
         let mut waits = 0;
@@ -328,8 +251,8 @@ fn a_trickle_holds_what_arrived_not_a_buffer_per_byte() {
         ops.push(Op::Pending);
     }
     ops.push(Op::Data(b"\n".to_vec()));
-    rt().block_on(async {
-        let mut ours = FramedRead::new(Mock::new(ops), LinesCodec::new(), pool.clone());
+    current_thread().block_on(async {
+        let mut ours = FramedRead::new(Script::new(ops), LinesCodec::new(), pool.clone());
         let waker = futures_util::task::noop_waker();
         let mut cx = Context::from_waker(&waker);
         let mut most = 0;
@@ -351,9 +274,9 @@ fn a_trickle_holds_what_arrived_not_a_buffer_per_byte() {
 #[test]
 fn an_idle_stream_holds_nothing() {
     let pool = BufferPool::new();
-    rt().block_on(async {
+    current_thread().block_on(async {
         let ops = (0..10).map(|_| Op::Pending);
-        let mut ours = FramedRead::new(Mock::new(ops), LinesCodec::new(), pool.clone());
+        let mut ours = FramedRead::new(Script::new(ops), LinesCodec::new(), pool.clone());
         let waker = futures_util::task::noop_waker();
         let mut cx = Context::from_waker(&waker);
         for _ in 0..10 {
@@ -368,10 +291,10 @@ fn an_idle_stream_holds_nothing() {
 #[test]
 fn a_frame_over_the_limit_is_an_error_and_nothing_is_kept() {
     let pool = BufferPool::new();
-    rt().block_on(async {
+    current_thread().block_on(async {
         let ops = vec![Op::Data(vec![b'a'; 5000])];
         let mut ours =
-            FramedRead::new(Mock::new(ops), LinesCodec::new(), pool.clone()).max_frame_len(1000);
+            FramedRead::new(Script::new(ops), LinesCodec::new(), pool.clone()).max_frame_len(1000);
         let err = ours.next().await.unwrap().unwrap_err();
         assert!(err.to_string().contains("limit of 1000"), "{err}");
         assert_eq!(ours.held_bytes(), 0);
@@ -385,12 +308,12 @@ fn a_frame_over_the_limit_is_an_error_and_nothing_is_kept() {
 #[test]
 fn a_read_error_mid_frame_gives_everything_back() {
     let pool = BufferPool::new();
-    rt().block_on(async {
+    current_thread().block_on(async {
         let ops = vec![
             Op::Data(b"half a li".to_vec()),
             Op::Err(io::ErrorKind::ConnectionReset),
         ];
-        let mut ours = FramedRead::new(Mock::new(ops), LinesCodec::new(), pool.clone());
+        let mut ours = FramedRead::new(Script::new(ops), LinesCodec::new(), pool.clone());
         assert!(ours.next().await.unwrap().is_err());
         assert!(ours.next().await.is_none());
     });
@@ -412,9 +335,9 @@ fn frames_that_outlive_the_buffer_keep_their_bytes() {
         input.put_u32(100);
         input.extend([i; 100]);
     }
-    rt().block_on(async {
+    current_thread().block_on(async {
         let ops = vec![Op::Data(input)];
-        let ours = FramedRead::new(Mock::new(ops), LengthDelimitedCodec::new(), pool.clone());
+        let ours = FramedRead::new(Script::new(ops), LengthDelimitedCodec::new(), pool.clone());
         let frames: Vec<BytesMut> = ours.map(Result::unwrap).collect().await;
         assert_eq!(frames.len(), 50);
         for (i, f) in frames.iter().enumerate() {
@@ -440,15 +363,15 @@ impl Decoder for U32Decoder {
     }
 }
 
-fn framed(ops: Vec<Op>) -> (FramedRead<Mock, U32Decoder>, BufferPool) {
+fn framed(ops: Vec<Op>) -> (FramedRead<Script, U32Decoder>, BufferPool) {
     let pool = BufferPool::new();
     (
-        FramedRead::new(Mock::new(ops), U32Decoder, pool.clone()),
+        FramedRead::new(Script::new(ops), U32Decoder, pool.clone()),
         pool,
     )
 }
 
-fn poll_once(s: &mut FramedRead<Mock, U32Decoder>) -> Poll<Option<io::Result<u32>>> {
+fn poll_once(s: &mut FramedRead<Script, U32Decoder>) -> Poll<Option<io::Result<u32>>> {
     let waker = futures_util::task::noop_waker();
     s.poll_next_unpin(&mut Context::from_waker(&waker))
 }
@@ -578,7 +501,7 @@ fn huge_size() {
     let data = vec![0u8; 32 * 1024];
     let pool = BufferPool::new();
     let mut s = FramedRead::new(&data[..], Big, pool.clone());
-    rt().block_on(async {
+    current_thread().block_on(async {
         assert_eq!(s.next().await.unwrap().unwrap(), 0);
         assert!(s.next().await.is_none());
     });
@@ -611,8 +534,8 @@ fn multi_frames_on_eof() {
         }
     }
     let pool = BufferPool::new();
-    let mut s = FramedRead::new(Mock::new([]), MyDecoder(vec![0, 1, 2, 3]), pool);
-    rt().block_on(async {
+    let mut s = FramedRead::new(Script::new([]), MyDecoder(vec![0, 1, 2, 3]), pool);
+    current_thread().block_on(async {
         for want in 0..4 {
             assert_eq!(s.next().await.unwrap().unwrap(), want);
         }
@@ -648,7 +571,7 @@ fn read_eof_then_resume() {
 #[test]
 fn write_multi_frame_in_packet_then_the_buffer_goes_back() {
     let pool = BufferPool::new();
-    rt().block_on(async {
+    current_thread().block_on(async {
         let mut out = FramedWrite::new(Vec::new(), LengthDelimitedCodec::new(), pool.clone());
         for i in 0..3u8 {
             out.feed(bytes::Bytes::from(vec![i; 3])).await.unwrap();
@@ -669,7 +592,7 @@ fn write_hits_backpressure() {
     // `poll_ready` write out first; every item arrives, in order.
     const ITER: usize = 2 * 1024;
     let pool = BufferPool::new();
-    rt().block_on(async {
+    current_thread().block_on(async {
         let mut out = FramedWrite::new(Vec::new(), LinesCodec::new(), pool.clone());
         out.set_backpressure_boundary(ITER * 8);
         for i in 0..=ITER * 2 {
@@ -689,7 +612,7 @@ fn write_hits_backpressure() {
 fn buf_writer_holds_a_buffer_only_while_bytes_wait() {
     use tokio::io::AsyncWriteExt;
     let pool = BufferPool::new();
-    rt().block_on(async {
+    current_thread().block_on(async {
         let mut w = tierpool::io::BufWriter::new(Vec::new(), pool.clone());
         assert_eq!(w.held_bytes(), 0);
         w.write_all(b"small").await.unwrap();
@@ -719,7 +642,7 @@ fn buf_writer_holds_a_buffer_only_while_bytes_wait() {
 fn large_items_are_encoded_into_pooled_buffers_that_fit() {
     let pool = BufferPool::new();
     let item = bytes::Bytes::from(vec![5u8; 64 << 10]);
-    rt().block_on(async {
+    current_thread().block_on(async {
         let mut out = FramedWrite::new(Vec::new(), BytesCodec::new(), pool.clone());
         for _ in 0..50 {
             out.send(item.clone()).await.unwrap();
@@ -759,7 +682,7 @@ fn the_write_buffer_follows_sizes_that_repeat_not_one_offs() {
     let pool = BufferPool::new();
     let small = bytes::Bytes::from(vec![1u8; 100]);
     let large = bytes::Bytes::from(vec![2u8; 1 << 20]);
-    rt().block_on(async {
+    current_thread().block_on(async {
         let mut out = FramedWrite::new(Vec::new(), BytesCodec::new(), pool.clone());
         let held_for = |out: &mut FramedWrite<Vec<u8>, BytesCodec>, item: &bytes::Bytes| {
             out.feed(item.clone()).now_or_never().unwrap().unwrap();

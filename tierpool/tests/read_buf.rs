@@ -6,6 +6,9 @@
 
 mod common;
 
+use common::io::{current_thread, Script};
+use common::{exact_pool, in_use};
+
 use std::cell::Cell;
 use std::collections::VecDeque;
 use std::future::poll_fn;
@@ -20,71 +23,6 @@ use tierpool::io::ReadBuffer;
 use tierpool::{BufferPool, PooledChain};
 use tokio::io::{AsyncRead, ReadBuf};
 
-/// An `AsyncRead` of chunks, each after a `Pending` (a peer that sends in pieces), delivering
-/// no more than a read offers. Records, at each `Pending`, what `probe` says is held.
-struct Pieces {
-    chunks: VecDeque<Vec<u8>>,
-    waited: bool,
-}
-
-impl Pieces {
-    fn new(input: &[u8], cuts: &[usize]) -> Pieces {
-        let mut points: Vec<usize> = cuts.iter().map(|&c| c % (input.len() + 1)).collect();
-        points.extend([0, input.len()]);
-        points.sort_unstable();
-        points.dedup();
-        Pieces {
-            chunks: points
-                .windows(2)
-                .map(|w| input[w[0]..w[1]].to_vec())
-                .collect(),
-            waited: false,
-        }
-    }
-}
-
-impl AsyncRead for Pieces {
-    fn poll_read(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
-        if !self.waited && !self.chunks.is_empty() {
-            self.waited = true;
-            cx.waker().wake_by_ref();
-            return Poll::Pending;
-        }
-        self.waited = false;
-        if let Some(mut c) = self.chunks.pop_front() {
-            let n = c.len().min(buf.remaining());
-            buf.put_slice(&c[..n]);
-            if n < c.len() {
-                self.chunks.push_front(c.split_off(n));
-                self.waited = true; // the rest is already there
-            }
-        }
-        Poll::Ready(Ok(()))
-    }
-}
-
-/// A pool whose account is exact: a budget that never binds.
-fn exact_pool() -> BufferPool {
-    BufferPool::builder()
-        .max_in_use_bytes(1 << 30)
-        .build()
-        .unwrap()
-}
-
-fn in_use(pool: &BufferPool) -> usize {
-    pool.stats().budget.expect("budgeted").in_use_bytes
-}
-
-fn rt() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .build()
-        .unwrap()
-}
-
 /// Lines ending in `\r\n`, found with `find`, taken with `split_to`, for any input cut any
 /// way: the same lines as splitting the input at once; whenever a read waits the buffer holds
 /// at most twice what is unread (or the smallest tier); every buffer back at the end.
@@ -95,7 +33,7 @@ fn lines_through_a_read_buffer(
 ) -> Result<(), TestCaseError> {
     let pool = exact_pool();
     let floor = pool.tier_sizes()[0];
-    let mut io = Pieces::new(input, cuts);
+    let mut io = Script::cut(input, cuts);
     let mut buf = ReadBuffer::new(pool.clone());
     let mut lines = Vec::new();
     let mut kept = Vec::new();
@@ -180,7 +118,7 @@ proptest! {
             stream.extend((0..len).map(|k| (k + i) as u8));
         }
         let delivered = Rc::new(Cell::new(0));
-        let io = Counted { io: Pieces::new(&stream, &cuts), delivered: Rc::clone(&delivered) };
+        let io = Counted { io: Script::cut(&stream, &cuts), delivered: Rc::clone(&delivered) };
         let mut reader = FrameReader::new(io, pool.clone());
         let waker = futures_util::task::noop_waker();
         let mut cx = Context::from_waker(&waker);
@@ -249,7 +187,7 @@ proptest! {
 
 /// `io`, counting the bytes it delivers.
 struct Counted {
-    io: Pieces,
+    io: Script,
     delivered: Rc<Cell<usize>>,
 }
 
@@ -284,7 +222,7 @@ fn a_trickle_into_a_read_buffer_holds_what_arrived() {
     let pool = BufferPool::new();
     let input = vec![b'x'; 4000];
     let cuts: Vec<usize> = (1..4000).collect();
-    let mut io = Pieces::new(&input, &cuts);
+    let mut io = Script::cut(&input, &cuts);
     let mut buf = ReadBuffer::new(pool.clone());
     let waker = futures_util::task::noop_waker();
     let mut cx = Context::from_waker(&waker);
@@ -308,7 +246,7 @@ fn a_trickle_into_a_read_buffer_holds_what_arrived() {
 #[test]
 fn more_unread_than_the_limit_is_an_error() {
     let pool = BufferPool::new();
-    rt().block_on(async {
+    current_thread().block_on(async {
         let data = vec![b'a'; 10_000];
         let mut io = &data[..];
         let mut buf = ReadBuffer::new(pool.clone()).max_len(1000);
@@ -334,7 +272,7 @@ fn a_budget_that_runs_out_mid_frame_makes_the_read_wait() {
         .max_in_use_bytes(256 << 10)
         .build()
         .unwrap();
-    rt().block_on(async {
+    current_thread().block_on(async {
         let (mut tx, mut rx) = tokio::io::duplex(1 << 20);
         use tokio::io::AsyncWriteExt;
         let mut buf = ReadBuffer::new(pool.clone());
@@ -405,7 +343,7 @@ impl AsyncRead for Requests {
 fn gets_per_frame(pool: &BufferPool, io: &mut Requests, frames: &[Vec<u8>]) -> Vec<u64> {
     let mut rb = ReadBuffer::new(pool.clone());
     let mut gets = Vec::new();
-    rt().block_on(async {
+    current_thread().block_on(async {
         for f in frames {
             let before = pool.stats().gets;
             while rb.len() < f.len() {
@@ -447,7 +385,7 @@ fn a_trickled_frame_after_large_ones_holds_twice_what_arrived() {
     let frames: Vec<Vec<u8>> = (0..2).map(|i| vec![i as u8; 64 << 10]).collect();
     let mut io = Requests::new(&frames, 16 << 10);
     let mut rb = ReadBuffer::new(pool.clone());
-    rt().block_on(async {
+    current_thread().block_on(async {
         for f in &frames {
             while rb.len() < f.len() {
                 rb.read_from(&mut io).await.unwrap();

@@ -5,6 +5,11 @@
 //! record trickled a byte at a time), and every buffer back each time.
 #![cfg(all(feature = "rustls", not(any(miri, loom))))]
 
+mod common;
+
+use common::io::multi_thread;
+use common::{exact_pool, in_use};
+
 use std::io;
 use std::sync::Arc;
 use std::time::Duration;
@@ -54,18 +59,6 @@ fn client_config() -> Arc<ClientConfig> {
     client_config_with(rustls_ring::DEFAULT_PROVIDER)
 }
 
-/// A pool whose budget never binds, so that its bytes in use can be read.
-fn counted_pool() -> BufferPool {
-    BufferPool::builder()
-        .max_in_use_bytes(1 << 30)
-        .build()
-        .unwrap()
-}
-
-fn in_use(pool: &BufferPool) -> usize {
-    pool.stats().budget.expect("a budget").in_use_bytes
-}
-
 /// An acceptor whose buffers come from `server_pool`, a connector whose buffers come from
 /// `client_pool`, and a listener on a free loopback port.
 async fn endpoints(
@@ -81,14 +74,6 @@ async fn endpoints(
 
 fn localhost() -> ServerName<'static> {
     ServerName::try_from("localhost").unwrap()
-}
-
-fn rt() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
 }
 
 /// Deterministic bytes for a round trip.
@@ -169,9 +154,9 @@ async fn echo_once(
 
 #[test]
 fn round_trips_of_every_size_across_record_boundaries_give_every_buffer_back() {
-    rt().block_on(async {
-        let server_pool = counted_pool();
-        let client_pool = counted_pool();
+    multi_thread().block_on(async {
+        let server_pool = exact_pool();
+        let client_pool = exact_pool();
         let acceptor = TlsAcceptor::new(server_config(), server_pool.clone()).unwrap();
         let connector = TlsConnector::new(client_config(), client_pool.clone());
         for (i, &(n, chunk)) in [
@@ -209,13 +194,13 @@ fn round_trips_of_every_size_across_record_boundaries_give_every_buffer_back() {
 /// (no lending): every buffer comes back to the tier it was taken from.
 #[test]
 fn writes_never_outgrow_their_pooled_buffers() {
-    rt().block_on(async {
+    multi_thread().block_on(async {
         for provider in [
             rustls_ring::DEFAULT_TLS12_PROVIDER,
             rustls_ring::DEFAULT_TLS13_PROVIDER,
         ] {
-            let server_pool = counted_pool();
-            let client_pool = counted_pool();
+            let server_pool = exact_pool();
+            let client_pool = exact_pool();
             let acceptor = TlsAcceptor::new(server_config(), server_pool.clone()).unwrap();
             let connector = TlsConnector::new(client_config_with(provider), client_pool.clone());
             for (i, &(n, chunk)) in [
@@ -249,9 +234,9 @@ fn writes_never_outgrow_their_pooled_buffers() {
 /// hold no pooled buffer on either side, only rustls' session state.
 #[test]
 fn idle_connections_hold_no_buffer() {
-    rt().block_on(async {
-        let server_pool = counted_pool();
-        let client_pool = counted_pool();
+    multi_thread().block_on(async {
+        let server_pool = exact_pool();
+        let client_pool = exact_pool();
         let (acceptor, connector, listener, addr) = endpoints(&server_pool, &client_pool).await;
         let server = tokio::spawn(async move {
             let mut streams = Vec::new();
@@ -286,8 +271,8 @@ fn idle_connections_hold_no_buffer() {
 
 #[test]
 fn tls12_and_tls13_both_work_and_are_what_was_negotiated() {
-    rt().block_on(async {
-        let pool = counted_pool();
+    multi_thread().block_on(async {
+        let pool = exact_pool();
         let acceptor = TlsAcceptor::new(server_config(), pool.clone()).unwrap();
         for (provider, version) in [
             (
@@ -316,8 +301,8 @@ fn tls12_and_tls13_both_work_and_are_what_was_negotiated() {
 
 #[test]
 fn key_updates_both_ways_keep_the_data_flowing() {
-    rt().block_on(async {
-        let pool = counted_pool();
+    multi_thread().block_on(async {
+        let pool = exact_pool();
         let (acceptor, connector, listener, addr) = endpoints(&pool, &pool).await;
         let server = tokio::spawn(async move {
             let (socket, _) = listener.accept().await?;
@@ -361,8 +346,8 @@ fn key_updates_both_ways_keep_the_data_flowing() {
 #[test]
 fn a_decoder_reads_through_the_stream_unchanged() {
     use futures_util::StreamExt;
-    rt().block_on(async {
-        let pool = counted_pool();
+    multi_thread().block_on(async {
+        let pool = exact_pool();
         let (acceptor, connector, listener, addr) = endpoints(&pool, &pool).await;
         let lines: Vec<String> = (0..2000)
             .map(|i| format!("line {i} {}", "x".repeat(i % 97)))
@@ -424,8 +409,8 @@ where
 
 #[test]
 fn a_plaintext_client_gets_an_alert_and_a_clear_error() {
-    rt().block_on(async {
-        let pool = counted_pool();
+    multi_thread().block_on(async {
+        let pool = exact_pool();
         let (tx, rx) = tokio::sync::oneshot::channel();
         let err = accept_against(&pool, |mut s| async move {
             s.write_all(b"*1\r\n$4\r\nPING\r\n").await.unwrap();
@@ -460,8 +445,8 @@ fn client_hello() -> Vec<u8> {
 
 #[test]
 fn a_peer_that_vanishes_mid_handshake_is_an_unexpected_eof() {
-    rt().block_on(async {
-        let pool = counted_pool();
+    multi_thread().block_on(async {
+        let pool = exact_pool();
         let hello = client_hello();
         let half = hello[..hello.len() / 2].to_vec();
         let err = accept_against(&pool, |mut s| async move {
@@ -492,9 +477,9 @@ fn a_peer_that_vanishes_mid_handshake_is_an_unexpected_eof() {
 
 #[test]
 fn garbage_and_truncation_after_the_handshake_are_clear_errors() {
-    rt().block_on(async {
-        let pool = counted_pool();
-        let connector = TlsConnector::new(client_config(), counted_pool());
+    multi_thread().block_on(async {
+        let pool = exact_pool();
+        let connector = TlsConnector::new(client_config(), exact_pool());
         let mut cases = Vec::new();
         // A record whose authentication fails; a record header of an unknown type; a record
         // cut short by the end of the stream; a clean end without close_notify.
@@ -542,9 +527,9 @@ fn garbage_and_truncation_after_the_handshake_are_clear_errors() {
 /// truncation, and the answer still goes out.
 #[test]
 fn an_end_without_close_notify_fails_the_read_not_the_write() {
-    rt().block_on(async {
-        let pool = counted_pool();
-        let (acceptor, connector, listener, addr) = endpoints(&pool, &counted_pool()).await;
+    multi_thread().block_on(async {
+        let pool = exact_pool();
+        let (acceptor, connector, listener, addr) = endpoints(&pool, &exact_pool()).await;
         let client = tokio::spawn(async move {
             let socket = TcpStream::connect(addr).await.unwrap();
             let mut tls = connector.connect(localhost(), socket).await.unwrap();
@@ -577,9 +562,9 @@ fn an_end_without_close_notify_fails_the_read_not_the_write() {
 
 #[test]
 fn data_decrypted_before_an_error_is_read_first() {
-    rt().block_on(async {
-        let pool = counted_pool();
-        let (acceptor, connector, listener, addr) = endpoints(&pool, &counted_pool()).await;
+    multi_thread().block_on(async {
+        let pool = exact_pool();
+        let (acceptor, connector, listener, addr) = endpoints(&pool, &exact_pool()).await;
         let client = tokio::spawn(async move {
             let socket = TcpStream::connect(addr).await.unwrap();
             let mut tls = connector.connect(localhost(), socket).await.unwrap();
@@ -701,11 +686,11 @@ impl tokio::io::AsyncWrite for Wire {
 /// waits, and every byte comes out once the record is whole.
 #[test]
 fn a_record_trickled_one_byte_at_a_time_holds_at_most_twice_what_arrived() {
-    rt().block_on(async {
-        let pool = counted_pool();
+    multi_thread().block_on(async {
+        let pool = exact_pool();
         let floor = pool.tier_sizes()[0];
         let acceptor = TlsAcceptor::new(server_config(), pool.clone()).unwrap();
-        let connector = TlsConnector::new(client_config(), counted_pool());
+        let connector = TlsConnector::new(client_config(), exact_pool());
         let (a, b) = Wire::pair();
         let (server, client) = tokio::join!(acceptor.accept(a), connector.connect(localhost(), b));
         let (mut server, mut client) = (server.unwrap(), client.unwrap());
@@ -757,8 +742,8 @@ fn an_acceptor_refuses_a_config_that_takes_early_data() {
 
 #[test]
 fn a_client_refuses_a_server_whose_certificate_does_not_verify() {
-    rt().block_on(async {
-        let pool = counted_pool();
+    multi_thread().block_on(async {
+        let pool = exact_pool();
         let acceptor = TlsAcceptor::new(server_config(), pool.clone()).unwrap();
         // A client that trusts no one.
         let config = Arc::new(
@@ -809,8 +794,8 @@ fn openssl_s_client_round_trips() {
         eprintln!("openssl not installed: skipped");
         return;
     }
-    rt().block_on(async {
-        let pool = counted_pool();
+    multi_thread().block_on(async {
+        let pool = exact_pool();
         let acceptor = TlsAcceptor::new(server_config(), pool.clone()).unwrap();
         for version in ["-tls1_2", "-tls1_3"] {
             let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -887,7 +872,7 @@ proptest::proptest! {
     ) {
         let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
         runtime.block_on(async {
-            let pool = counted_pool();
+            let pool = exact_pool();
             let (mut server, mut client) = wired_pair(&pool).await;
             client.get_mut().capture = Some(Vec::new());
             let mut sent = Vec::new();

@@ -8,7 +8,27 @@ use std::collections::HashSet;
 use std::sync::atomic::{AtomicIsize, Ordering};
 use std::sync::Mutex;
 
-use tierpool::{PooledBuf, Stats};
+use tierpool::{BufferPool, PooledBuf, Stats};
+
+/// Runtimes and a scripted peer, for the I/O tests.
+#[cfg(all(feature = "tokio", not(any(miri, loom))))]
+pub mod io;
+
+/// A pool whose account of bytes in use is exact: a budget that never binds.
+pub fn exact_pool() -> BufferPool {
+    BufferPool::builder()
+        .max_in_use_bytes(1 << 30)
+        .build()
+        .unwrap()
+}
+
+/// The bytes `pool` has handed out and not had back (it has a budget).
+pub fn in_use(pool: &BufferPool) -> usize {
+    pool.stats()
+        .budget
+        .expect("a pool with a budget")
+        .in_use_bytes
+}
 
 /// The two identities `Stats` documents, exact once no other thread uses the pool:
 /// every get was a hit, a miss or oversize; every buffer handed back is still retained, was
