@@ -99,7 +99,7 @@ pub fn in_rounds(
         }
     }
     Ok(Output {
-        records: crate::workloads::streaming::merge_rounds(records),
+        records: crate::report::merge_rounds(records),
         timelines: vec![],
     })
 }

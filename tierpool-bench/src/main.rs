@@ -187,7 +187,7 @@ fn real_main(args: Args) -> Result<(), String> {
     }
     if let Some(path) = &args.render {
         if let Some(dir) = &args.out {
-            return render::into_dir(path, dir);
+            return page::into_dir(path, dir);
         }
         return render::into_document(path, args.into.as_deref(), args.charts_into.as_deref());
     }
@@ -211,12 +211,12 @@ fn real_main(args: Args) -> Result<(), String> {
     });
     let started = Instant::now();
     let mut all = Output::default();
-    progress::start(&chosen);
+    progress::start(chosen.iter().map(|w| w.weight()).sum());
     for (i, &w) in chosen.iter().enumerate() {
-        progress::begin(w, i + 1, chosen.len());
+        progress::begin(w.name(), w.describe(), i + 1, chosen.len());
         let t = Instant::now();
         let o = w.run(args.quick)?;
-        progress::end(w, t.elapsed().as_secs_f64());
+        progress::end(w.name(), w.weight(), t.elapsed().as_secs_f64());
         all.records.extend(o.records);
         all.timelines.extend(o.timelines);
     }

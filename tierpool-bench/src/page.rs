@@ -239,6 +239,30 @@ pub fn html(report: &Report, charts: &Path, elapsed: Option<f64>, date: &str) ->
     out
 }
 
+/// `--render FILE --out DIR`: the charts redrawn, `report.md` and `index.html` written into
+/// `dir` from a `results.json` (the date on the page: the file's).
+pub fn into_dir(json: &Path, dir: &Path) -> Result<(), String> {
+    let (report, _) = render::read(json)?;
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    render::charts(&report, dir)?;
+    let date = std::fs::metadata(json)
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or_else(
+            || "unknown".into(),
+            |d| format!("{} (of {})", utc(d.as_secs()), json.display()),
+        );
+    let md = render::markdown(&report, &render::Style::report(), None);
+    let page = html(&report, dir, None, &date);
+    for (name, text) in [("report.md", md), ("index.html", page)] {
+        let path = dir.join(name);
+        std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
+    }
+    eprintln!("rendered {} into {}", json.display(), dir.display());
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

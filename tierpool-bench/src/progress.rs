@@ -13,8 +13,6 @@ use std::time::Duration;
 
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use crate::workloads::Workload;
-
 /// The bars of the parent's run, once started.
 struct Bars {
     multi: MultiProgress,
@@ -24,11 +22,12 @@ struct Bars {
 
 static BARS: OnceLock<Bars> = OnceLock::new();
 
-/// Starts the bars for a run of `workloads` (the parent only). Without a terminal on stderr
-/// the bars are hidden and [`line`] prints plain lines.
-pub fn start(workloads: &[Workload]) {
+/// Starts the bars for a run of workloads whose weights (their expected shares of the run)
+/// add up to `total_weight` (the parent only). Without a terminal on stderr the bars are
+/// hidden and [`line`] prints plain lines.
+pub fn start(total_weight: u64) {
     let multi = MultiProgress::with_draw_target(ProgressDrawTarget::stderr());
-    let total = multi.add(ProgressBar::new(workloads.iter().map(|w| w.weight()).sum()));
+    let total = multi.add(ProgressBar::new(total_weight));
     total.set_style(
         ProgressStyle::with_template(
             "{prefix:>12} [{bar:40}] {percent:>3}%  elapsed {elapsed_precise}, about {eta} left",
@@ -53,20 +52,20 @@ fn bars() -> Option<&'static Bars> {
     BARS.get().filter(|b| !b.multi.is_hidden())
 }
 
-/// Workload `w` (the `i`th of `n`) begins.
-pub fn begin(w: Workload, i: usize, n: usize) {
-    line(&format!("[{i}/{n}] {w}: {}", w.describe()));
+/// Workload `name` (the `i`th of `n`), which `describe`s itself, begins.
+pub fn begin(name: &str, describe: &str, i: usize, n: usize) {
+    line(&format!("[{i}/{n}] {name}: {describe}"));
     if let Some(b) = bars() {
-        b.current.set_prefix(w.name().to_string());
+        b.current.set_prefix(name.to_string());
         b.current.set_message("starting");
     }
 }
 
-/// Workload `w` ended after `secs` seconds.
-pub fn end(w: Workload, secs: f64) {
-    line(&format!("  {w} done in {secs:.1} s"));
+/// Workload `name`, of `weight`, ended after `secs` seconds.
+pub fn end(name: &str, weight: u64, secs: f64) {
+    line(&format!("  {name} done in {secs:.1} s"));
     if let Some(b) = BARS.get() {
-        b.total.inc(w.weight());
+        b.total.inc(weight);
     }
 }
 

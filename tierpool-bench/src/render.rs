@@ -212,30 +212,6 @@ pub fn read(json: &Path) -> Result<(Report, String), String> {
     Ok((report, text))
 }
 
-/// `--render FILE --out DIR`: the charts redrawn, `report.md` and `index.html` written into
-/// `dir` from a `results.json` (the date on the page: the file's).
-pub fn into_dir(json: &Path, dir: &Path) -> Result<(), String> {
-    let (report, _) = read(json)?;
-    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    charts(&report, dir)?;
-    let date = std::fs::metadata(json)
-        .and_then(|m| m.modified())
-        .ok()
-        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-        .map_or_else(
-            || "unknown".into(),
-            |d| format!("{} (of {})", crate::page::utc(d.as_secs()), json.display()),
-        );
-    let md = markdown(&report, &Style::report(), None);
-    let page = crate::page::html(&report, dir, None, &date);
-    for (name, text) in [("report.md", md), ("index.html", page)] {
-        let path = dir.join(name);
-        std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
-    }
-    eprintln!("rendered {} into {}", json.display(), dir.display());
-    Ok(())
-}
-
 /// `--render FILE`: the report's tables from a `results.json`, between the markers of the
 /// document `into` (or on stdout), and its charts and `results.json` copied into
 /// `charts_into`, where the tables' chart links point.

@@ -361,6 +361,43 @@ pub fn check(report: &Report, expected: &[&str]) -> Result<usize, String> {
     Ok(report.records.len())
 }
 
+/// Merges the records of several rounds: for each contender and parameter, the median, min and
+/// max of the rounds' figures, and the median of every other figure.
+pub fn merge_rounds(records: Vec<Record>) -> Vec<Record> {
+    let mut groups: Vec<Vec<Record>> = Vec::new();
+    for r in records {
+        match groups
+            .iter_mut()
+            .find(|g| g[0].contender == r.contender && g[0].param == r.param)
+        {
+            Some(g) => g.push(r),
+            None => groups.push(vec![r]),
+        }
+    }
+    let median = |mut v: Vec<f64>| crate::measure::Summary::of(std::mem::take(&mut v)).median;
+    groups
+        .into_iter()
+        .map(|g| {
+            let s = crate::measure::Summary::of(g.iter().map(|r| r.median).collect());
+            let mut out = g[0].clone();
+            out.median = s.median;
+            out.min = s.min;
+            out.max = s.max;
+            out.samples = g.len();
+            out.allocs_per_op = g[0]
+                .allocs_per_op
+                .map(|_| median(g.iter().filter_map(|r| r.allocs_per_op).collect()));
+            out.bytes_per_op = g[0]
+                .bytes_per_op
+                .map(|_| median(g.iter().filter_map(|r| r.bytes_per_op).collect()));
+            for (k, v) in out.extra.iter_mut() {
+                *v = median(g.iter().filter_map(|r| r.extra.get(k).copied()).collect());
+            }
+            out
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

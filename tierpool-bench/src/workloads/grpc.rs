@@ -708,7 +708,7 @@ impl super::Scenario for Grpc {
             }
         }
         Ok(Output {
-            records: super::streaming::merge_rounds(records),
+            records: crate::report::merge_rounds(records),
             timelines: vec![],
         })
     }

@@ -24,8 +24,8 @@ use crate::report::{Output, Record};
 
 /// Thread counts.
 pub const THREADS: [usize; 3] = [16, 64, 256];
-/// The `--quick` thread counts.
-pub const QUICK_THREADS: [usize; 2] = [8, 32];
+/// The `--quick` thread count.
+pub const QUICK_THREADS: [usize; 1] = [8];
 
 /// The sizes each thread takes, two of each.
 pub const SIZES: [usize; 5] = [4 << 10, 64 << 10, 256 << 10, 1 << 20, 8 << 20];

@@ -27,6 +27,9 @@ use super::size_label;
 
 /// Sizes counted: the get-put workload's, 256 B to 16 MiB.
 pub const SIZES: [usize; 5] = super::get_put::SIZES;
+/// The `--quick` sizes: one in a thread cache's range, one above most allocators' caches (a
+/// count is the same every run; the quick run checks the workload end to end).
+pub const QUICK_SIZES: [usize; 2] = [4 << 10, 1 << 20];
 
 /// Iterations of the counted loop (`--quick`: fewer; the count per iteration is the same).
 pub fn iterations(quick: bool) -> usize {
@@ -247,9 +250,10 @@ pub fn count(kind: Kind, alloc: Allocator, n: usize) -> Result<f64, String> {
 
 /// Counts every contender at every size, two valgrind processes at a time (one per core).
 pub fn run(quick: bool) -> Result<Output, String> {
+    let sizes: &[usize] = if quick { &QUICK_SIZES } else { &SIZES };
     let jobs: Vec<(Kind, Allocator, usize)> = runs()
         .into_iter()
-        .flat_map(|(k, a)| SIZES.iter().map(move |&n| (k, a, n)))
+        .flat_map(|(k, a)| sizes.iter().map(move |&n| (k, a, n)))
         .collect();
     crate::progress::line(&format!(
         "  instructions: {} callgrind runs, two at a time",

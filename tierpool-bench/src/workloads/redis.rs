@@ -698,7 +698,7 @@ impl super::Scenario for Redis {
             }
         }
         Ok(Output {
-            records: super::streaming::merge_rounds(records),
+            records: crate::report::merge_rounds(records),
             timelines: vec![],
         })
     }
