@@ -308,6 +308,10 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(
+        miri,
+        ignore = "its allocations and frees are aligned_layouts' and aligned_model's under Miri; run natively"
+    )]
     fn the_capacity_is_the_tier_also_where_the_allocation_is_aligned_already() {
         // Alignments the allocator gives anyway (malloc's 16, and 1) and one it does not:
         // the capacity is the tier at each (with windows into larger buffers, it was a block
@@ -332,6 +336,10 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(
+        miri,
+        ignore = "its allocations and frees are aligned_layouts' and aligned_model's under Miri; run natively"
+    )]
     fn an_aligned_pool_lends_no_larger_tier_not_even_at_alignment_1() {
         for align in [1, 64] {
             let pool = Builder::new()
@@ -349,6 +357,10 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(
+        miri,
+        ignore = "its allocations and frees are aligned_layouts' and aligned_model's under Miri; run natively"
+    )]
     fn a_returned_buffer_comes_back_aligned_with_nothing_in_it() {
         let pool = AlignedPool::with_alignment(4096).unwrap();
         let mut b = pool.get(8192);
@@ -443,13 +455,19 @@ mod tests {
 
     #[test]
     fn errors_name_the_size_asked() {
+        // (Smaller under Miri, where a large allocation and each caught panic cost seconds.)
+        let (budget, held, asked) = if cfg!(miri) {
+            (64 << 10, 32 << 10, 40 << 10)
+        } else {
+            (1 << 20, 512 << 10, 600 << 10)
+        };
         let pool = Builder::new()
-            .max_in_use_bytes(1 << 20)
+            .max_in_use_bytes(budget)
             .build_aligned(4096)
             .unwrap();
-        let held = pool.get(512 << 10);
-        match pool.try_get(600 << 10) {
-            Err(AllocError::OverBudget { requested, .. }) => assert_eq!(requested, 600 << 10),
+        let held = pool.get(held);
+        match pool.try_get(asked) {
+            Err(AllocError::OverBudget { requested, .. }) => assert_eq!(requested, asked),
             other => panic!("{other:?}"),
         }
         assert!(matches!(
@@ -461,13 +479,18 @@ mod tests {
         // tier, off the fast path) name the size asked, with a budget or without, as an error
         // and in `get`'s panic.
         let plain = AlignedPool::with_alignment(4096).unwrap();
-        for pool in [&pool, &plain] {
+        let sizes: &[usize] = if cfg!(miri) {
+            &[isize::MAX as usize - 4094]
+        } else {
             // The last: only just, by its rounding.
-            for n in [
+            &[
                 usize::MAX - 10,
                 isize::MAX as usize,
                 isize::MAX as usize - 4094,
-            ] {
+            ]
+        };
+        for pool in [&pool, &plain] {
+            for &n in sizes {
                 match pool.try_get(n) {
                     Err(AllocError::CapacityOverflow { requested }) => assert_eq!(requested, n),
                     other => panic!("{n}: {other:?}"),
@@ -483,6 +506,10 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(
+        miri,
+        ignore = "its allocations and frees are aligned_layouts' and aligned_model's under Miri; run natively"
+    )]
     fn tiers_are_multiples_of_the_alignment() {
         let pool = AlignedPool::with_alignment(4096).unwrap();
         let t = pool.tier_sizes();
@@ -534,6 +561,10 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(
+        miri,
+        ignore = "its allocations and frees are aligned_layouts' and aligned_model's under Miri; run natively"
+    )]
     fn buffers_cross_threads_and_come_back() {
         let pool = AlignedPool::with_alignment(512).unwrap();
         let bufs: Vec<_> = (0..8).map(|_| pool.get(1024)).collect();

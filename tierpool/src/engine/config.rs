@@ -288,6 +288,10 @@ mod tests {
     use crate::Builder;
 
     #[test]
+    #[cfg_attr(
+        miri,
+        ignore = "configuration arithmetic, no unsafe code: run natively"
+    )]
     fn default_config_shape() {
         let c = Builder::new().validate().unwrap();
         let sizes = c.classes.sizes();
@@ -321,6 +325,10 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(
+        miri,
+        ignore = "configuration arithmetic, no unsafe code: run natively"
+    )]
     fn aligned_default_tiers_are_the_default_ones_rounded_up_to_the_alignment() {
         // 4 KiB: from 4 KiB, four per doubling (multiples of 4 KiB) up to 2 MiB, then powers
         // of two.
@@ -342,6 +350,10 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(
+        miri,
+        ignore = "configuration arithmetic, no unsafe code: run natively"
+    )]
     fn every_invalid_value_is_named() {
         let e = |b: Builder| b.validate().unwrap_err();
         assert_eq!(e(Builder::new().tiers([])), ConfigError::NoTiers);
@@ -408,6 +420,10 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(
+        miri,
+        ignore = "configuration arithmetic, no unsafe code: run natively"
+    )]
     fn small_cap_shrinks_default_thread_cache() {
         let c = Builder::new()
             .tiers([64])
@@ -428,6 +444,10 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(
+        miri,
+        ignore = "configuration arithmetic, no unsafe code: run natively"
+    )]
     fn budget_limits_are_validated() {
         let e = |b: Builder| b.validate().unwrap_err();
         assert_eq!(
