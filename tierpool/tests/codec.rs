@@ -7,6 +7,7 @@
 mod common;
 
 use common::io::{current_thread, cut, Op, Script};
+use common::{exact_pool, in_use};
 
 use std::io;
 use std::task::{Context, Poll};
@@ -45,12 +46,9 @@ where
     D::Error: std::fmt::Display,
     F: Fn() -> D,
 {
-    // A budget that never binds: its account is exact, also for buffers that leave the pool
-    // with frames sharing them (they are freed with the last frame, their charge refunded).
-    let pool = BufferPool::builder()
-        .max_in_use_bytes(1 << 30)
-        .build()
-        .unwrap();
+    // The account is exact, also for buffers that leave the pool with frames sharing them
+    // (they are freed with the last frame, their charge refunded).
+    let pool = exact_pool();
     current_thread().block_on(async {
         let mut theirs = tokio_util::codec::FramedRead::new(Script::new(ops.clone()), make());
         let expected = collect(&mut theirs).await;
@@ -66,8 +64,12 @@ where
         drop((ours, got, expected));
         Ok(())
     })?;
-    let in_use = pool.stats().budget.expect("budgeted").in_use_bytes;
-    prop_assert_eq!(in_use, 0, "every buffer back or let go: {}", pool.stats());
+    prop_assert_eq!(
+        in_use(&pool),
+        0,
+        "every buffer back or let go: {}",
+        pool.stats()
+    );
     Ok(())
 }
 
