@@ -244,7 +244,7 @@
 //!   up their buffers at their owner's next operation, their room counts apart from
 //!   `max_retained_bytes` (with a smaller default [`Builder::FALLBACK_THREAD_CACHE_BYTES`]: the bound
 //!   is then the cap plus each cache's own), and a budgeted pool uses no thread caches.
-//! - **Policy** (`engine/policy.rs`, safe code): what a get or a return does when the fast path
+//! - **Policy** (`engine/policy/`, safe code, one rule per file): what a get or a return does when the fast path
 //!   cannot serve it. Tiers reserve room when first used and grow with use (so the fast path
 //!   checks a limit, not a byte count), batches move to and from the depot under one lock
 //!   acquisition (half a stack to it; from it, one buffer first and twice as many each
@@ -299,7 +299,7 @@
 //! | `base/` | 0 | the switch between `std` and loom (`sync.rs`); the two words a buffer carries, its pool's key and its tag (`key.rs`) |
 //! | `sys/` | 1 | the operating system and the allocator: the asymmetric fence (`fence.rs`), giving memory back (`trim.rs`), `statx` for direct I/O (`direct_io.rs`) |
 //! | `observe/` | 2 | what the pool reports: `Stats` and its counters, `metrics` publication, holder tracking |
-//! | `engine/` | 3 | the machinery: size classes, the budget, errors, decay clock, the depot, configuration, the thread caches (`cache/`), a pool's state, the slow path (`policy.rs`), the thread-local table (`local.rs`), the registry |
+//! | `engine/` | 3 | the machinery: size classes, the budget, errors, decay clock, the depot, configuration, the thread caches (`cache/`), a pool's state, the slow path (`policy/`), the thread-local table (`local.rs`), the registry |
 //! | `buf/` | 4 | the buffers a user holds: `PooledBuf`, `PooledBytes`, `AlignedBuf`, and their `bytes` traits |
 //! | `pool/` | 5 | what hands them out: `BufferPool` (get, acquire, trimmer), `Builder`, `AlignedPool`, the default pool |
 //! | `io/` | 6 | reading and writing: what the pooled readers and writers share (`inner/`: the read rules, the read sizer, the stores, the wait for room in a budget, the write loop), `ReadBuffer` (`read_buf.rs`), `BufWriter` (`write_buf.rs`), tokio-util's codecs (`codec/`: `framed_read.rs`, `framed_write.rs`, and `lent.rs`, the buffer lent to a codec), `PooledChain` (`chain.rs`), readiness-first reads (`ready.rs`), frames (`frame.rs`), provided-buffer rings (`buf_ring/`), TLS (`tls/`), gRPC (`grpc/`) |
@@ -334,7 +334,7 @@
 //! | `engine/cache/fast.rs` | the fast path: from the doorbell's address to the table and the tier at constant offsets | the block's layout; the owner's busy mark | Miri, loom, the callgrind guard |
 //! | `engine/cache/stack.rs`, `owner.rs` | reading and writing a stack's slots between its bounds; rebuilding a `Vec` from a slot's pointer; the two ways to become a cache's owner | `head <= len <= cap`; a slot holds a buffer of exactly its tier; Dekker's protocol with both fences on the rare side (`owner.rs` docs) | Miri, loom (with the owner's fence removed, loom finds both sides on one stack), stress and soak under TSan |
 //! | `engine/cache/spare.rs` | keeps slot arrays that stacks gave up (raw pointers from `alloc_slots`), nulls them, hands them to the next stack of the same length, frees them | `give` is `unsafe`: an array of that length, given once, with every pointer to it cleared first (`Owner::free_storage`, a cache's drop) | Miri (lib: its unit test, and every test that makes caches), `tests/alloc_free.rs` |
-//! | `engine/cache/reclaim.rs`, `engine/policy.rs` | taking a seized cache's `Owner` after the heavy fence; a cache nothing else reaches | the fence ran after every seize; the caller is inside no operation | loom, Miri (reclaim), TSan (reclaim) |
+//! | `engine/cache/reclaim.rs`, `engine/policy/tests.rs` | taking a seized cache's `Owner` after the heavy fence; a cache nothing else reaches | the fence ran after every seize; the caller is inside no operation | loom, Miri (reclaim), TSan (reclaim) |
 //! | `engine/class.rs` | indexing the bucket table and the size list without bounds checks | every index proved valid at construction (`debug_assert!`s) | Miri, the exhaustive lookup tests |
 //! | `sys/fence.rs` | the heavy fence: Linux's `membarrier` system call, Windows' `FlushProcessWriteBuffers` | two integers (no arguments on Windows), no memory of ours | `fence::tests`, the whole suite once without it; on Windows the library's tests under Wine, whose `FlushProcessWriteBuffers` returns without a barrier (RELIABILITY.md) |
 //! | `sys/trim.rs` | `malloc_trim`, jemalloc's `mallctl`, mimalloc's `mi_collect`; `madvise(MADV_DONTNEED)` on a buffer the pool frees as idle or refuses at the cap (`free_released`) | their C contracts (a NUL-terminated name, no arguments); for `madvise`, only whole pages inside the buffer's own allocation, which it owns until it is freed right after, and an allocator that keeps no bookkeeping inside a live allocation | the purge tests under each allocator; `tests/rss.rs` and `tests/rss_cap.rs` (the pages leave the process), the whole suite under LeakSanitizer (which would see a corrupted heap) |

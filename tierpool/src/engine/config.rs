@@ -19,12 +19,10 @@ pub(crate) const DEFAULT_STEPS_PER_DOUBLING: usize = 4;
 ///
 /// Fine classes bound the space a buffer wastes where buffers are many and the cap holds
 /// dozens of each; above 2 MiB the cap holds a few buffers of each tier, and every tier more is
-/// one more buffer a load of varied sizes needs retained to hit. Four per doubling all the way
-/// made 13 tiers from 2 to 16 MiB, one buffer of each 93 MiB against the 64 MiB cap (30 MiB as
-/// powers of two): with sizes spread over them (the report's `mixed` random) the large tiers
-/// evicted one another and each miss made a fresh buffer of several MiB, its pages faulted in
-/// (`examples/mixed_random.rs`: 46-65 MiB of fresh buffers a pass, against 5-24 MiB with this
-/// split; the repository's `docs/benchmarks-history.md`, *Issue 27*).
+/// one more buffer a load of varied sizes needs retained to hit: four per doubling all the
+/// way would make one buffer of each tier from 2 to 16 MiB more than the default cap, and
+/// with sizes spread over them the large tiers would evict one another, each miss a fresh
+/// buffer of several MiB.
 pub(crate) const DEFAULT_FINE_TIERS_UP_TO: usize = 2 << 20;
 /// Default cap on the bytes the pool retains, depot and thread caches together (64 MiB).
 pub(crate) const DEFAULT_MAX_RETAINED_BYTES: usize = 64 << 20;
@@ -32,11 +30,9 @@ pub(crate) const DEFAULT_MAX_RETAINED_BYTES: usize = 64 << 20;
 /// and caches can be reclaimed from other threads (Linux `membarrier`); elsewhere
 /// [`FALLBACK_THREAD_CACHE_BYTES`].
 ///
-/// Large because it can be: every cache's room counts against `max_retained_bytes`, so it no
-/// longer multiplies with the number of threads. At 2 MiB (the default before caches could be
-/// reclaimed) a cache held two 1 MiB buffers, and a 1 MiB hand-off between threads took the
-/// depot's lock every second buffer on each side; `BENCHMARKS.md` in the repository has the
-/// hand-off figures (*cross-thread*).
+/// Large because it can be: every cache's room counts against `max_retained_bytes`, so it
+/// does not multiply with the number of threads, and a cache holds several 1 MiB buffers,
+/// so that a 1 MiB hand-off between threads takes the depot's lock once per batch.
 pub(crate) const DEFAULT_THREAD_CACHE_BYTES: usize = 8 << 20;
 /// Default most that each thread's cache may hold where caches cannot be reclaimed from other
 /// threads (no Linux `membarrier`: other systems, old kernels). Their room then counts apart

@@ -21,14 +21,13 @@
 //!   either sees the flag (and refuses) or lands before `close` empties that tier.
 //!
 //! # Working-set decay
-//! Each tier remembers the lowest its stack has been since the last interval boundary
-//! (`low_water`). Those buffers were not needed during the whole interval, so at the boundary
-//! they are released (Bonwick's depot working set, or Go's `sync.Pool` victim cache, with the
-//! same effect: memory unused for one interval is gone by the end of the next).
+//! Each of a tier's stacks is an [`IdleStack`]: at each interval boundary the buffers that
+//! stayed in it through the whole interval are released (`idle.rs`).
 
 use crate::base::sync::{
     lock, Arc, AtomicBool, AtomicUsize, CachePadded, Mutex, MutexGuard, Ordering,
 };
+use crate::engine::idle::IdleStack;
 use crate::observe::stats::Stats;
 use crate::sys::alloc::free;
 use crate::sys::trim::free_released;
@@ -105,65 +104,58 @@ impl Allowance {
 
 #[derive(Debug, Default)]
 struct DepotTier {
-    /// Buffers of exactly the tier's size; oldest at the bottom.
-    exact: Vec<Vec<u8>>,
-    /// Buffers of a larger capacity; oldest at the bottom.
-    odd: Vec<Vec<u8>>,
+    /// Buffers of exactly the tier's size.
+    exact: IdleStack<Vec<u8>>,
+    /// Buffers of a larger capacity.
+    odd: IdleStack<Vec<u8>>,
     /// Sum of capacities in both stacks.
     bytes: usize,
-    /// Lowest `exact.len()` / `odd.len()` since the last decay.
-    low_exact: usize,
-    low_odd: usize,
-    /// Buffers released by decay and trim.
+    /// Buffers released by decay, trim and eviction.
     discarded: u64,
 }
 
-/// Removes the `n` oldest buffers of `stack` and returns their total capacity. They are
-/// dropped here, under the tier's lock; decay and trim are rare, and dropping in place needs
-/// no scratch allocation. With `shrink`, an emptied stack frees its storage too.
-fn release_oldest(stack: &mut Vec<Vec<u8>>, n: usize, shrink: bool, align: usize) -> usize {
-    let n = n.min(stack.len());
-    // Decay and trim (`shrink`): the buffers went idle, and their pages leave the process
-    // now (`free_released`). An eviction frees them as they are: it makes room for a cache
-    // at work, whose next fresh buffer the allocator makes from that memory (giving the
-    // pages back first made the `mixed_random` example fault 70% more).
-    let freed: usize = stack
-        .drain(..n)
-        .map(|b| {
-            let cap = b.capacity();
+/// How a buffer leaving the depot for the allocator is freed, by why it leaves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Leaving {
+    /// Decay and trim: the buffers went idle, and their pages leave the process now
+    /// (`free_released`); an emptied stack frees its storage too.
+    Idle,
+    /// Eviction: room for a cache at work, whose next fresh buffer the allocator makes from
+    /// that memory, so the buffers are freed as they are, and the stacks keep their storage.
+    Evicted,
+}
+
+impl DepotTier {
+    /// Releases the `exact` and `odd` oldest buffers (or, with `None`, those that stayed
+    /// idle through the interval, which then ends); returns the bytes freed. They are freed
+    /// here, under the tier's lock: releases are rare, and freeing in place needs no scratch
+    /// allocation.
+    fn release(&mut self, n: Option<(usize, usize)>, why: Leaving, align: usize) -> usize {
+        let shrink = why == Leaving::Idle;
+        let mut freed = 0;
+        let mut count = 0;
+        let mut free_one = |b: Vec<u8>| {
+            freed += b.capacity();
+            count += 1;
             if shrink {
                 free_released(b, align);
             } else {
                 free(b, align);
             }
-            cap
-        })
-        .sum();
-    if shrink && n > 0 && stack.is_empty() {
-        // Free the stack's own storage too: it was allocated while the buffers came in,
-        // so it often sits above them in the heap, and a malloc that returns memory only
-        // from the top of its heap (glibc) could give none of them back while it lived.
-        *stack = Vec::new();
-    }
-    freed
-}
-
-impl DepotTier {
-    /// Releases the `exact` and `odd` oldest buffers; returns the bytes freed. With `shrink`,
-    /// an emptied stack frees its storage (decay and trim: the tier went idle); without it
-    /// (eviction, while the pool is busy) the next push needs no allocation.
-    fn release(&mut self, exact: usize, odd: usize, shrink: bool, align: usize) -> usize {
-        let before = self.exact.len() + self.odd.len();
-        let freed = release_oldest(&mut self.exact, exact, shrink, align)
-            + release_oldest(&mut self.odd, odd, shrink, align);
-        self.discarded += (before - self.exact.len() - self.odd.len()) as u64;
+        };
+        match n {
+            Some((exact, odd)) => {
+                self.exact.take_oldest(exact, shrink, &mut free_one);
+                self.odd.take_oldest(odd, shrink, &mut free_one);
+            }
+            None => {
+                self.exact.decay(false, shrink, &mut free_one);
+                self.odd.decay(false, shrink, &mut free_one);
+            }
+        }
+        self.discarded += count;
         self.bytes -= freed;
         freed
-    }
-
-    fn popped(&mut self) {
-        self.low_exact = self.low_exact.min(self.exact.len());
-        self.low_odd = self.low_odd.min(self.odd.len());
     }
 }
 
@@ -187,10 +179,8 @@ impl Drop for Depot {
         }
         for tier in self.tiers.iter() {
             let mut tier = lock(&tier.0);
-            let tier = &mut *tier;
-            for b in tier.exact.drain(..).chain(tier.odd.drain(..)) {
-                free(b, self.align);
-            }
+            let (exact, odd) = (tier.exact.len(), tier.odd.len());
+            tier.release(Some((exact, odd)), Leaving::Evicted, self.align);
         }
     }
 }
@@ -246,8 +236,8 @@ impl Depot {
     /// Every tier's lock at once, in ascending order, so that what is read through them is
     /// one instant's contents. Read tier by tier instead, a sum can count bytes that left a
     /// tier already read (a cache's refill) and bytes that joined one not yet read (another
-    /// cache's flush), and exceed the cap that the depot never exceeds: a soak test saw the
-    /// depot 4,736 bytes above a 4 MiB cap so. No other code holds two tiers' locks, so the
+    /// cache's flush), and exceed the cap that the depot never exceeds. No other code holds
+    /// two tiers' locks, so the
     /// order cannot deadlock; the depot waits for the time of a read, on the slow path only.
     fn lock_all(&self) -> Vec<MutexGuard<'_, DepotTier>> {
         self.tiers.iter().map(|t| lock(t)).collect()
@@ -298,25 +288,23 @@ impl Depot {
         self.lock(t).pop_odd()
     }
 
-    /// Releases, in every tier, the buffers that stayed unused since the previous call
-    /// (the tier's low-water marks), and starts a new interval. Returns the bytes released.
+    /// Releases, in every tier, the buffers that stayed unused since the previous call, and
+    /// starts a new interval. Returns the bytes released.
     pub(crate) fn decay(&self) -> usize {
-        self.release(|tier| (tier.low_exact, tier.low_odd))
+        self.release(|_| None)
     }
 
     /// Releases every buffer in the depot. Returns the bytes released.
     pub(crate) fn trim(&self) -> usize {
-        self.release(|tier| (tier.exact.len(), tier.odd.len()))
+        self.release(|tier| Some((tier.exact.len(), tier.odd.len())))
     }
 
-    fn release(&self, how_many: impl Fn(&DepotTier) -> (usize, usize)) -> usize {
+    fn release(&self, how_many: impl Fn(&DepotTier) -> Option<(usize, usize)>) -> usize {
         let mut total = 0;
         for tier in self.tiers.iter() {
             let mut tier = lock(tier);
-            let (exact, odd) = how_many(&tier);
-            let freed = tier.release(exact, odd, true, self.align);
-            tier.low_exact = tier.exact.len();
-            tier.low_odd = tier.odd.len();
+            let n = how_many(&tier);
+            let freed = tier.release(n, Leaving::Idle, self.align);
             drop(tier);
             self.allowance.give(freed);
             total += freed;
@@ -327,17 +315,14 @@ impl Depot {
     /// Releases the depot's oldest buffers, largest tier first and never those of the tiers in
     /// `keep`, until `need` bytes are freed or nothing else is left; returns the bytes freed.
     /// Releases nothing if the other tiers hold less than `min` (`<= need`), the least room
-    /// that is of any use to the caller: the buffers would be lost for nothing (a get of
-    /// 12 MiB short of room released every small buffer the depot kept, each allocated again
-    /// at its next get: the `mixed` workload's random sizes, `examples/mixed_random.rs` with
-    /// `MIXED_VERBOSE=1`).
+    /// that is of any use to the caller: the buffers would be lost for nothing, each
+    /// allocated again at its next get.
     ///
     /// What a thread cache that needs room displaces when the allowance is spent: what the
-    /// depot holds waits for someone to take it, and the caches of threads at work come first
-    /// (before, they had room of their own outside the cap). `keep` is the tiers whose
-    /// buffers the cache may be about to take: its own and the larger tiers that may lend to
-    /// it (without that, a get of 6 MiB, when 6 MiB was a tier, reserving room released the
-    /// one 8 MiB buffer it would have been lent a moment later, and allocated).
+    /// depot holds waits for someone to take it, and the caches of threads at work come
+    /// first. `keep` is the tiers whose buffers the cache may be about to take: its own and
+    /// the larger tiers that may lend to it, so that reserving room never releases the buffer
+    /// the get would be lent a moment later.
     pub(crate) fn evict(&self, need: usize, min: usize, keep: std::ops::Range<usize>) -> usize {
         let held: usize = (self.tiers.iter().enumerate())
             .filter(|(t, _)| !keep.contains(t))
@@ -359,9 +344,7 @@ impl Depot {
             let n = (need - total).div_ceil(size);
             let exact = n.min(tier.exact.len());
             let odd = (n - exact).min(tier.odd.len());
-            let freed = tier.release(exact, odd, false, self.align);
-            tier.low_exact = tier.low_exact.min(tier.exact.len());
-            tier.low_odd = tier.low_odd.min(tier.odd.len());
+            let freed = tier.release(Some((exact, odd)), Leaving::Evicted, self.align);
             drop(tier);
             self.allowance.give(freed);
             total += freed;
@@ -477,10 +460,9 @@ impl Guard<'_> {
     /// without the allowance having room for it twice on the way.
     #[must_use = "its bytes stay counted in the allowance: the caller holds their room"]
     pub(crate) fn pop_with_room(&mut self) -> Option<Vec<u8>> {
-        let buf = self.t_mut().exact.pop()?;
         let tier = self.t_mut();
+        let buf = tier.exact.pop()?;
         tier.bytes -= buf.capacity();
-        tier.popped();
         Some(buf)
     }
 
@@ -492,9 +474,7 @@ impl Guard<'_> {
     }
 
     fn taken(&mut self, cap: usize) {
-        let tier = self.t_mut();
-        tier.bytes -= cap;
-        tier.popped();
+        self.t_mut().bytes -= cap;
         self.taken += cap;
     }
 }

@@ -9,11 +9,12 @@
 //! | `error.rs` | the crate's errors: [`ConfigError`](crate::ConfigError), [`AllocError`](crate::AllocError) |
 //! | `clock.rs` | the decay intervals |
 //! | `fresh.rs` | making a buffer on a miss, readying one on a hit, cleaning one on return |
+//! | `idle.rs` | the one rule that releases what stayed unused through a decay interval |
 //! | `depot.rs` | the shared depot, its decay, and the allowance that bounds depot and caches together |
 //! | `config.rs` | a pool's validated configuration and the defaults |
 //! | `cache/` | one thread's cache of one pool, and taking a cache over from its owner |
 //! | `state.rs` | `PoolState`: what one pool shares between its handles, caches and reclaimers |
-//! | `policy.rs` | the slow path and what reclaimers do: refill, flush, reservations, decay, trim, close, budget, thread exit |
+//! | `policy/` | the slow path and what reclaimers do, one rule per file: exchanges with the depot, room, retrieval, get, return, housekeeping, the tick, pool-wide operations |
 //! | `local.rs` | how a thread finds its cache: the thread-local slot and table, and the one fallback ladder of every slow path |
 //! | `registry.rs` | pool keys, resolved to live pools on cold paths |
 //!
@@ -24,6 +25,7 @@ pub(crate) mod budget;
 pub(crate) mod error;
 pub(crate) mod clock;
 pub(crate) mod fresh;
+pub(crate) mod idle;
 pub(crate) mod depot;
 pub(crate) mod config;
 pub(crate) mod cache;

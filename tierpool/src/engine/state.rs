@@ -154,13 +154,11 @@ impl PoolState {
         let parked = self.caches.unpark(key, epoch, trim_gen);
         let cache = parked.unwrap_or_else(|| self.make_cache(key, epoch, trim_gen));
         // Born rung if the pool closed or a budget waiter is queued: its owner's first
-        // operation then takes the lock and sees why. (A cache born armed while a waiter
-        // waited kept a charged buffer its owner returned through the fast path, which the
-        // waiter's sweep, having listed the caches before this one existed, never took:
-        // `tests/budget.rs`, the tokio test, hung about one run in ten.)
+        // operation then takes the lock and sees why. A cache born armed while a waiter
+        // waits could keep a charged buffer its owner returned through the fast path, which
+        // the waiter's sweep, having listed the caches before this one existed, never takes.
         self.caches.attach(&cache, || {
-            self.closed.load(Ordering::Relaxed)
-                || self.budget.as_ref().is_some_and(Budget::under_pressure)
+            self.closed.load(Ordering::Relaxed) || self.under_pressure()
         });
         cache
     }
@@ -174,10 +172,8 @@ impl PoolState {
             self.cache_bytes,
             // A budgeted pool's large slot takes no buffer above a cache's share of the
             // budget: one such buffer could be the whole budget, held by one thread between
-            // two sweeps. (With no large slot at all, a budgeted thread cycling 16 MiB
-            // buffers took the depot's lock on every get and put: 1389 instructions per
-            // get+put instead of 63, `cargo run --release -p tierpool-bench -- --count
-            // tierpool-budget 16777216`.)
+            // two sweeps. Below that it has one, so that a budgeted thread cycling large
+            // buffers does not take the depot's lock on every get and put.
             self.budget
                 .as_ref()
                 .map_or(usize::MAX, |b| b.limit() / CACHE_SHARE),
@@ -194,6 +190,11 @@ impl PoolState {
     /// reclaimed and count apart.
     pub(crate) fn caches_share_allowance(&self) -> bool {
         Arc::ptr_eq(&self.cache_allowance, self.depot.allowance_arc())
+    }
+
+    /// True if a waiter is queued for the budget: thread caches keep nothing then.
+    pub(crate) fn under_pressure(&self) -> bool {
+        self.budget.as_ref().is_some_and(Budget::under_pressure)
     }
 
     /// True if returned buffers must have exactly a tier's size to be kept.

@@ -16,8 +16,8 @@ use crate::base::sync::{AtomicU64, Ordering};
 
 /// Adds `by` to a counter that only the calling thread ever writes.
 ///
-/// A `fetch_add` would be a locked instruction (>= 13 ns here); since no other thread writes
-/// the counter, a relaxed load and store are enough and cost about a cycle.
+/// A `fetch_add` would be a locked instruction; since no other thread writes the counter, a
+/// relaxed load and store are enough and cost about a cycle.
 #[inline(always)]
 pub(crate) fn bump(counter: &AtomicU64, by: u64) {
     counter.store(

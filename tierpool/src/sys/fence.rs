@@ -5,13 +5,13 @@
 //! itself busy and then reads the doorbell; a reclaimer rings the doorbell and then reads the
 //! mark. Each side must see the other's store, or both may touch the cache at once. Both sides
 //! need a full fence between their store and their load, and on the owner's side that fence
-//! (`mfence`, or a locked instruction: about 13 ns here, three times a whole get+put) is what
-//! the fast path cannot afford.
+//! (`mfence`, or a locked instruction: several times a whole get+put) is what the fast path
+//! cannot afford.
 //!
 //! So the owner's side is only a compiler fence ([`light`]), and the reclaimer's side
 //! ([`heavy`]) makes every running thread of the process execute a full memory barrier:
 //! Linux's `membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED)`, which interrupts each CPU that runs
-//! one of our threads, about 1.2 us per call on the project's machine. After it returns, every
+//! one of our threads: microseconds per call, paid once per batch of caches. After it returns, every
 //! owner either had its mark visible (the reclaimer waits for it to clear) or will see the
 //! doorbell rung at its next look (it steps aside). A thread that is not running has passed
 //! through the kernel's own barrier when it was switched out. This is folly's

@@ -5,9 +5,7 @@
 //! top of its heap (and from chunks above `M_MMAP_THRESHOLD`, which have their own mappings).
 //! A pool's buffers are long-lived: after a burst, one buffer still in use high in the heap
 //! pins every freed chunk below it, and the process stays near its peak although the pool
-//! retains almost nothing (the report's `burst` workload, two intervals after a 160 MiB
-//! burst: 69 MiB against 3.9 MiB for plain `Vec`, with 16 KiB retained; with the trim below,
-//! 4.0 MiB against 4.0).
+//! retains almost nothing (the report's `burst` workload measures it).
 //!
 //! So after tierpool has released a megabyte or more (decay, `trim()`, buffers refused at the
 //! cap), it calls glibc's `malloc_trim(0)`, which returns the free pages in the middle of the
@@ -297,11 +295,8 @@ pub(crate) const RETURN_PAGES_FROM: usize = 64 << 10;
 /// thread that returns it and then goes idle, merges into that arena's top, which
 /// `malloc_trim` does not release for the arenas of other threads, and which glibc trims on
 /// a free only beyond its trim threshold (raised with its mmap threshold, to twice the
-/// largest chunk it freed). The report's `idle-threads` workload measured both: 16 idle
-/// threads, the pool retaining nothing, the process still 150-180 MiB above its start after
-/// `trim()` while idle buffers were freed alone, and 73-153 MiB two intervals later while
-/// refused returns were (1.2-1.6 MiB since; with glibc's thresholds fixed by
-/// `MALLOC_MMAP_THRESHOLD_=131072`, 2.1-2.5 MiB before). After this call the bytes are gone
+/// largest chunk it freed); the report's `idle-threads` workload shows both. After this call
+/// the bytes are gone
 /// from the process whatever the allocator does; it writes its bookkeeping into the first
 /// bytes when the buffer is freed, which costs a page again.
 ///

@@ -226,7 +226,7 @@ impl Cache {
 
     /// True if the cache holds nothing of the pool's: no stack storage (so no buffer), no
     /// reservation, no large slot, and it is not dead. What an exiting thread's cache is
-    /// once it gave everything back (`policy::retire`): such a cache may be parked for the
+    /// once it gave everything back (`policy/service.rs`, `retire`): such a cache may be parked for the
     /// next thread ([`Caches::detach`](super::reclaim::Caches::detach)). Read by its owner,
     /// or by a holder of the only reference.
     pub(crate) fn is_empty(&self) -> bool {

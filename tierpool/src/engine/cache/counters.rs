@@ -79,13 +79,10 @@ impl Cache {
     /// countdown's progress), every pop moves a `head` up until the stack is empty and a refill
     /// (counted) comes, every slow operation counts itself. Two equal readings an interval
     /// apart mean the owner did nothing in between, except in sequences no program produces
-    /// (counts that cancel out modulo 2^64); a wrong reading only costs a reclaim.
-    ///
-    /// (A first version summed the countdowns themselves: they come back to the same value
-    /// every 256 returns, and the ticks of a thread cycling 8 buffers fell, every time, 256
-    /// returns apart, right after the countdown that brought them, so its own busy cache
-    /// looked idle and was emptied at every tick: `tests/decay.rs`
-    /// `working_set_in_steady_use_is_not_released`.)
+    /// (counts that cancel out modulo 2^64); a wrong reading only costs a reclaim. The
+    /// countdowns themselves would not do: they come back to the same value every
+    /// `CHECK_EVERY` returns, so a busy cache whose ticks fall that many returns apart would
+    /// look idle.
     pub(crate) fn activity(&self) -> u64 {
         let mut heads = 0u64;
         let mut entered = 0u64;

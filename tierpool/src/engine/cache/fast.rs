@@ -25,7 +25,7 @@ use Ordering::{Relaxed, Release};
 
 /// A buffer just popped by the fast path, as parts: plain scalars, so that the compiler keeps
 /// them in registers all the way into the caller's `PooledBuf` (a niche-encoded
-/// `Option<(Vec<u8>, u32)>` made it copy the handle through the stack: 17 instructions).
+/// `Option<(Vec<u8>, u32)>` made it copy the handle through the stack).
 #[derive(Debug)]
 #[must_use = "dropping a Popped leaks its buffer"]
 pub(crate) struct Popped {
@@ -143,7 +143,7 @@ fn pop_walk(door: &Doorbell, base: *const u8, n: usize, mut off: usize) -> Optio
 ///
 /// It ends the operation on each of its two exits rather than once after them: with one
 /// `end` after a merged `Option`, the compiler kept the `Option` in memory and tested it
-/// again (9 instructions per get, measured with callgrind).
+/// again.
 #[inline(always)]
 fn pop_tier(door: &Doorbell, tier: &Tier, off: usize) -> Option<Popped> {
     let head = tier.head.load(Relaxed);
@@ -181,7 +181,7 @@ fn pop_tier(door: &Doorbell, tier: &Tier, off: usize) -> Option<Popped> {
 /// The buffer comes by `&mut` and the outcome as a plain enum, not as a
 /// `Result<bool, Vec<u8>>`: with the outcome encoded in the `Vec`'s capacity niche, the
 /// compiler re-tested the niche after every refusal, and merged the kept and refused paths
-/// through a flag (4 instructions per return, measured with callgrind).
+/// through a flag.
 ///
 /// # Safety
 /// As for [`pop`].

@@ -14,7 +14,7 @@
 //!
 //! The files are listed bottom-up: each imports only files above it, and the engine's files
 //! below this folder (`engine/mod.rs`). What a cache *does* on the slow path
-//! (`engine/policy.rs`) and how a thread finds its cache (`engine/local.rs`) sit above the
+//! (`engine/policy/`) and how a thread finds its cache (`engine/local.rs`) sit above the
 //! pool's state, which holds the list of caches; this folder knows nothing of either. This
 //! file only declares the files and re-exports.
 //!

@@ -287,10 +287,10 @@ impl<'a> Owner<'a> {
     /// look at `now` (the pool clock's sixteenth of an interval), if two or more sixteenths
     /// began since the last one (the looks are more than a sixteenth apart), the next comes
     /// after half as many returns (at least [`MIN_CHECK_EVERY`]); if none did, after twice as
-    /// many (at most `CHECK_EVERY`); after one, as many. A thread returning a buffer a
-    /// millisecond looked every 256 ms and ticked the pool that late, more than two intervals
-    /// of 100 ms; it now looks about every sixteenth to eighth of an interval. A busy thread
-    /// keeps looking every `CHECK_EVERY` returns.
+    /// many (at most `CHECK_EVERY`); after one, as many. So a thread whose returns are far
+    /// apart looks about every sixteenth to eighth of an interval, not `CHECK_EVERY` returns
+    /// later (which could be intervals late), and a busy thread keeps looking every
+    /// `CHECK_EVERY` returns.
     pub(crate) fn pace(&self, now: u64) {
         let h = &self.cache.head;
         let gap = now.wrapping_sub(h.looked.load(Relaxed));
@@ -350,7 +350,7 @@ impl<'a> Owner<'a> {
 
     /// Marks the cache dead (the pool closed): every operation takes the slow path from now
     /// on, which keeps nothing. The stacks must already be empty, with no room reserved and
-    /// no storage (`policy::release_all`).
+    /// no storage (`policy/service.rs`, `release_all`).
     pub(crate) fn mark_dead(&self) {
         let c = self.cache;
         debug_assert!((0..self.tiers()).all(|t| self.len(t) == 0 && self.limit(t) == 0));
@@ -434,7 +434,7 @@ impl Owner<'_> {
     }
 
     /// Gives tier `t` its slots if it has none yet (a limit was just set above 0, or is about
-    /// to be: `policy::refill`): spare ones of the pool's (`spare.rs`) or fresh ones. They
+    /// to be: `policy/exchange.rs`, `refill`): spare ones of the pool's (`spare.rs`) or fresh ones. They
     /// offer the fast path no room until [`Self::set_full`] gives it the limit's.
     pub(in crate::engine) fn ensure_storage(&self, t: usize) {
         let (tier, cold) = self.cache.tier(t);
@@ -549,7 +549,7 @@ impl Owner<'_> {
         let cap = cold.cap as usize;
         // Take the pointers out and fix the stack up first, then hand the buffers over: if
         // `f` unwinds, the rest leak instead of being owned twice. (Uninitialized: zeroing the
-        // 512 bytes was a quarter of a small flush's instructions.)
+        // 512 bytes would cost a small flush more than its moves.)
         let mut out = [std::mem::MaybeUninit::<*mut u8>::uninit(); MAX_LOCAL_PER_TIER];
         for (k, o) in out[..n].iter_mut().enumerate() {
             // SAFETY: `cap - 1 - k >= cap - n >= cap - len`: a filled slot (the oldest is last).
@@ -572,9 +572,8 @@ impl Owner<'_> {
         let head = tier.at(cap, cap - len + n);
         tier.head.store(head, Release);
         // `low` counts the bottom buffers no pop reached since the last decay; the `n` taken
-        // from the bottom were among them, and did not stay idle. (Leaving the mark where it
-        // was made decay release the circulating buffers of a hand-off's consumer, whose stack
-        // goes from half full to full and back, every interval.)
+        // from the bottom were among them, and did not stay idle: a hand-off's consumer, whose
+        // stack goes from half full to full and back, keeps its circulating buffers.
         let untouched = (self.low(t)).saturating_sub(n).min(len - n);
         tier.low.store(tier.at(cap, cap - untouched), Relaxed);
         for p in &out[..n] {
@@ -603,8 +602,8 @@ impl Owner<'_> {
 
     /// True if nothing entered tier `t`'s stack since the last call, neither a return nor a
     /// refill (and records the current counts). A thread that only gets (the producer of a
-    /// hand-off) never returns, but refills: with returns alone it looked idle at every decay,
-    /// lost its storage and allocated it again (found by Miri, where intervals pass quickly).
+    /// hand-off) never returns, but refills: with returns alone it would look idle at every
+    /// decay, and lose its storage and allocate it again.
     pub(crate) fn idle_since_last_look(&self, t: usize) -> bool {
         let (tier, cold) = self.cache.tier(t);
         let entered = pushes(tier, cold).wrapping_add(tier.refilled.load(Relaxed));

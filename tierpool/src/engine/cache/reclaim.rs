@@ -35,7 +35,7 @@
 //! # Parked caches
 //!
 //! A thread that exits gives its cache's buffers, reservations and stack storage back
-//! (`policy::retire`) and detaches it. Rather than free it, the list keeps up to
+//! (`policy/service.rs`, `retire`) and detaches it. Rather than free it, the list keeps up to
 //! [`MAX_PARKED`] such empty caches, and the pool's next new thread takes one
 //! ([`Caches::unpark`]) instead of allocating its own: a program that starts threads for
 //! batches of work (`std::thread::scope`, a runtime's blocking pool) paid four allocations
@@ -44,12 +44,14 @@
 //! cache is taken only through `Arc::get_mut`: when nothing else refers to it (the exited
 //! thread's table has dropped it, and no reclaimer that listed it before it left still holds
 //! it), so that [`Cache::reset`] races with nothing. Parked caches that stay so a whole
-//! interval are freed at the pool's tick; `trim` frees them all, and a closed pool keeps none.
+//! interval are freed at the pool's tick (the pool's one idle rule, `engine/idle.rs`); `trim`
+//! frees them all, and a closed pool keeps none.
 
 use super::block::Cache;
 use super::owner::{Owner, Seized};
 use crate::base::key::Key;
 use crate::base::sync::{lock, try_lock, Arc, Mutex, MutexGuard};
+use crate::engine::idle::IdleStack;
 use crate::observe::stats::Stats;
 use crate::sys::fence;
 
@@ -78,9 +80,8 @@ pub(crate) const MAX_PARKED: usize = 0;
 #[derive(Debug)]
 struct Attached {
     caches: Vec<Arc<Cache>>,
-    /// Empty caches of exited threads, oldest first, each with whether a tick passed since it
-    /// was parked (module docs, *Parked caches*).
-    parked: Vec<(Arc<Cache>, bool)>,
+    /// Empty caches of exited threads (module docs, *Parked caches*).
+    parked: IdleStack<Arc<Cache>>,
     /// Set when the pool closes: no cache is parked from then on.
     closed: bool,
     /// Counts folded in from exited threads, and from operations that ran without a thread
@@ -103,7 +104,7 @@ impl Caches {
             attached: Mutex::new(Attached {
                 caches: Vec::new(),
                 // Parking and unparking allocate nothing (`tests/alloc_free.rs`).
-                parked: Vec::with_capacity(MAX_PARKED),
+                parked: IdleStack::with_capacity(MAX_PARKED),
                 closed: false,
                 retired: Stats::empty(sizes),
             }),
@@ -134,7 +135,7 @@ impl Caches {
             let c = a.caches.swap_remove(i);
             cache.add_to(&mut a.retired, false);
             if !a.closed && a.parked.len() < MAX_PARKED && cache.is_empty() {
-                a.parked.push((c, false));
+                a.parked.push(c);
             }
         }
     }
@@ -144,32 +145,20 @@ impl Caches {
     /// that listed it before it left still holds it); the newest first.
     pub(crate) fn unpark(&self, key: Key, epoch: u64, trim_gen: u64) -> Option<Arc<Cache>> {
         let mut a = lock(&self.attached);
-        let i = a
-            .parked
-            .iter_mut()
-            .rposition(|(c, _)| Arc::get_mut(c).is_some_and(|c| c.reset(key, epoch, trim_gen)))?;
-        Some(a.parked.remove(i).0)
+        a.parked
+            .take_newest(|c| Arc::get_mut(c).is_some_and(|c| c.reset(key, epoch, trim_gen)))
     }
 
-    /// Frees the parked caches that stayed parked since the previous call (a pool tick), and
-    /// marks the rest; with `all`, every one (`trim`).
+    /// Frees the parked caches that stayed parked since the previous call (a pool tick);
+    /// with `all`, every one (`trim`).
     pub(crate) fn decay_parked(&self, all: bool) {
         // Freed after the lock is let go, from an array on the stack: this runs at a tick,
         // inside operations that must not allocate.
         let mut gone: [Option<Arc<Cache>>; MAX_PARKED] = [const { None }; MAX_PARKED];
-        let mut a = lock(&self.attached);
-        let mut n = 0;
-        let mut i = 0;
-        while i < a.parked.len() {
-            if all || a.parked[i].1 {
-                gone[n] = Some(a.parked.remove(i).0);
-                n += 1;
-            } else {
-                a.parked[i].1 = true;
-                i += 1;
-            }
-        }
-        drop(a);
+        let mut slots = gone.iter_mut();
+        lock(&self.attached).parked.decay(all, false, |c| {
+            *slots.next().expect("at most MAX_PARKED are parked") = Some(c);
+        });
         drop(gone);
     }
 

@@ -14,11 +14,11 @@
 //!   `max_retained_bytes`. So the depot and all thread caches together never retain more than
 //!   `max_retained_bytes`, however many threads there are. A thread that finds the allowance
 //!   spent works with the room it has (down to none: its operations then go to the depot or
-//!   the allocator) and asks the pool to reclaim idle caches (`policy.rs`).
+//!   the allocator) and asks the pool to reclaim idle caches (`policy/room.rs`).
 //!
 //! A tier's stack holds at most `min(64, cache_bytes / size)` buffers (its `cap`), 1 above
 //! `cache_bytes`, none when `cache_bytes` is 0. What the policy reserves within that, and when,
-//! is in `policy.rs`.
+//! is in `policy/room.rs`.
 
 use super::owner::Owner;
 use crate::base::sync::Ordering;

@@ -9,14 +9,15 @@
 //! per sample over about 30 tiers each, made 0.5 allocations per packet that way, beside the
 //! thread start-up itself. Now an exiting thread's arrays serve the next thread.
 //!
-//! Bounded: at most [`MAX_SPARE_SLOTS`] slots (64 KiB) wait here. And decayed as the depot
-//! is: at each pool tick the arrays that stayed here through the whole interval since the
-//! last tick are freed (`decay`). `trim` frees those here at the time (caches trimmed later,
+//! Bounded: at most [`MAX_SPARE_SLOTS`] slots (64 KiB) wait here. And decayed by the pool's
+//! one idle rule (`engine/idle.rs`): at each pool tick the arrays that stayed here through
+//! the whole interval since the last tick are freed (`decay`). `trim` frees those here at the time (caches trimmed later,
 //! at their owners' next operation, give theirs afterwards), and once the pool is closed
 //! nothing is kept.
 
 use super::stack::{alloc_slots, free_slots, Slot};
 use crate::base::sync::{lock, Mutex, Ordering::Relaxed};
+use crate::engine::idle::IdleStack;
 
 /// The most slots kept spare, per pool: 8,192 (64 KiB of pointers), the arrays of about
 /// four threads that used 30 tiers each.
@@ -34,12 +35,9 @@ unsafe impl Send for Array {}
 
 #[derive(Default)]
 struct Spares {
-    /// Oldest first.
-    arrays: Vec<Array>,
+    arrays: IdleStack<Array>,
     /// Sum of the arrays' `cap`.
     slots: usize,
-    /// The fewest arrays held since the last decay: that many stayed unused a whole interval.
-    low: usize,
     /// Set when the pool closes: nothing is kept from then on.
     closed: bool,
 }
@@ -66,7 +64,7 @@ impl SpareSlots {
             // Room for the arrays of a few threads up front: taking and giving allocate
             // nothing once the pool runs (`tests/alloc_free.rs` counts every allocation).
             spares: Mutex::new(Spares {
-                arrays: Vec::with_capacity(64),
+                arrays: IdleStack::with_capacity(64),
                 ..Spares::default()
             }),
         }
@@ -76,11 +74,9 @@ impl SpareSlots {
     pub(crate) fn take(&self, cap: u32) -> *mut Slot {
         let spare = {
             let mut s = lock(&self.spares);
-            let found = s.arrays.iter().rposition(|a| a.cap == cap);
-            found.map(|i| {
-                let a = s.arrays.remove(i);
+            let found = s.arrays.take_newest(|a| a.cap == cap);
+            found.map(|a| {
                 s.slots -= cap as usize;
-                s.low = s.low.min(s.arrays.len());
                 a.slots
             })
         };
@@ -124,21 +120,12 @@ impl SpareSlots {
         // that must not allocate (collecting the arrays first did, at every tick that freed
         // some: `tests/alloc_free.rs` under Miri, whose clock passes intervals quickly).
         let mut s = lock(&self.spares);
-        let n = if all {
-            s.arrays.len()
-        } else {
-            s.low.min(s.arrays.len())
-        };
-        let freed: usize = s
-            .arrays
-            .drain(..n)
-            .map(|a| {
-                free_slots(a.slots, a.cap);
-                a.cap as usize
-            })
-            .sum();
+        let mut freed = 0;
+        s.arrays.decay(all, false, |a| {
+            free_slots(a.slots, a.cap);
+            freed += a.cap as usize;
+        });
         s.slots -= freed;
-        s.low = s.arrays.len();
     }
 }
 

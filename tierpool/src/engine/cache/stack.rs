@@ -36,9 +36,9 @@ use crate::base::sync::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, Ordering};
 
 use Ordering::{Acquire, Relaxed, Release};
 
-/// Returns between two housekeeping checks (clock, decay), per tier. A check costs about 230
-/// instructions (most of them reading the clock): 0.9 per return at 256, 3.6 at 64
-/// (`examples/hot_loop.rs` under callgrind). The most: a thread whose returns are far apart
+/// Returns between two housekeeping checks (clock, decay), per tier: a check reads the clock,
+/// which costs a few hundred instructions, so it is spread over many returns. The most: a
+/// thread whose returns are far apart
 /// in time checks after fewer (`Owner::pace`), so that it notices a new decay interval
 /// within an eighth of one.
 pub(crate) const CHECK_EVERY: u64 = 256;
@@ -126,13 +126,13 @@ pub(crate) struct TierCold {
     /// Buffers released to the allocator by this cache (including `released`).
     pub(in crate::engine) discarded: AtomicU64,
     /// True once this interval a get of this tier asked for its loan of a larger tier's
-    /// buffer, found or not (`policy::lend`; the depot's loans at the cap do not use it);
+    /// buffer, found or not (`policy/retrieve.rs`; the depot's loans at the cap do not use it);
     /// cleared by decay. Only the owner reads or writes it.
     pub(in crate::engine) lent: AtomicBool,
-    /// Gets of this tier lent the depot's buffers at the cap this interval (`policy::lend`,
+    /// Gets of this tier lent the depot's buffers at the cap this interval (`policy/retrieve.rs`,
     /// at most `MAX_LOANS_AT_CAP`); cleared by decay. Only the owner reads or writes it.
     pub(in crate::engine) loans_at_cap: AtomicU32,
-    /// Buffers the tier's next refill asks the depot for (slow start, `policy.rs`): 0 (read
+    /// Buffers the tier's next refill asks the depot for (slow start, `policy/mod.rs`): 0 (read
     /// as 1) for a tier new to this cache or that gave up its storage, doubled by each refill
     /// that moved buffers, up to a refill's batch (half the stack; the whole of a stack of
     /// one or two), halved by decay when buffers stayed idle. Only the owner reads or writes

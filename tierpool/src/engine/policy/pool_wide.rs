@@ -1,0 +1,66 @@
+//! The operations on every cache of a pool at once, each reclaiming every cache from its
+//! owner (busy or idle) and acting on it: `trim()`, closing, a budget waiter's sweep. Where
+//! caches cannot be reclaimed (no heavy fence), each is rung instead and acts at its owner's
+//! next operation (`service.rs`).
+
+use crate::engine::cache::owner::Owner;
+use crate::engine::cache::reclaim::Turn;
+use crate::engine::state::PoolState;
+
+use super::service::{give_back, kill, release_all};
+
+/// `trim()`: every thread cache releases everything now, reclaimed (the calling thread's own
+/// included, if it has one). Returns the bytes released from the caches, or `None` if caches
+/// cannot be reclaimed here: each then releases at its owner's next operation.
+pub(crate) fn trim_all(pool: &PoolState) -> Option<usize> {
+    let generation = pool.start_trim();
+    let mut bytes = 0;
+    let done = reclaim_all(pool, |o| {
+        o.set_trim_gen(generation);
+        bytes += release_all(o, pool);
+    });
+    if done.is_none() {
+        pool.caches.ring_all();
+        return None;
+    }
+    Some(bytes)
+}
+
+/// Closing: every thread cache frees everything and dies now, reclaimed; without a heavy
+/// fence, at its owner's next operation.
+pub(crate) fn close_all(pool: &PoolState) {
+    pool.close();
+    if reclaim_all(pool, |o| kill(o, pool)).is_none() {
+        pool.caches.ring_all();
+    }
+}
+
+/// A budget waiter's sweep (after it joined the queue): every thread cache's stacks go to the
+/// depot and their charges to the account, whether its owner is busy or idle.
+///
+/// Every cache, also one that holds nothing now: its owner may be in the middle of a slow
+/// return that read the pressure flag before the waiter raised it, and about to reserve room
+/// and push. Reclaiming waits for that operation to end (and takes what it pushed), and rings
+/// the doorbell, so that the owner's next operation takes the lock and sees the flag; skipping
+/// empty caches would lose that wake-up.
+pub(crate) fn sweep(pool: &PoolState) {
+    if reclaim_all(pool, |o| give_back(o, pool)).is_none() {
+        pool.caches.ring_all();
+    }
+}
+
+/// Reclaims every cache (waiting for the turn and every lock) and runs `act` on each, then
+/// gives back the charges the actions refunded, once every cache is let go.
+fn reclaim_all(pool: &PoolState, mut act: impl FnMut(&Owner<'_>)) -> Option<usize> {
+    let mut refund = 0;
+    let done = pool.caches.reclaim(
+        Turn::Wait,
+        |_| true,
+        |o| {
+            act(o);
+            refund += o.take_after().refund;
+        },
+    );
+    pool.refund(refund);
+    done
+}

@@ -1,0 +1,61 @@
+//! A return the fast path could not take: a stack that is full or has no room yet, a buffer
+//! of another capacity than its tier's, a pool that wipes returns, a cache the pool rang.
+
+use super::exchange::{batch_size, flush};
+use super::room::{grow, reserve, Purpose};
+use super::service::housekeeping;
+use crate::base::key::Tag;
+use crate::engine::cache::owner::Owner;
+use crate::engine::cache::stack::Count;
+use crate::engine::fresh::scrub;
+use crate::engine::state::PoolState;
+use crate::sys::alloc::free;
+
+/// Everything a return of `v` (with tag `tag`) can need beyond the fast path.
+pub(crate) fn put_slow(o: &Owner<'_>, pool: &PoolState, mut v: Vec<u8>, tag: Tag) {
+    housekeeping(o, pool);
+    if o.is_dead() {
+        o.defer_refund(pool.charge_of(tag));
+        free(v, pool.align());
+        return; // the pool is gone: free the buffer, count nothing
+    }
+    scrub(&mut v, o.wipes());
+    let cap = v.capacity();
+    let Some(t) = pool.classes.for_put(cap) else {
+        o.defer_refund(pool.charge_of(tag));
+        o.count_untiered();
+        free(v, pool.align());
+        return;
+    };
+    // In a pool with a budget only a buffer charged this tier's size may join the stack (its
+    // charge stays with it); elsewhere any buffer of the tier's exact size.
+    let stackable = cap == o.size(t)
+        && match &pool.budget {
+            Some(_) => tag == Tag::tier(t) && !pool.under_pressure(),
+            None => true,
+        };
+    if stackable {
+        reserve(o, pool, t);
+        if o.limit(t) > 0 && o.len(t) >= o.limit(t) {
+            grow(o, pool, t, 2 * o.limit(t), Purpose::Return);
+        }
+        let limit = o.limit(t);
+        if limit > 0 {
+            if o.len(t) >= limit {
+                flush(o, pool, t, batch_size(o.cap(t)).min(limit));
+            }
+            match o.push(t, v, false) {
+                Ok(()) => return,
+                Err(back) => v = back,
+            }
+        }
+    }
+    // A larger buffer (foreign or grown), a tier that bypasses the cache, or no room. A pool
+    // with a budget keeps only exact sizes (every buffer it hands out has the capacity it
+    // was charged).
+    o.defer_refund(pool.charge_of(tag));
+    o.count(t, Count::OtherReturn, 1);
+    if !pool.file_in_depot(t, v) {
+        o.count(t, Count::Discarded, 1);
+    }
+}
