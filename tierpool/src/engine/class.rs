@@ -93,20 +93,31 @@ impl Classes {
         let buckets = bucket(max) + 1;
         let mut table = Vec::with_capacity(buckets);
         let mut max_probes = 1;
+        // One walk up the buckets and the sizes together: both tiers found per bucket only
+        // move up (a binary search per bucket made building a pool cost seconds under Miri).
+        let (mut first, mut last) = (0, 0);
+        let mut start = bucket_start(0);
         for b in 0..buckets {
-            let start = bucket_start(b);
-            let first = sizes.partition_point(|&s| s < start);
+            // The first tier whose size is >= the bucket's start (`b <= bucket(max)`, so
+            // `start <= max`: some tier is).
+            while sizes[first] < start {
+                first += 1;
+            }
             // The largest size in this bucket is the next bucket's start minus one (capped at
             // max); the tier serving it bounds how far a lookup in this bucket may walk.
-            let end = bucket_start(b + 1).saturating_sub(1).min(max);
-            let last = sizes.partition_point(|&s| s < end);
+            let next = bucket_start(b + 1);
+            let end = next.saturating_sub(1).min(max);
+            last = last.max(first);
+            while sizes[last] < end {
+                last += 1;
+            }
             max_probes = max_probes.max(last - first + 1);
             table.push(first as u16);
+            start = next;
         }
-        let sentinel = sizes.len() as u16;
-        let fast: std::sync::Arc<[u16]> = (0..ALL_BUCKETS)
-            .map(|b| table.get(b).copied().unwrap_or(sentinel))
-            .collect();
+        let mut fast = vec![sizes.len() as u16; ALL_BUCKETS];
+        fast[..table.len()].copy_from_slice(&table);
+        let fast: std::sync::Arc<[u16]> = fast.into();
         Classes {
             sizes: sizes.into_boxed_slice(),
             table: table.into_boxed_slice(),

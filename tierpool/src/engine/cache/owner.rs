@@ -466,6 +466,14 @@ impl Owner<'_> {
         }
     }
 
+    /// True if tier `t` has neither a reservation nor storage: giving either up would change
+    /// nothing.
+    #[inline]
+    pub(crate) fn is_bare(&self, t: usize) -> bool {
+        let (tier, cold) = self.cache.tier(t);
+        cold.limit.load(Relaxed) == 0 && tier.end.load(Relaxed).is_null()
+    }
+
     /// Gives up tier `t`'s storage if it has no limit and holds nothing (decay of an idle tier,
     /// `trim`, close, thread exit), to the pool's spares (`spare.rs`), which keep a bounded
     /// amount for the next cache and free the rest: it was allocated while buffers came in,

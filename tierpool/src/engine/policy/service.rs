@@ -84,7 +84,7 @@ pub(super) fn decay(o: &Owner<'_>, pool: &PoolState) -> usize {
 /// Returns the bytes released.
 pub(crate) fn release_all(o: &Owner<'_>, pool: &PoolState) -> usize {
     let mut bytes = 0;
-    for t in 0..o.tiers() {
+    for t in (0..o.tiers()).filter(|&t| !o.is_bare(t)) {
         bytes += release(o, pool, t, usize::MAX);
         o.set_limit(t, 0);
         o.free_storage(t);
@@ -95,7 +95,7 @@ pub(crate) fn release_all(o: &Owner<'_>, pool: &PoolState) -> usize {
 /// Gives every stack to the depot, with its room (a closed depot frees them), refunding the
 /// charges: a budget waiter's sweep, thread exit.
 pub(super) fn give_back(o: &Owner<'_>, pool: &PoolState) {
-    for t in 0..o.tiers() {
+    for t in (0..o.tiers()).filter(|&t| !o.is_bare(t)) {
         if o.limit(t) > 0 {
             give_up(o, pool, t);
         }
