@@ -329,6 +329,16 @@ impl PoolState {
         self.lend && how.lends()
     }
 
+    /// Tier `t` and the tiers that may lend to its gets (none where the pool does not lend):
+    /// what room-making for `t` spares.
+    pub(crate) fn lenders_of(&self, t: usize) -> std::ops::Range<usize> {
+        if self.lend {
+            t..self.classes.lenders(t).end
+        } else {
+            t..t + 1
+        }
+    }
+
     /// A retained buffer of exactly a lending tier's size for a get of tier `t`, from the
     /// depot, nearest size first; returns it and its tier.
     pub(crate) fn take_lent(&self, t: usize) -> Option<(Vec<u8>, usize)> {

@@ -381,32 +381,21 @@ impl Owner<'_> {
     pub(crate) fn reset_low(&self, t: usize) {
         let (tier, cold) = self.cache.tier(t);
         tier.low.store(tier.head.load(Relaxed), Relaxed);
-        cold.lent.store(false, Relaxed);
-        cold.loans_at_cap.store(0, Relaxed);
+        cold.loans.store(0, Relaxed);
     }
 
-    /// Gets of tier `t` lent the depot's buffers at the cap this interval.
+    /// Loans to gets of tier `t` this interval (`policy/retrieve.rs`).
     #[inline]
-    pub(crate) fn loans_at_cap(&self, t: usize) -> u32 {
-        self.cache.head.cold[t].loans_at_cap.load(Relaxed)
+    pub(crate) fn loans(&self, t: usize) -> u32 {
+        self.cache.head.cold[t].loans.load(Relaxed)
     }
 
-    /// Counts a loan of the depot's buffer at the cap to a get of tier `t` (saturating). A
-    /// load and a store: only the owner touches the count.
+    /// Counts a loan to a get of tier `t` (saturating). A load and a store: only the owner
+    /// touches the count.
     #[inline]
-    pub(crate) fn count_loan_at_cap(&self, t: usize) {
-        let loans = &self.cache.head.cold[t].loans_at_cap;
+    pub(crate) fn count_loan(&self, t: usize) {
+        let loans = &self.cache.head.cold[t].loans;
         loans.store(loans.load(Relaxed).saturating_add(1), Relaxed);
-    }
-
-    /// Records that a get of tier `t` may be lent a larger tier's buffer this interval; false
-    /// if one already was. A load and a store: only the owner touches the flag.
-    #[inline]
-    pub(crate) fn mark_lent(&self, t: usize) -> bool {
-        let lent = &self.cache.head.cold[t].lent;
-        let first = !lent.load(Relaxed);
-        lent.store(true, Relaxed);
-        first
     }
 
     /// How many buffers a refill of tier `t` asks for now, at most `max` (`>= 1`, a refill's

@@ -32,7 +32,7 @@
 
 use std::mem::{size_of, ManuallyDrop};
 
-use crate::base::sync::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, Ordering};
+use crate::base::sync::{AtomicPtr, AtomicU32, AtomicU64, Ordering};
 
 use Ordering::{Acquire, Relaxed, Release};
 
@@ -125,13 +125,9 @@ pub(crate) struct TierCold {
     pub(in crate::engine) other_returns: AtomicU64,
     /// Buffers released to the allocator by this cache (including `released`).
     pub(in crate::engine) discarded: AtomicU64,
-    /// True once this interval a get of this tier asked for its loan of a larger tier's
-    /// buffer, found or not (`policy/retrieve.rs`; the depot's loans at the cap do not use it);
-    /// cleared by decay. Only the owner reads or writes it.
-    pub(in crate::engine) lent: AtomicBool,
-    /// Gets of this tier lent the depot's buffers at the cap this interval (`policy/retrieve.rs`,
-    /// at most `MAX_LOANS_AT_CAP`); cleared by decay. Only the owner reads or writes it.
-    pub(in crate::engine) loans_at_cap: AtomicU32,
+    /// Loans of a larger tier's buffer to gets of this tier this interval
+    /// (`policy/retrieve.rs`); cleared by decay. Only the owner reads or writes it.
+    pub(in crate::engine) loans: AtomicU32,
     /// Buffers the tier's next refill asks the depot for (slow start, `policy/mod.rs`): 0 (read
     /// as 1) for a tier new to this cache or that gave up its storage, doubled by each refill
     /// that moved buffers, up to a refill's batch (half the stack; the whole of a stack of

@@ -45,7 +45,7 @@ pub(crate) fn get_slow(
     let want = if keeps {
         let batch = o.fill(t, max_batch);
         if !shares {
-            reserve(o, pool, t);
+            reserve(o, pool, t, Purpose::Return);
         } else if o.is_large(t) {
             take_large_slot(o, pool, t); // its room comes with the depot's buffer
         }
@@ -85,7 +85,7 @@ pub(crate) fn get_slow(
     // A miss: room for the new buffer's return, which at the cap may evict the depot's
     // oldest buffers of other tiers (`room.rs`), so that the pool keeps what is used now.
     if keeps && shares {
-        reserve(o, pool, t);
+        reserve(o, pool, t, Purpose::Miss);
     }
     let v = alloc_fresh(o.size(t), n, how, pool.align()).inspect_err(|_| o.defer_refund(charge))?;
     o.count(t, Count::Miss, 1);

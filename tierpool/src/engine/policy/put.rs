@@ -35,7 +35,7 @@ pub(crate) fn put_slow(o: &Owner<'_>, pool: &PoolState, mut v: Vec<u8>, tag: Tag
             None => true,
         };
     if stackable {
-        reserve(o, pool, t);
+        reserve(o, pool, t, Purpose::Return);
         if o.limit(t) > 0 && o.len(t) >= o.limit(t) {
             grow(o, pool, t, 2 * o.limit(t), Purpose::Return);
         }

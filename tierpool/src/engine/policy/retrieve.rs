@@ -8,27 +8,23 @@
 //!    budget, whose buffers keep the charge of the tier they were taken for; not in an aligned
 //!    pool, whose buffers have exactly their tier's capacity; not for the I/O layer's exact
 //!    gets): a buffer of exactly one of the larger tiers up to twice `t`'s size
-//!    ([`Classes::lenders`]), nearest first.
+//!    ([`Classes::lenders`]), nearest first, a limited number of times per tier and interval
+//!    (the tier's `loans`, cleared by decay). Past the limit the get misses, and the miss
+//!    takes room of its own for the tier (`room.rs`), so that a tier in steady use gets
+//!    buffers of its own and stays on the fast path, while a tier that varied sizes touch only
+//!    now and then borrows instead of making the cap hold one buffer of every tier.
+//!    - **Off the cap: once**, from this cache's stacks, then the depot; the look counts
+//!      whether it finds a buffer or not.
 //!    - **At the cap** (the tier has no room in this cache and the allowance has less than
-//!      one of its buffers free), from the depot, up to [`MAX_LOANS_AT_CAP`] times per tier
-//!      and interval. A buffer allocated there would be kept only by evicting another
-//!      retained one, or not at all, so the pool would churn, each buffer freed and allocated
-//!      again costing the allocator fresh pages. The loan frees the allowance its buffer held
-//!      in the depot, so the tier's next get can take room of its own. Not from this
-//!      cache's stacks: lent from them every time, a get of one size in a loop would never
-//!      get room of its own.
-//!    - **Otherwise once per tier and interval**, from this cache's stacks, then the depot.
-//!      With several tiers per doubling, a thread whose sizes vary keeps buffers of many
-//!      neighbouring tiers, which the cap cannot hold one of each of; only once, so that the
-//!      next miss allocates and a tier in steady use gets buffers of its own and stays on the
-//!      fast path.
+//!      one of its buffers free): up to [`MAX_LOANS_AT_CAP`] times, from the depot only, and a
+//!      look that finds nothing does not count. A buffer allocated there would be kept only by
+//!      evicting another retained one, or not at all, so the pool would churn, each buffer
+//!      freed and allocated again costing the allocator fresh pages; the loan frees the
+//!      allowance its buffer held in the depot. Not from this cache's stacks: their room stays
+//!      theirs, and a tier lent from them every time would never get room of its own.
 //!
-//! The bound at the cap ends a loop between room and lending: a cache whose `cache_bytes` a
-//! lending tier's stack fills gives that stack to the depot to make room for a refill
-//! (`room.rs`, rung 3), is lent its buffer back, and the return reserves the lender's room
-//! again. After the bound the tier's next get misses, and its reservation evicts the depot's
-//! oldest buffers of other sizes (rung 5), so the tier keeps a buffer of its own. A tier
-//! that many sizes touch only now and then stays under the bound and is lent.
+//! The room a refill makes spares the lending tiers' stacks (`room.rs`), so that no stack is
+//! given to the depot only to be lent straight back.
 //!
 //! [`Classes::lenders`]: crate::engine::class::Classes::lenders
 
@@ -37,8 +33,7 @@ use crate::engine::cache::stack::Count;
 use crate::engine::fresh::Fresh;
 use crate::engine::state::PoolState;
 
-/// The most gets of one tier a cache is lent the depot's buffers at the cap in one decay
-/// interval (module docs; a look that finds no lender does not count).
+/// The most loans to gets of one tier in a decay interval at the cap (module docs).
 pub(crate) const MAX_LOANS_AT_CAP: u32 = 16;
 
 /// A retained buffer for a get of tier `t` (of kind `how`) that its stack and a refill could
@@ -68,26 +63,25 @@ pub(super) fn lend(
     if !pool.lends(how) || o.is_dead() {
         return None;
     }
-    let from_depot = || {
-        let (v, u) = pool.take_lent(t)?;
-        o.count(u, Count::DirectHit, 1);
-        Some((v, u))
-    };
     let at_cap = o.limit(t) == 0 && o.allowance_spent(o.size(t));
-    let looked = at_cap && o.loans_at_cap(t) < MAX_LOANS_AT_CAP;
-    if looked {
-        if let Some(lent) = from_depot() {
-            o.count_loan_at_cap(t);
-            return Some(lent);
-        }
-    }
-    if !o.mark_lent(t) {
+    if o.loans(t) >= if at_cap { MAX_LOANS_AT_CAP } else { 1 } {
         return None;
     }
-    // A pop from this cache's stack counts as that tier's hit (`counters.rs`).
-    let cached = pool
-        .classes
-        .lenders(t)
-        .find_map(|u| o.pop(u).map(|v| (v, u)));
-    cached.or_else(|| if looked { None } else { from_depot() })
+    if !at_cap {
+        o.count_loan(t);
+        // A pop from this cache's stack counts as that tier's hit (`counters.rs`).
+        let cached = pool
+            .classes
+            .lenders(t)
+            .find_map(|u| o.pop(u).map(|v| (v, u)));
+        if cached.is_some() {
+            return cached;
+        }
+    }
+    let (v, u) = pool.take_lent(t)?;
+    if at_cap {
+        o.count_loan(t);
+    }
+    o.count(u, Count::DirectHit, 1);
+    Some((v, u))
 }

@@ -1,21 +1,25 @@
 //! Where a tier's room in its cache comes from when it needs more: one ladder, climbed rung by
 //! rung until the tier has the room it asked for.
 //!
-//! | rung | [`Purpose::Refill`] | [`Purpose::Return`] |
-//! |---|---|---|
-//! | 1. `cache_bytes` nobody reserved | yes | yes |
-//! | 2. other tiers' reservations beyond their stacks (no buffer moves: [`trim_unused`]) | yes | yes |
-//! | 3. other tiers' whole stacks, to the depot with their room ([`make_room`]) | yes | no |
-//! | 4. the pool's allowance | yes | yes |
-//! | 5. the depot's oldest buffers of other tiers, for the one buffer in hand ([`evict`]) | no | yes |
-//! | 6. caches that went quiet, reclaimed after the operation ([`Owner::defer_steal`]) | yes | yes |
+//! | rung | [`Purpose::Refill`] | [`Purpose::Miss`] | [`Purpose::Return`] |
+//! |---|---|---|---|
+//! | 1. `cache_bytes` nobody reserved | yes | yes | yes |
+//! | 2. other tiers' reservations beyond their stacks (no buffer moves: [`trim_unused`]) | yes | yes | yes |
+//! | 3. other tiers' whole stacks, to the depot with their room ([`make_room`]) | but not the tiers that may lend to it | yes | no |
+//! | 4. the pool's allowance | yes | yes | yes |
+//! | 5. the depot's oldest buffers of other tiers, for the one buffer in hand ([`evict`]) | no | yes | yes |
+//! | 6. caches that went quiet, reclaimed after the operation ([`Owner::defer_steal`]) | yes | yes | yes |
 //!
 //! A refill's buffers bring their room from the depot (`exchange.rs`), so a refill never
-//! evicts: it trades no retained buffer for empty room. A return, or a miss's buffer that
-//! will return, may evict, so that at the cap the pool keeps the buffers in use now over the
-//! oldest idle ones. Reservations grow with use (a first buffer or batch, then doubling when
-//! returns find the stack full) rather than to the cap at once, and other tiers give up what
-//! they do not hold before anything is evicted, so that a thread cycling several sizes does
+//! evicts: it trades no retained buffer for empty room; and it leaves the stacks of the
+//! tiers that may lend to it alone, so that none is given to the depot only to be lent
+//! straight back (`retrieve.rs`). A miss's buffer, new to the pool, may displace any other
+//! tier's stack and evict the depot's buffers (but not those that may lend to it), so that
+//! at the cap the pool keeps the buffers in use now over the oldest idle ones.
+//! A return that finds its stack full doubles its room from what is free, evicting only for
+//! the buffer in hand. Reservations grow with use (a first buffer or batch, then doubling
+//! when returns find the stack full) rather than to the cap at once, and other tiers give up
+//! what they do not hold before anything moves, so that a thread cycling several sizes does
 //! not have its tiers evict each other.
 //!
 //! The large slot (one tier above `cache_bytes` may hold one buffer) is climbed the same way:
@@ -29,23 +33,25 @@
 
 use super::exchange::give_up;
 use crate::engine::cache::owner::Owner;
-use crate::engine::fresh::Fresh;
 use crate::engine::state::PoolState;
 use crate::sys::trim::Why;
 
 /// Why a tier asks for room: which rungs of the ladder (module docs) it may climb.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Purpose {
-    /// A refill's batch: other tiers' idle stacks make way; nothing is evicted.
+    /// A refill's batch: other tiers' stacks make way, but not those of the tiers that may
+    /// lend to it; nothing is evicted.
     Refill,
-    /// A buffer in hand that will land on the stack (a return, or a miss's buffer): the
-    /// depot's oldest buffers of other tiers may make way for it.
+    /// A buffer just allocated, which will return: other tiers' stacks and the depot's
+    /// oldest buffers of other tiers may make way for it.
+    Miss,
+    /// A buffer returned: the depot's oldest buffers of other tiers may make way for it.
     Return,
 }
 
 /// Gives tier `t` a first reservation if it has none and may use the thread cache: one
 /// buffer (more comes with use), or the large slot.
-pub(super) fn reserve(o: &Owner<'_>, pool: &PoolState, t: usize) {
+pub(super) fn reserve(o: &Owner<'_>, pool: &PoolState, t: usize, purpose: Purpose) {
     if o.limit(t) > 0 || o.cap(t) == 0 {
         return;
     }
@@ -60,7 +66,7 @@ pub(super) fn reserve(o: &Owner<'_>, pool: &PoolState, t: usize) {
         }
         return;
     }
-    grow(o, pool, t, 1, Purpose::Return);
+    grow(o, pool, t, 1, purpose);
 }
 
 /// Frees the large slot for tier `t` (above `cache_bytes`): the tier that holds it gives up
@@ -84,8 +90,15 @@ pub(super) fn grow(o: &Owner<'_>, pool: &PoolState, t: usize, target: usize, pur
     if o.unreserved() < want {
         trim_unused(o, t, want);
     }
-    if purpose == Purpose::Refill && o.unreserved() < want {
-        make_room(o, pool, t, want);
+    let spare = match purpose {
+        Purpose::Refill => Some(pool.lenders_of(t)),
+        Purpose::Miss => Some(t..t + 1),
+        Purpose::Return => None,
+    };
+    if let Some(spare) = spare {
+        if o.unreserved() < want {
+            make_room(o, pool, want, spare);
+        }
     }
     let got = o.raise_limit(t, target);
     if got < target && o.allowance_spent(size) {
@@ -113,12 +126,7 @@ pub(super) fn evict(pool: &PoolState, t: usize, need: usize, unit: usize) -> usi
     }
     let free = pool.depot.allowance().free();
     let (need, min) = (need.saturating_sub(free), unit.saturating_sub(free));
-    let keep = if !pool.lends(Fresh::Plain) {
-        t..t + 1
-    } else {
-        t..pool.classes.lenders(t).end
-    };
-    let freed = pool.depot.evict(need, min, keep);
+    let freed = pool.depot.evict(need, min, pool.lenders_of(t));
     pool.allocator_trim.released(freed, Why::Cap);
     freed
 }
@@ -138,17 +146,18 @@ fn trim_unused(o: &Owner<'_>, t: usize, need: usize) {
     }
 }
 
-/// Frees at least `need` bytes of `cache_bytes` for tier `t` by handing whole stacks of other
-/// tiers, largest tier first, to the depot (releasing what the depot cannot take) and taking
-/// their reservations away: a thread whose sizes change does not keep its room full of sizes
-/// it no longer uses until they decay, taking the slow path for its new size meanwhile.
+/// Frees at least `need` bytes of `cache_bytes` by handing whole stacks of tiers outside
+/// `spare`, largest tier first, to the depot (releasing what the depot cannot take) and
+/// taking their reservations away: a thread whose sizes change does not keep its room full
+/// of sizes it no longer uses until they decay, taking the slow path for its new size
+/// meanwhile.
 #[cold]
-fn make_room(o: &Owner<'_>, pool: &PoolState, t: usize, need: usize) {
+fn make_room(o: &Owner<'_>, pool: &PoolState, need: usize, spare: std::ops::Range<usize>) {
     for u in (0..o.tiers()).rev() {
         if o.unreserved() >= need {
             return;
         }
-        if u == t || o.limit(u) == 0 || o.is_large(u) {
+        if spare.contains(&u) || o.limit(u) == 0 || o.is_large(u) {
             continue;
         }
         give_up(o, pool, u);

@@ -4,7 +4,6 @@
 use super::exchange::refill;
 use super::get::get_slow;
 use super::put::put_slow;
-use super::retrieve::MAX_LOANS_AT_CAP;
 use super::room::{evict, grow, Purpose};
 use super::service::{decay, release_all, retire};
 use super::tick::finish;
@@ -305,9 +304,9 @@ fn assert_books(state: &PoolState, o: &Owner<'_>) {
 }
 
 /// A get of a tier with no room, at the cap, is lent the depot's larger buffer (up to
-/// `MAX_LOANS_AT_CAP` times an interval) without spending the interval's loan: a fresh one could be kept only by
-/// evicting another retained buffer, or not at all. A tier with room allocates its own
-/// (it then stays on the fast path).
+/// `MAX_LOANS_AT_CAP` times an interval): a fresh one could be kept only by evicting another
+/// retained buffer, or not at all. A tier with room allocates its own (it then stays on the
+/// fast path).
 #[test]
 fn at_the_cap_a_get_without_room_is_lent_the_depots_buffers() {
     // Tier 0 (64) may hold one buffer; tier 1 (128) is above `cache_bytes` (the large
@@ -331,7 +330,7 @@ fn at_the_cap_a_get_without_room_is_lent_the_depots_buffers() {
     let second = get(50);
     assert_eq!(second.capacity(), 128, "lent at the cap, not allocated");
     assert_eq!(state.depot.bytes(), 128);
-    assert!(owner().mark_lent(0), "the interval's loan is still there");
+    assert_eq!(owner().loans(0), 2, "two loans at the cap");
     // With room left (a 128-byte buffer's worth of allowance free), the tier reserves
     // it and allocates its own buffer.
     let third = get(50);
@@ -353,13 +352,13 @@ fn at_the_cap_a_get_without_room_is_lent_the_depots_buffers() {
     state.caches.detach(&cache);
 }
 
-/// Review 2's loop, bounded: a cache whose `cache_bytes` a lender's stack fills gives
-/// it to the depot to make room, and is lent it back at every get, allocating, evicting
-/// and releasing nothing; after `MAX_LOANS_AT_CAP` such loans (and the interval's loan)
-/// the tier evicts the depot's idle buffer of another size for room, allocates its own
-/// buffer and keeps it, and its gets leave the slow path.
+/// A cache whose `cache_bytes` a lender's stack fills keeps that stack for a refill that
+/// has nothing to move (a refill's room spares the lenders), so it is not given to the
+/// depot only to be lent straight back at every get; the get misses, and the miss's room
+/// takes the lender's stack (to the depot, with its room) and evicts the depot's idle buffer
+/// of another size. The tier keeps its own buffer and its gets leave the slow path.
 #[test]
-fn at_the_cap_a_get_in_a_loop_is_lent_a_bounded_number_of_times() {
+fn at_the_cap_a_lenders_stack_makes_way_for_a_miss_and_is_not_lent_back() {
     // Tiers 64 / 128 / 256 in 128 bytes of cache (256 is the large slot).
     let Some((state, cache)) = with_shared_cache(capped(&[64, 128, 256], 384, 128)) else {
         return;
@@ -372,21 +371,19 @@ fn at_the_cap_a_get_in_a_loop_is_lent_a_bounded_number_of_times() {
     assert_eq!(state.depot.allowance().free(), 0);
     let misses = || state.stats().misses;
     let before = misses();
-    // The loans at the cap, then the interval's loan: the 128 each time, nothing
-    // allocated or evicted.
-    for _ in 0..=MAX_LOANS_AT_CAP {
-        let lent = get(50);
-        assert_eq!((lent.capacity(), owner().limit(0)), (128, 0));
-        put(lent);
-        assert_eq!(state.depot.bytes(), 256, "nothing evicted");
-        assert_books(&state, &owner());
-    }
-    assert_eq!(misses(), before, "lent, not allocated");
-    // The bound reached: the tier takes room (the depot's idle 256 makes way) and
-    // allocates its own buffer, which it keeps.
     let own = get(50);
-    assert_eq!(own.capacity(), 64, "its own buffer");
-    assert_eq!((owner().limit(0), misses()), (1, before + 1));
+    assert_eq!(own.capacity(), 64, "its own buffer, not the 128 lent back");
+    assert_eq!(
+        (owner().limit(0), owner().limit(1), misses()),
+        (1, 0, before + 1)
+    );
+    let in_depot = state.depot.lock(1).exact_len();
+    assert_eq!(
+        (in_depot, state.depot.bytes()),
+        (1, 128),
+        "the 128 in the depot with its room, the 256 evicted"
+    );
+    assert_books(&state, &owner());
     put(own);
     for _ in 0..3 {
         let again = get(50);
@@ -397,12 +394,8 @@ fn at_the_cap_a_get_in_a_loop_is_lent_a_bounded_number_of_times() {
         );
         put(again);
     }
-    assert_eq!(misses(), before + 1);
+    assert_eq!((misses(), owner().loans(0)), (before + 1, 0));
     assert_books(&state, &owner());
-    // A new interval starts the count again.
-    assert_eq!(owner().loans_at_cap(0), MAX_LOANS_AT_CAP);
-    decay(&owner(), &state);
-    assert_eq!(owner().loans_at_cap(0), 0);
     state.caches.detach(&cache);
 }
 
@@ -424,7 +417,7 @@ fn at_the_cap_a_look_that_finds_no_lender_is_not_a_loan() {
     let own = get(50);
     assert_eq!(own.capacity(), 64, "allocated, nothing to lend");
     assert_eq!(state.stats().misses, misses + 1);
-    assert_eq!(owner().loans_at_cap(0), 0, "a look is not a loan");
+    assert_eq!(owner().loans(0), 0, "a look is not a loan");
     assert_eq!(
         (owner().limit(0), state.depot.bytes()),
         (1, 0),
@@ -435,12 +428,12 @@ fn at_the_cap_a_look_that_finds_no_lender_is_not_a_loan() {
     state.caches.detach(&cache);
 }
 
-/// At the cap, this cache's own stacks lend only the interval's loan: their room stays
-/// with them, so a tier lent from them every time would never get room of its own and
-/// would take the slow path on every get. After the loan the tier evicts the depot's
-/// idle buffer of another size for room, allocates its own, and keeps it.
+/// At the cap, this cache's own stacks lend nothing: their room stays theirs, so a tier lent
+/// from them would never get room of its own and would take the slow path on every get.
+/// The tier evicts the depot's idle buffer of another size for room, allocates its own, and
+/// keeps it.
 #[test]
-fn at_the_cap_a_tier_gets_room_of_its_own_after_one_loan_from_its_cache() {
+fn at_the_cap_a_tier_takes_room_of_its_own_rather_than_its_caches_buffers() {
     // Tiers 64 / 128 / 256 in 256 bytes of cache; the lenders of 64 are the 128s.
     let Some((state, cache)) = with_shared_cache(capped(&[64, 128, 256], 384, 256)) else {
         return;
@@ -451,19 +444,8 @@ fn at_the_cap_a_tier_gets_room_of_its_own_after_one_loan_from_its_cache() {
     put(Vec::with_capacity(128));
     state.depot.put_one(2, Vec::with_capacity(256)).unwrap();
     assert_eq!(state.depot.allowance().free(), 0);
-    // The interval's loan: the cache's own 128, which goes back to its stack.
-    let lent = get(50);
-    assert_eq!((lent.capacity(), owner().limit(0)), (128, 0));
-    put(lent);
-    assert_eq!(owner().len(1), 1);
-    // The next get is not lent the same buffer again: the depot's 256 makes way for
-    // tier 0's room, and the tier allocates its own buffer, which it keeps.
     let own = get(50);
-    assert_eq!(
-        own.capacity(),
-        64,
-        "its own buffer, not the cache's 128 again"
-    );
+    assert_eq!(own.capacity(), 64, "its own buffer, not the cache's 128");
     assert_eq!((owner().limit(0), state.depot.bytes()), (1, 0));
     put(own);
     let o = owner();
