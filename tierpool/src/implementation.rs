@@ -244,9 +244,10 @@
 //!   up their buffers at their owner's next operation, their room counts apart from
 //!   `max_retained_bytes` (with a smaller default [`Builder::FALLBACK_THREAD_CACHE_BYTES`]: the bound
 //!   is then the cap plus each cache's own), and a budgeted pool uses no thread caches.
-//! - **Policy** (`engine/policy/`, safe code, one rule per file): what a get or a return does when the fast path
-//!   cannot serve it. Tiers reserve room when first used and grow with use (so the fast path
-//!   checks a limit, not a byte count), batches move to and from the depot under one lock
+//! - **Policy** (`engine/policy/`, safe code, one rule per file, listed in *The slow path's
+//!   rules* below): what a get or a return does when the fast path cannot serve it. Tiers
+//!   reserve room when first used and grow with use (so the fast path checks a limit, not a
+//!   byte count), batches move to and from the depot under one lock
 //!   acquisition (half a stack to it; from it, one buffer first and twice as many each
 //!   refill after, up to half a stack), odd-capacity buffers go to the depot, housekeeping
 //!   runs every 256 returns to a tier (down to 8 for a thread whose returns are far apart in
@@ -305,21 +306,74 @@
 //! | `io/` | 6 | reading and writing: what the pooled readers and writers share (`inner/`: the read rules, the read sizer, the stores, the wait for room in a budget, the write loop), `ReadBuffer` (`read_buf.rs`), `BufWriter` (`write_buf.rs`), tokio-util's codecs (`codec/`: `framed_read.rs`, `framed_write.rs`, and `lent.rs`, the buffer lent to a codec), `PooledChain` (`chain.rs`), readiness-first reads (`ready.rs`), frames (`frame.rs`), provided-buffer rings (`buf_ring/`), TLS (`tls/`), gRPC (`grpc/`) |
 //! | `compat/` | 7 | other crates' traits: compio, tokio-uring, monoio, `http_body` |
 //!
-//! ## The cache's verbs
+//! ## The slow path's rules
+//!
+//! Everything a get or a return does beyond the fast path is one of these, each written once,
+//! in `engine/policy/` unless named otherwise:
+//!
+//! | rule | what it answers | function |
+//! |---|---|---|
+//! | refill | a get's stack is empty: a batch from the depot, its room with it, starting at one buffer and doubling with use | `exchange::refill` |
+//! | flush | a return's stack is full: its older half to the depot | `exchange::flush` |
+//! | give up | a stack and its room to the depot at once (room-making, the large slot, a sweep, thread exit) | `exchange::give_up` |
+//! | release | buffers to the allocator, their pages first when idle | `exchange::release` |
+//! | first room | a tier's first reservation: one buffer, or the large slot | `room::reserve` |
+//! | the room ladder | where more room comes from, by purpose (refill, miss, return): free room, unused reservations, other stacks, the allowance, eviction, quiet caches | `room::grow` |
+//! | the large slot | one tier above `cache_bytes` may hold one buffer | `room::take_large_slot` |
+//! | eviction | at the cap, the depot's oldest buffers of other sizes make way for a buffer in use | `room::evict`, `Depot::evict` |
+//! | retrieval | a get its stack and a refill cannot serve: a larger buffer filed under its tier, or a loan of a larger tier's | `retrieve::retrieve` |
+//! | housekeeping | every slow operation counts; a rung doorbell or a due count looks at the pool | `service::housekeeping`, `Owner::pace` |
+//! | service | what the pool asks of a cache: closed, trimmed, budget pressure, a new interval | `service::service` |
+//! | the idle rule | what stayed unused through an interval is released: cache stacks, the depot, spare storage, parked caches | `service::decay`, `IdleStack::decay` (`engine/idle.rs`) |
+//! | the tick | once per interval, by one thread: the depot's decay, idle caches reclaimed, metrics | `tick::tick` |
+//! | reclaim for room | the allowance is spent: caches quiet since the last tick are emptied | `tick::steal` |
+//! | after the operation | refunds, the tick, reclaiming for room run once the owner is gone | `tick::finish` |
+//! | pool-wide | `trim()`, closing, a budget waiter's sweep: every cache reclaimed and acted on | `pool_wide::reclaim_all` |
+//! | thread exit | a cache gives everything to the depot and is parked for the next thread | `service::retire`, `Caches::detach` |
+//! | the budget's charges | a refill charges its batch, everything leaving a stack refunds | `PoolState::charge`, `Owner::defer_refund` |
+//!
+//! ## Words
 //!
 //! | word | meaning |
 //! |---|---|
+//! | *tier* | a size class: buffers of exactly one size |
+//! | *bucket* | one sixteenth of a power of two of sizes; the lookup table maps each to its first tier |
+//! | *thread cache* | one thread's stacks for one pool, one stack per tier |
+//! | *stack* | a tier's buffers in a thread cache, newest on top, as raw pointers |
+//! | *depot* | the pool's shared store: per tier, a stack of exact-size buffers and one of larger (*odd*) ones, each behind its own lock |
+//! | *exact*, *odd* | a buffer of exactly its tier's size (thread caches hold only these), or larger (foreign or grown, filed under the largest tier it covers) |
+//! | *allowance* | the one count of what the pool retains: the depot's bytes plus every cache's room, never above `max_retained_bytes` |
+//! | *room*, *reservation*, *limit* | how many buffers of a tier a cache may hold now, drawn from the allowance and from `cache_bytes` |
+//! | *cache_bytes* | what one thread cache may reserve in all |
+//! | *cap* (of a stack) | the most a tier's limit may be: `min(64, cache_bytes / size)` |
+//! | *large slot* | room for one buffer of one tier above `cache_bytes` |
+//! | *at the cap* | a tier has no room and the allowance has less than one of its buffers free |
+//! | *batch*, *fill* | buffers moved per exchange with the depot; how many the next refill asks for (slow start) |
+//! | *purpose* | why a tier asks for room (refill, miss, return): which rungs of the ladder it may climb |
+//! | *evict* | release the depot's oldest buffers of other tiers to make room |
+//! | *loan*, *lender* | a get served by a buffer of a larger tier (up to twice its size): the *lender* |
 //! | *owner* | the one thread that may touch a cache's stacks now: its own thread (busy mark) or a reclaimer (lock, ring, heavy fence) |
-//! | *ring* | overwrite a cache's doorbell so its owner's next operation takes the slow path |
+//! | *doorbell*, *ring* | a cache's copy of its pool's key; overwriting it sends the owner's next operation to the slow path |
+//! | *busy mark* | `using`: set while the owner works on its stacks |
+//! | *heavy fence*, *light fence* | `membarrier` (or `FlushProcessWriteBuffers`) on the reclaimer's side; a compiler fence on the owner's |
 //! | *reclaim* | take a cache over from its thread (ring, fence, wait for the busy mark to clear) and empty it |
 //! | *sweep* | reclaim every cache of a pool, busy or idle, so a budget waiter waits on no thread |
 //! | *refill*, *flush* | move a batch of buffers from the depot to a cache, or from a cache to the depot |
+//! | *give up* | hand a whole stack and its room to the depot |
 //! | *reserve* | draw room for a tier from the pool's allowance before the cache may hold buffers there |
+//! | *interval*, *epoch* | the decay period (`Builder::decay_interval`), and its number |
+//! | *low-water mark* | the fewest items a stack held since the last decay: those below it stayed idle |
 //! | *decay* | at an interval boundary, release what stayed below its low-water mark for a whole interval |
 //! | *tick* | the pool's once-per-interval work: depot decay, reclaiming idle caches, publishing metrics |
 //! | *release* | free buffers to the allocator (decay, trim, the cap); counted by reason |
+//! | *trim* | release everything retained now (`BufferPool::trim`) |
+//! | *spares* | stack storage caches gave up, kept for the next cache's stacks |
+//! | *parked cache* | an exited thread's empty cache, kept for the next thread |
 //! | *retire* | fold a cache's counts into the pool's when its thread exits or the pool closes |
 //! | *close* | the last pool handle went away: every cache gives its buffers up |
+//! | *key*, *tag* | the two words a buffer carries: its pool (resolved through the registry), and its tier or charge |
+//! | *budget*, *charge*, *refund* | the cap on bytes in use; what a buffer counts against it; giving that back |
+//! | *pressure* | a budget waiter is queued: caches keep nothing until it is served |
 //!
 //! # Safety and correctness
 //!
