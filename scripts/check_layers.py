@@ -5,8 +5,8 @@ The layers are the folders `lib.rs` declares, in its order (`base`, `sys`, `obse
 `engine`, `buf`, `pool`, `io`, `compat`); inside a folder, its files in the order its
 `mod.rs` declares them. A file may use (`crate::...`, `super::...`, or a name the crate root
 re-exports) only what is declared before it: an earlier layer, or an earlier file of its own
-folder. Doc comments, strings and `#[cfg(test)]` modules are not checked (tests may use the
-whole crate). A file may name an exception, with its reason, in a comment
+folder. Doc comments, strings and `#[cfg(test)]` modules, inline or in files of their own,
+are not checked (tests may use the whole crate). A file may name an exception, with its reason, in a comment
 `// check_layers: allow <module path> (why)`. Exits 1 and lists each upward import.
 
     python3 scripts/check_layers.py [tierpool/src]
@@ -17,12 +17,15 @@ import sys
 
 SRC = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "..", "tierpool", "src")
 MOD_DECL = re.compile(r"^\s*(?:pub(?:\([^)]*\))?\s+)?mod\s+([a-z_0-9]+)\s*;", re.M)
+TEST_DECL = re.compile(r"^\s*#\[cfg\([^\n]*\btest\b[^\n]*\)\]\s*\n\s*(?:pub(?:\([^)]*\))?\s+)?mod\s+([a-z_0-9]+)\s*;", re.M)
 
 
 def declared(path):
-    """The child modules a module file declares, in order."""
+    """The child modules a module file declares, in order, but not its test modules."""
     with open(path) as f:
-        return MOD_DECL.findall(f.read())
+        text = f.read()
+    tests = set(TEST_DECL.findall(text))
+    return [m for m in MOD_DECL.findall(text) if m not in tests]
 
 
 def module_file(parts):

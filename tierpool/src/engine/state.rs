@@ -74,7 +74,7 @@ pub(crate) struct PoolState {
     /// The last epoch whose tick has been done.
     tick_epoch: AtomicU64,
     /// The sixteenth of an interval in which idle caches were last reclaimed for room.
-    pub(crate) last_steal: AtomicU64,
+    pub(crate) last_quiet_reclaim: AtomicU64,
     /// Every thread cache of this pool.
     pub(crate) caches: Caches,
     pub(crate) trimmer: Mutex<Option<std::thread::Thread>>,
@@ -130,7 +130,7 @@ impl PoolState {
             closed: AtomicBool::new(false),
             trim_gen: AtomicU64::new(0),
             tick_epoch: AtomicU64::new(0),
-            last_steal: AtomicU64::new(0),
+            last_quiet_reclaim: AtomicU64::new(0),
             trimmer: Mutex::new(None),
             budget,
             allocator_trim: AllocatorTrim::new(config.trim_allocator),

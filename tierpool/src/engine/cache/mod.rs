@@ -8,7 +8,8 @@
 //! | `block.rs` | the cache's memory: one allocation, the doorbell first, everything at constant offsets |
 //! | `counters.rs` | what other threads read: counts for `stats()`, bytes held, the activity signature |
 //! | `fast.rs` | the fast path: a get or a return in one visit, reached from the doorbell's address |
-//! | `owner.rs` | who may touch the stacks when ([`Owner`]: the busy mark, the lock, the heavy fence), and their operations |
+//! | `owner.rs` | who may touch the stacks when ([`Owner`]: the busy mark, the lock, the heavy fence), and the cache-wide state it keeps (housekeeping's pace, epochs, work left for after the operation) |
+//! | `tier_ops.rs` | what an owner does to a tier's stack: push, pop, take the oldest out, low-water mark, loans, storage, counters |
 //! | `reserve.rs` | reservations: how much each tier may hold, drawn from the pool's allowance |
 //! | `reclaim.rs` | the pool's list of caches, and taking caches over from their owners |
 //!
@@ -51,6 +52,7 @@ pub(super) mod block;
 mod counters;
 pub(super) mod fast;
 pub(super) mod owner;
+mod tier_ops;
 mod reserve;
 pub(crate) mod reclaim;
 

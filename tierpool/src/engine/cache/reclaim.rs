@@ -25,7 +25,7 @@
 //! nobody waits for a cache lock while holding the list's lock). So a reclaimer waiting for an
 //! owner's busy mark waits for an operation that cannot block, one waiting for a cache's lock
 //! waits for an owner's slow path, and one waiting for the turn waits for another reclaimer
-//! that needs nothing it holds. With [`Turn::Try`] (a tick or a steal, on behalf of a thread
+//! that needs nothing it holds. With [`Turn::Try`] (a tick or a reclaim for room, on behalf of a thread
 //! that came to get or return a buffer) a reclaimer waits for neither the turn nor a cache
 //! lock: it gives up, or skips a cache whose lock is held (its owner is at work: not idle).
 //!

@@ -2,7 +2,7 @@
 //! the same length.
 //!
 //! A tier's stack is an array of slots, taken when the tier is first used in a thread and
-//! given up when the tier goes idle, the cache is trimmed, or the thread exits (`owner.rs`).
+//! given up when the tier goes idle, the cache is trimmed, or the thread exits (`tier_ops.rs`).
 //! Before this store, given up meant freed, and a program that starts threads for batches
 //! of work (`std::thread::scope`, a runtime's blocking pool) paid one small allocation per
 //! tier each new thread touched: the comparison report's `mixed` workload, two fresh threads

@@ -10,9 +10,9 @@
 //! | `exchange.rs` | how buffers move between a stack, the depot and the allocator (refill, flush, give up, release) |
 //! | `room.rs` | where a tier's room in its cache comes from when it needs more (the room ladder) |
 //! | `retrieve.rs` | which retained buffer, besides its own stack's, may serve a get |
+//! | `service.rs` | the owner's housekeeping: the doorbell, trim, budget pressure, decay, close, thread exit |
 //! | `get.rs` | a get the fast path could not serve |
 //! | `put.rs` | a return the fast path could not take |
-//! | `service.rs` | the owner's housekeeping: the doorbell, trim, budget pressure, decay, close, thread exit |
 //! | `tick.rs` | the pool's tick, reclaiming idle caches, and what an operation leaves for after it |
 //! | `pool_wide.rs` | the operations on every cache at once: `trim()`, closing, a budget waiter's sweep |
 //!
@@ -50,9 +50,9 @@
 mod exchange;
 mod room;
 mod retrieve;
+mod service;
 mod get;
 mod put;
-mod service;
 mod tick;
 mod pool_wide;
 #[cfg(all(test, not(loom)))]

@@ -7,7 +7,7 @@ use crate::engine::cache::owner::Owner;
 use crate::engine::cache::reclaim::Turn;
 use crate::engine::state::PoolState;
 
-use super::service::{give_back, kill, release_all};
+use super::service::{give_up_all, kill, release_all};
 
 /// `trim()`: every thread cache releases everything now, reclaimed (the calling thread's own
 /// included, if it has one). Returns the bytes released from the caches, or `None` if caches
@@ -44,7 +44,7 @@ pub(crate) fn close_all(pool: &PoolState) {
 /// the doorbell, so that the owner's next operation takes the lock and sees the flag; skipping
 /// empty caches would lose that wake-up.
 pub(crate) fn sweep(pool: &PoolState) {
-    if reclaim_all(pool, |o| give_back(o, pool)).is_none() {
+    if reclaim_all(pool, |o| give_up_all(o, pool)).is_none() {
         pool.caches.ring_all();
     }
 }

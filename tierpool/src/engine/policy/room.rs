@@ -4,11 +4,11 @@
 //! | rung | [`Purpose::Refill`] | [`Purpose::Miss`] | [`Purpose::Return`] |
 //! |---|---|---|---|
 //! | 1. `cache_bytes` nobody reserved | yes | yes | yes |
-//! | 2. other tiers' reservations beyond their stacks (no buffer moves: [`trim_unused`]) | yes | yes | yes |
+//! | 2. other tiers' reservations beyond their stacks (no buffer moves: [`lower_unused_limits`]) | yes | yes | yes |
 //! | 3. other tiers' whole stacks, to the depot with their room ([`make_room`]) | but not the tiers that may lend to it | yes | no |
 //! | 4. the pool's allowance | yes | yes | yes |
 //! | 5. the depot's oldest buffers of other tiers, for the one buffer in hand ([`evict`]) | no | yes | yes |
-//! | 6. caches that went quiet, reclaimed after the operation ([`Owner::defer_steal`]) | yes | yes | yes |
+//! | 6. caches that went quiet, reclaimed after the operation ([`Owner::defer_reclaim_quiet`]) | yes | yes | yes |
 //!
 //! A refill's buffers bring their room from the depot (`exchange.rs`), so a refill never
 //! evicts: it trades no retained buffer for empty room; and it leaves the stacks of the
@@ -29,7 +29,7 @@
 //! Where caches keep an allowance of their own (no heavy fence: `state.rs`), it is never
 //! spent, so rungs 5 and 6 are never reached.
 //!
-//! [`Owner::defer_steal`]: crate::engine::cache::owner::Owner::defer_steal
+//! [`Owner::defer_reclaim_quiet`]: crate::engine::cache::owner::Owner::defer_reclaim_quiet
 
 use super::exchange::give_up;
 use crate::engine::cache::owner::Owner;
@@ -62,7 +62,7 @@ pub(super) fn reserve(o: &Owner<'_>, pool: &PoolState, t: usize, purpose: Purpos
             && o.allowance_spent(size)
             && (evict(pool, t, size, size) == 0 || !o.set_limit(t, 1))
         {
-            o.defer_steal(); // room for the next operation
+            o.defer_reclaim_quiet(); // room for the next operation
         }
         return;
     }
@@ -88,7 +88,7 @@ pub(super) fn grow(o: &Owner<'_>, pool: &PoolState, t: usize, target: usize, pur
     }
     let want = (target - limit) * size;
     if o.unreserved() < want {
-        trim_unused(o, t, want);
+        lower_unused_limits(o, t, want);
     }
     let spare = match purpose {
         Purpose::Refill => Some(pool.lenders_of(t)),
@@ -110,7 +110,7 @@ pub(super) fn grow(o: &Owner<'_>, pool: &PoolState, t: usize, target: usize, pur
             || evict(pool, t, short, size) == 0
             || o.raise_limit(t, target) < target
         {
-            o.defer_steal(); // more room for the next operation
+            o.defer_reclaim_quiet(); // more room for the next operation
         }
     }
 }
@@ -134,7 +134,7 @@ pub(super) fn evict(pool: &PoolState, t: usize, need: usize, unit: usize) -> usi
 /// Lowers other tiers' limits to their stacks' lengths (but not below one buffer, so that a
 /// tier in use keeps its storage and its fast path), largest tier first, until `need` bytes
 /// of `cache_bytes` are unreserved. Moves no buffer and allocates nothing.
-fn trim_unused(o: &Owner<'_>, t: usize, need: usize) {
+fn lower_unused_limits(o: &Owner<'_>, t: usize, need: usize) {
     for u in (0..o.tiers()).rev() {
         if o.unreserved() >= need {
             return;

@@ -45,7 +45,7 @@ pub(crate) fn service(o: &Owner<'_>, pool: &PoolState) {
             .released(release_all(o, pool), Why::Trim);
     }
     if pool.under_pressure() {
-        give_back(o, pool);
+        give_up_all(o, pool);
         o.ring_self(); // every operation on the slow path while the pressure lasts
     }
     let now = pool.clock.tick16();
@@ -94,7 +94,7 @@ pub(crate) fn release_all(o: &Owner<'_>, pool: &PoolState) -> usize {
 
 /// Gives every stack to the depot, with its room (a closed depot frees them), refunding the
 /// charges: a budget waiter's sweep, thread exit.
-pub(super) fn give_back(o: &Owner<'_>, pool: &PoolState) {
+pub(super) fn give_up_all(o: &Owner<'_>, pool: &PoolState) {
     for t in (0..o.tiers()).filter(|&t| !o.is_bare(t)) {
         if o.limit(t) > 0 {
             give_up(o, pool, t);
@@ -114,7 +114,7 @@ pub(super) fn kill(o: &Owner<'_>, pool: &PoolState) {
 /// far as the allowance lets it, free the rest, and fold this thread's counts into the pool's.
 pub(crate) fn retire(o: &Owner<'_>, pool: &PoolState) {
     if !o.is_dead() {
-        give_back(o, pool);
+        give_up_all(o, pool);
     }
     pool.caches.detach(o.cache());
 }

@@ -14,14 +14,14 @@ use super::service::release_all;
 
 /// The pool's allowance was spent: reclaims the caches that have not been used since the last
 /// tick, at most once per sixteenth of an interval, so that a thread that needs room takes it
-/// from threads that went quiet (tcmalloc's threads steal cache capacity from each other the
+/// from threads that went quiet (tcmalloc's threads take cache capacity from each other the
 /// same way). After an operation, never inside one.
-fn steal(pool: &PoolState) {
+fn reclaim_quiet(pool: &PoolState) {
     let now = pool.clock.tick16();
-    let last = pool.last_steal.load(Relaxed);
+    let last = pool.last_quiet_reclaim.load(Relaxed);
     if now == last
         || pool
-            .last_steal
+            .last_quiet_reclaim
             .compare_exchange(last, now, Relaxed, Relaxed)
             .is_err()
     {
@@ -98,8 +98,8 @@ pub(super) fn after(pool: &PoolState, after: After) {
     if let Some(epoch) = after.tick {
         tick(pool, epoch, Turn::Try);
     }
-    if after.steal {
-        steal(pool);
+    if after.reclaim_quiet {
+        reclaim_quiet(pool);
     }
 }
 
