@@ -82,54 +82,26 @@ fn workload_parser() -> impl clap::builder::TypedValueParser<Value = Workload> {
         .map(|name| Workload::from_name(&name).expect("one of the possible values"))
 }
 
-#[derive(Debug, Default)]
-struct Args {
-    workloads: Vec<Workload>,
-    quick: bool,
-    out: Option<PathBuf>,
-    json_only: bool,
-    validate: Option<PathBuf>,
-    render: Option<PathBuf>,
-    into: Option<PathBuf>,
-    charts_into: Option<PathBuf>,
-    child: bool,
-    contender: Option<String>,
-    shape: Option<usize>,
-    size: Option<usize>,
-    count: Option<(String, usize)>,
-}
+impl Cli {
+    /// The workloads to run, in report order: the named ones, or all.
+    fn workloads(&self) -> Vec<Workload> {
+        Workload::ALL
+            .into_iter()
+            .filter(|w| self.workloads.is_empty() || self.workloads.contains(w))
+            .collect()
+    }
 
-impl Args {
-    /// From the parsed command line; the workloads in report order, whatever order they were
-    /// asked in (all of them if none was).
-    fn from_cli(c: Cli) -> Result<Args, String> {
-        let count = match c.count.as_slice() {
-            [] => None,
-            [who, size] => Some((
+    /// `--count CONTENDER SIZE`, parsed.
+    fn count(&self) -> Result<Option<(String, usize)>, String> {
+        match self.count.as_slice() {
+            [] => Ok(None),
+            [who, size] => Ok(Some((
                 who.clone(),
                 size.parse()
                     .map_err(|_| format!("--count: {size:?} is not a size in bytes"))?,
-            )),
-            _ => return Err("--count needs a contender and a size".into()),
-        };
-        Ok(Args {
-            workloads: Workload::ALL
-                .into_iter()
-                .filter(|w| c.workloads.is_empty() || c.workloads.contains(w))
-                .collect(),
-            quick: c.quick,
-            out: c.out,
-            json_only: c.json_only,
-            validate: c.validate,
-            render: c.render,
-            into: c.into,
-            charts_into: c.charts_into,
-            child: c.child,
-            contender: c.contender,
-            shape: c.shape,
-            size: c.size,
-            count,
-        })
+            ))),
+            _ => Err("--count needs a contender and a size".into()),
+        }
     }
 }
 
@@ -148,14 +120,24 @@ fn main() -> ExitCode {
         clap_complete::generate(shell, &mut cmd, "tierpool-bench", &mut std::io::stdout());
         return ExitCode::SUCCESS;
     }
-    let args = match Args::from_cli(cli) {
-        Ok(a) => a,
+    let count = match cli.count() {
+        Ok(c) => c,
         Err(e) => {
             eprintln!("error: {e}");
             return ExitCode::from(2);
         }
     };
-    match real_main(args) {
+    let outcome = match (cli.child, count, &cli.validate, &cli.render) {
+        (true, ..) => child(&cli),
+        (false, Some((who, n)), ..) => count_one(&who, n),
+        (false, None, Some(path), _) => validate(path, &cli.workloads()),
+        (false, None, None, Some(path)) => match &cli.out {
+            Some(dir) => page::into_dir(path, dir),
+            None => render::into_document(path, cli.into.as_deref(), cli.charts_into.as_deref()),
+        },
+        (false, None, None, None) => report(&cli),
+    };
+    match outcome {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             progress::finish();
@@ -165,32 +147,28 @@ fn main() -> ExitCode {
     }
 }
 
-fn real_main(args: Args) -> Result<(), String> {
-    if args.child {
-        return child(&args);
-    }
-    if let Some((who, n)) = &args.count {
-        let kind = Kind::from_id(who).ok_or(format!("unknown contender {who}"))?;
-        let per_op = workloads::instructions::count(kind, Allocator::System, *n)?;
-        println!("{per_op:.1}");
-        return Ok(());
-    }
-    if let Some(path) = &args.validate {
-        let json = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-        let names: Vec<&str> = args.workloads.iter().map(|w| w.name()).collect();
-        let n = report::validate(&json, &names)?;
-        println!(
-            "{}: {n} records, every workload present, every figure finite and positive",
-            path.display()
-        );
-        return Ok(());
-    }
-    if let Some(path) = &args.render {
-        if let Some(dir) = &args.out {
-            return page::into_dir(path, dir);
-        }
-        return render::into_document(path, args.into.as_deref(), args.charts_into.as_deref());
-    }
+/// `--count`: the instructions per get-put iteration of one contender at one size.
+fn count_one(who: &str, n: usize) -> Result<(), String> {
+    let kind = Kind::from_id(who).ok_or(format!("unknown contender {who}"))?;
+    let per_op = workloads::instructions::count(kind, Allocator::System, n)?;
+    println!("{per_op:.1}");
+    Ok(())
+}
+
+/// `--validate`: a results.json holds every chosen workload, every figure finite and positive.
+fn validate(path: &Path, chosen: &[Workload]) -> Result<(), String> {
+    let json = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let names: Vec<&str> = chosen.iter().map(|w| w.name()).collect();
+    let n = report::validate(&json, &names)?;
+    println!(
+        "{}: {n} records, every workload present, every figure finite and positive",
+        path.display()
+    );
+    Ok(())
+}
+
+/// The report: runs the chosen workloads that can run here, then writes its outputs.
+fn report(args: &Cli) -> Result<(), String> {
     if alloc::current() != Allocator::System {
         return Err(format!(
             "run the report without {ALLOC_ENV}; it starts its own children"
@@ -201,7 +179,7 @@ fn real_main(args: Args) -> Result<(), String> {
     });
     std::fs::create_dir_all(&out_dir).map_err(|e| format!("{}: {e}", out_dir.display()))?;
 
-    let mut chosen = args.workloads.clone();
+    let mut chosen = args.workloads();
     chosen.retain(|w| match w.available(args.quick) {
         Ok(()) => true,
         Err(why) => {
@@ -210,18 +188,7 @@ fn real_main(args: Args) -> Result<(), String> {
         }
     });
     let started = Instant::now();
-    let mut all = Output::default();
-    progress::start(chosen.iter().map(|w| w.weight()).sum());
-    for (i, &w) in chosen.iter().enumerate() {
-        progress::begin(w.name(), w.describe(), i + 1, chosen.len());
-        let t = Instant::now();
-        let o = w.run(args.quick)?;
-        progress::end(w.name(), w.weight(), t.elapsed().as_secs_f64());
-        all.records.extend(o.records);
-        all.timelines.extend(o.timelines);
-    }
-    progress::finish();
-
+    let all = run_workloads(&chosen, args.quick)?;
     let cmdline: String = std::env::args().skip(1).map(|a| format!(" {a}")).collect();
     let contenders = workloads::contenders()
         .into_iter()
@@ -239,16 +206,43 @@ fn real_main(args: Args) -> Result<(), String> {
     };
     let names: Vec<&str> = chosen.iter().map(|w| w.name()).collect();
     report::check(&report, &names).map_err(|e| format!("the report is not well formed: {e}"))?;
-    render::charts(&report, &out_dir)?;
+    write_outputs(&report, &out_dir, args.json_only, started)
+}
+
+/// Runs the workloads in turn, with the progress bar.
+fn run_workloads(chosen: &[Workload], quick: bool) -> Result<Output, String> {
+    let mut all = Output::default();
+    progress::start(chosen.iter().map(|w| w.weight()).sum());
+    for (i, &w) in chosen.iter().enumerate() {
+        progress::begin(w.name(), w.describe(), i + 1, chosen.len());
+        let t = Instant::now();
+        let o = w.run(quick)?;
+        progress::end(w.name(), w.weight(), t.elapsed().as_secs_f64());
+        all.records.extend(o.records);
+        all.timelines.extend(o.timelines);
+    }
+    progress::finish();
+    Ok(all)
+}
+
+/// Writes the charts, results.json, report.md and index.html into `out_dir`, and prints the
+/// tables unless `json_only`.
+fn write_outputs(
+    report: &Report,
+    out_dir: &Path,
+    json_only: bool,
+    started: Instant,
+) -> Result<(), String> {
+    render::charts(report, out_dir)?;
     let elapsed = started.elapsed().as_secs_f64();
-    let md = render::markdown(&report, &render::Style::report(), Some(elapsed));
-    let page = page::html(&report, &out_dir, Some(elapsed), &page::now());
-    let json = serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?;
+    let md = render::markdown(report, &render::Style::report(), Some(elapsed));
+    let page = page::html(report, out_dir, Some(elapsed), &page::now());
+    let json = serde_json::to_string_pretty(report).map_err(|e| e.to_string())?;
     let json_path = out_dir.join("results.json");
     write(&json_path, &json)?;
     write(&out_dir.join("report.md"), &md)?;
     write(&out_dir.join("index.html"), &page)?;
-    if !args.json_only {
+    if !json_only {
         println!("{md}");
     }
     eprintln!(
@@ -265,13 +259,13 @@ fn write(path: &Path, text: &str) -> Result<(), String> {
 
 /// A child process: runs its workload's share ([`workloads::Scenario::child`]) under this
 /// process's allocator and prints its output as JSON.
-fn child(a: &Args) -> Result<(), String> {
+fn child(a: &Cli) -> Result<(), String> {
     let ctx = Ctx {
         quick: a.quick,
         alloc: alloc::current(),
         progress: true,
     };
-    let &[w] = a.workloads.as_slice() else {
+    let &[w] = a.workloads().as_slice() else {
         return Err("a child runs exactly one workload".into());
     };
     let args = ChildArgs {
@@ -310,14 +304,13 @@ mod tests {
             "4096",
         ])
         .unwrap();
-        let a = Args::from_cli(cli).unwrap();
-        let names: Vec<&str> = a.workloads.iter().map(|w| w.name()).collect();
+        let names: Vec<&str> = cli.workloads().iter().map(|w| w.name()).collect();
         assert_eq!(names, ["lookup", "burst"]);
-        assert_eq!(a.count, Some(("tierpool".to_string(), 4096)));
-        let all = Args::from_cli(Cli::try_parse_from(["tierpool-bench"]).unwrap()).unwrap();
-        assert_eq!(all.workloads, Workload::ALL.to_vec());
+        assert_eq!(cli.count(), Ok(Some(("tierpool".to_string(), 4096))));
+        let all = Cli::try_parse_from(["tierpool-bench"]).unwrap();
+        assert_eq!(all.workloads(), Workload::ALL.to_vec());
         let bad = Cli::try_parse_from(["tierpool-bench", "--count", "tierpool", "many"]).unwrap();
-        assert!(Args::from_cli(bad).unwrap_err().contains("not a size"));
+        assert!(bad.count().unwrap_err().contains("not a size"));
         assert!(Cli::try_parse_from(["tierpool-bench", "--workload", "nope"]).is_err());
     }
 }
