@@ -60,6 +60,8 @@ struct Cli {
     #[arg(long, num_args = 2, value_names = ["CONTENDER", "SIZE"])]
     count: Vec<String>,
     /// Print a completion script for SHELL and exit
+    #[arg(long, value_name = "FILE", num_args = 1.., conflicts_with_all = ["render", "validate", "count"])]
+    merge: Vec<PathBuf>,
     #[arg(long, value_name = "SHELL")]
     completions: Option<clap_complete::Shell>,
     /// (internal) run as a child process
@@ -135,6 +137,7 @@ fn main() -> ExitCode {
             Some(dir) => page::into_dir(path, dir),
             None => render::into_document(path, cli.into.as_deref(), cli.charts_into.as_deref()),
         },
+        (false, None, None, None) if !cli.merge.is_empty() => merge(&cli),
         (false, None, None, None) => report(&cli),
     };
     match outcome {
@@ -206,7 +209,23 @@ fn report(args: &Cli) -> Result<(), String> {
     };
     let names: Vec<&str> = chosen.iter().map(|w| w.name()).collect();
     report::check(&report, &names).map_err(|e| format!("the report is not well formed: {e}"))?;
-    write_outputs(&report, &out_dir, args.json_only, started)
+    write_outputs(&report, &out_dir, args.json_only, Some(started))
+}
+
+/// `--merge`: one report from the results.json of runs that chose different workloads, with
+/// its tables, charts and page, in `--out`.
+fn merge(args: &Cli) -> Result<(), String> {
+    let out_dir = args.out.as_deref().ok_or("--merge needs --out")?;
+    std::fs::create_dir_all(out_dir).map_err(|e| format!("{}: {e}", out_dir.display()))?;
+    let parts = (args.merge.iter())
+        .map(|path| render::read(path).map(|(report, _)| report))
+        .collect::<Result<Vec<_>, _>>()?;
+    let order: Vec<&str> = Workload::ALL.iter().map(|w| w.name()).collect();
+    let merged = report::merge(parts, &order)?;
+    let names: Vec<&str> = merged.workloads.iter().map(String::as_str).collect();
+    report::check(&merged, &names)
+        .map_err(|e| format!("the merged report is not well formed: {e}"))?;
+    write_outputs(&merged, out_dir, args.json_only, None)
 }
 
 /// Runs the workloads in turn, with the progress bar.
@@ -226,17 +245,17 @@ fn run_workloads(chosen: &[Workload], quick: bool) -> Result<Output, String> {
 }
 
 /// Writes the charts, results.json, report.md and index.html into `out_dir`, and prints the
-/// tables unless `json_only`.
+/// tables unless `json_only`. `started`: when the run began (none for a merge).
 fn write_outputs(
     report: &Report,
     out_dir: &Path,
     json_only: bool,
-    started: Instant,
+    started: Option<Instant>,
 ) -> Result<(), String> {
     render::charts(report, out_dir)?;
-    let elapsed = started.elapsed().as_secs_f64();
-    let md = render::markdown(report, &render::Style::report(), Some(elapsed));
-    let page = page::html(report, out_dir, Some(elapsed), &page::now());
+    let elapsed = started.map(|t| t.elapsed().as_secs_f64());
+    let md = render::markdown(report, &render::Style::report(), elapsed);
+    let page = page::html(report, out_dir, elapsed, &page::now());
     let json = serde_json::to_string_pretty(report).map_err(|e| e.to_string())?;
     let json_path = out_dir.join("results.json");
     write(&json_path, &json)?;
@@ -245,10 +264,10 @@ fn write_outputs(
     if !json_only {
         println!("{md}");
     }
+    let took = elapsed.map_or_else(String::new, |s| format!(" in {s:.0} s"));
     eprintln!(
-        "wrote {} (and report.md, index.html, one SVG per workload) in {:.0} s",
+        "wrote {} (and report.md, index.html, one SVG per workload){took}",
         json_path.display(),
-        started.elapsed().as_secs_f64()
     );
     Ok(())
 }

@@ -398,6 +398,55 @@ pub fn merge_rounds(records: Vec<Record>) -> Vec<Record> {
         .collect()
 }
 
+/// One report from reports of runs that chose different workloads (CI runs its quick report
+/// as two processes side by side): their workloads in `order` (the report's), their
+/// contenders, records and timelines together. Errors if the runs disagree on `--quick`, a
+/// workload ran twice, or a contender was set up two ways.
+pub fn merge(parts: Vec<Report>, order: &[&str]) -> Result<Report, String> {
+    let Some(first) = parts.first() else {
+        return Err("nothing to merge".into());
+    };
+    let (quick, machine) = (first.quick, first.machine.clone());
+    let mut merged = Report {
+        command: String::new(),
+        quick,
+        machine,
+        workloads: Vec::new(),
+        contenders: BTreeMap::new(),
+        records: Vec::new(),
+        timelines: Vec::new(),
+    };
+    let mut commands = Vec::new();
+    for part in parts {
+        if part.quick != quick {
+            return Err("one run was --quick and another was not".into());
+        }
+        for w in part.workloads {
+            if merged.workloads.contains(&w) {
+                return Err(format!("workload {w} ran in two of the runs"));
+            }
+            merged.workloads.push(w);
+        }
+        for (label, setup) in part.contenders {
+            match merged.contenders.get(&label) {
+                Some(s) if *s != setup => {
+                    return Err(format!("contender {label} was set up two ways"));
+                }
+                _ => {
+                    merged.contenders.insert(label, setup);
+                }
+            }
+        }
+        merged.records.extend(part.records);
+        merged.timelines.extend(part.timelines);
+        commands.push(part.command);
+    }
+    let rank = |w: &String| order.iter().position(|o| o == w).unwrap_or(order.len());
+    merged.workloads.sort_by_key(rank);
+    merged.command = commands.join(" & ");
+    Ok(merged)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -464,5 +513,46 @@ mod tests {
             ),
             "{t}"
         );
+    }
+
+    #[test]
+    fn runs_of_different_workloads_merge_into_one_report_in_report_order() {
+        let part = |workload: &str, contender: &str, setup: &str| {
+            let mut r = record(contender, 10.0);
+            r.workload = workload.into();
+            Report {
+                command: format!("run {workload}"),
+                quick: true,
+                machine: machine(),
+                workloads: vec![workload.into()],
+                contenders: [(contender.to_string(), setup.to_string())].into(),
+                records: vec![r],
+                timelines: vec![],
+            }
+        };
+        let order = ["lookup", "get-put", "soak"];
+        let merged = merge(
+            vec![
+                part("soak", "tierpool", "a"),
+                part("lookup", "tierpool", "a"),
+            ],
+            &order,
+        )
+        .unwrap();
+        assert_eq!(merged.workloads, ["lookup", "soak"]);
+        assert_eq!((merged.records.len(), merged.contenders.len()), (2, 1));
+        assert_eq!(merged.command, "run soak & run lookup");
+        check(&merged, &["lookup", "soak"]).unwrap();
+        let twice = merge(vec![part("soak", "x", "a"), part("soak", "y", "a")], &order);
+        assert!(twice.unwrap_err().contains("two of the runs"));
+        let two_ways = merge(
+            vec![part("lookup", "x", "a"), part("soak", "x", "b")],
+            &order,
+        );
+        assert!(two_ways.unwrap_err().contains("set up two ways"));
+        let mut slow = part("soak", "x", "a");
+        slow.quick = false;
+        assert!(merge(vec![part("lookup", "x", "a"), slow], &order).is_err());
+        assert!(merge(vec![], &order).is_err());
     }
 }
