@@ -59,9 +59,11 @@ struct Cli {
     /// tierpool-budget, vec, opool) at one size in bytes, under callgrind, and exit
     #[arg(long, num_args = 2, value_names = ["CONTENDER", "SIZE"])]
     count: Vec<String>,
-    /// Print a completion script for SHELL and exit
+    /// Join the results.json of runs that chose different workloads into one report (its
+    /// tables, charts and page) in --out, and exit
     #[arg(long, value_name = "FILE", num_args = 1.., conflicts_with_all = ["render", "validate", "count"])]
     merge: Vec<PathBuf>,
+    /// Print a completion script for SHELL and exit
     #[arg(long, value_name = "SHELL")]
     completions: Option<clap_complete::Shell>,
     /// (internal) run as a child process

@@ -314,7 +314,7 @@
 //! | rule | what it answers | function |
 //! |---|---|---|
 //! | refill | a get's stack is empty: a batch from the depot, its room with it, starting at one buffer and doubling with use | `exchange::refill` |
-//! | flush | a return's stack is full: its older half to the depot | `exchange::flush` |
+//! | flush | a return's stack is full: its oldest buffers to the depot, half the stack (all of a stack of one or two) | `exchange::flush` |
 //! | give up | a stack and its room to the depot at once (room-making, the large slot, a sweep, thread exit) | `exchange::give_up` |
 //! | release | buffers to the allocator, their pages first when idle | `exchange::release` |
 //! | first room | a tier's first reservation: one buffer, or the large slot | `room::reserve` |
@@ -370,7 +370,7 @@
 //! | *spares* | stack storage caches gave up, kept for the next cache's stacks |
 //! | *parked cache* | an exited thread's empty cache, kept for the next thread |
 //! | *retire* | fold a cache's counts into the pool's when its thread exits or the pool closes |
-//! | *close* | the last pool handle went away: every cache gives its buffers up |
+//! | *close* | the last pool handle went away: every cache releases its buffers and keeps none from then on |
 //! | *key*, *tag* | the two words a buffer carries: its pool (resolved through the registry), and its tier or charge |
 //! | *budget*, *charge*, *refund* | the cap on bytes in use; what a buffer counts against it; giving that back |
 //! | *pressure* | a budget waiter is queued: caches keep nothing until it is served |

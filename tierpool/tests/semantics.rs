@@ -85,6 +85,35 @@ fn a_tier_is_lent_once_an_interval_then_gets_buffers_of_its_own() {
     assert_eq!((small.retained_buffers, large.retained_buffers), (1, 1));
 }
 
+/// A thread alternating between a size and one that may lend to it, whose stacks do not both
+/// fit its cache: each tier's refill makes room for the buffers the depot holds of it, so
+/// both keep being served from the pool, not allocated afresh every round.
+#[test]
+fn a_tier_and_its_lender_that_do_not_fit_one_cache_together_keep_hitting() {
+    for (a, b, k) in [
+        (4 << 20, 8 << 20, 1),
+        (1 << 20, 2 << 20, 8),
+        (600 << 10, 1 << 20, 8),
+    ] {
+        let p = BufferPool::builder()
+            .decay_interval(Duration::from_secs(3600))
+            .build()
+            .unwrap();
+        for _ in 0..50 {
+            for size in [a, b] {
+                let held: Vec<_> = (0..k).map(|_| p.get(size)).collect();
+                drop(held);
+            }
+        }
+        let s = p.stats();
+        assert!(
+            s.misses <= 4 * k as u64,
+            "{a} / {b} x {k}: {} misses in 100 rounds, the first of each size only: {s}",
+            s.misses
+        );
+    }
+}
+
 #[test]
 fn pools_with_a_budget_or_an_alignment_hand_out_exactly_their_tiers() {
     let p = BufferPool::builder()

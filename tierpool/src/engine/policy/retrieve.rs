@@ -23,8 +23,8 @@
 //!      allowance its buffer held in the depot. Not from this cache's stacks: their room stays
 //!      theirs, and a tier lent from them every time would never get room of its own.
 //!
-//! The room a refill makes spares the lending tiers' stacks (`room.rs`), so that no stack is
-//! given to the depot only to be lent straight back.
+//! While the depot has none of a tier, the room its refill makes spares the lending tiers'
+//! stacks (`room.rs`), so that no stack is given to the depot only to be lent straight back.
 //!
 //! [`Classes::lenders`]: crate::engine::class::Classes::lenders
 

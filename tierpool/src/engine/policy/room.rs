@@ -5,17 +5,18 @@
 //! |---|---|---|---|
 //! | 1. `cache_bytes` nobody reserved | yes | yes | yes |
 //! | 2. other tiers' reservations beyond their stacks (no buffer moves: [`lower_unused_limits`]) | yes | yes | yes |
-//! | 3. other tiers' whole stacks, to the depot with their room ([`make_room`]) | but not the tiers that may lend to it | yes | no |
+//! | 3. other tiers' whole stacks, to the depot with their room ([`make_room`]) | yes, but while the depot has none of the tier, not the stacks of the tiers that may lend to it | yes | no |
 //! | 4. the pool's allowance | yes | yes | yes |
 //! | 5. the depot's oldest buffers of other tiers, for the one buffer in hand ([`evict`]) | no | yes | yes |
 //! | 6. caches that went quiet, reclaimed after the operation ([`Owner::defer_reclaim_quiet`]) | yes | yes | yes |
 //!
 //! A refill's buffers bring their room from the depot (`exchange.rs`), so a refill never
-//! evicts: it trades no retained buffer for empty room; and it leaves the stacks of the
-//! tiers that may lend to it alone, so that none is given to the depot only to be lent
-//! straight back (`retrieve.rs`). A miss's buffer, new to the pool, may displace any other
-//! tier's stack and evict the depot's buffers (but not those that may lend to it), so that
-//! at the cap the pool keeps the buffers in use now over the oldest idle ones.
+//! evicts: it trades no retained buffer for empty room. While the depot has none of its
+//! tier, it leaves the stacks of the tiers that may lend to it alone: given to the depot,
+//! they would only be lent straight back (`retrieve.rs`). A miss's buffer, new to the pool,
+//! may displace any other tier's stack and evict the depot's buffers (but not those that
+//! may lend to it), so that at the cap the pool keeps the buffers in use now over the oldest
+//! idle ones.
 //! A return that finds its stack full doubles its room from what is free, evicting only for
 //! the buffer in hand. Reservations grow with use (a first buffer or batch, then doubling
 //! when returns find the stack full) rather than to the cap at once, and other tiers give up
@@ -39,8 +40,8 @@ use crate::sys::trim::Why;
 /// Why a tier asks for room: which rungs of the ladder (module docs) it may climb.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Purpose {
-    /// A refill's batch: other tiers' stacks make way, but not those of the tiers that may
-    /// lend to it; nothing is evicted.
+    /// A refill's batch: other tiers' stacks make way (while the depot has none of the tier,
+    /// not those of the tiers that may lend to it); nothing is evicted.
     Refill,
     /// A buffer just allocated, which will return: other tiers' stacks and the depot's
     /// oldest buffers of other tiers may make way for it.
@@ -90,13 +91,14 @@ pub(super) fn grow(o: &Owner<'_>, pool: &PoolState, t: usize, target: usize, pur
     if o.unreserved() < want {
         lower_unused_limits(o, t, want);
     }
-    let spare = match purpose {
-        Purpose::Refill => Some(pool.lenders_of(t)),
-        Purpose::Miss => Some(t..t + 1),
-        Purpose::Return => None,
-    };
-    if let Some(spare) = spare {
-        if o.unreserved() < want {
+    if o.unreserved() < want {
+        let spare = match purpose {
+            Purpose::Refill if pool.depot.lock(t).exact_len() > 0 => Some(t..t + 1),
+            Purpose::Refill => Some(pool.lenders_of(t)),
+            Purpose::Miss => Some(t..t + 1),
+            Purpose::Return => None,
+        };
+        if let Some(spare) = spare {
             make_room(o, pool, want, spare);
         }
     }
