@@ -352,6 +352,20 @@ fn at_the_cap_a_get_without_room_is_lent_the_depots_buffers() {
     state.caches.detach(&cache);
 }
 
+/// Tiers 64 / 128 / 256 (the lenders of 64 are the 128s) under a cap of 384 bytes, with
+/// `cache_bytes` of thread cache: the cache holds a 128 and the depot an idle 256, so the
+/// allowance is spent. `None` where caches cannot share the allowance.
+fn at_the_cap_with_a_lender_in_the_cache(cache_bytes: usize) -> Option<(PoolState, Arc<Cache>)> {
+    let (state, cache) = with_shared_cache(capped(&[64, 128, 256], 384, cache_bytes))?;
+    {
+        let (_, put) = ops(&state, &cache);
+        put(Vec::with_capacity(128));
+    }
+    state.depot.put_one(2, Vec::with_capacity(256)).unwrap();
+    assert_eq!(state.depot.allowance().free(), 0);
+    Some((state, cache))
+}
+
 /// A cache whose `cache_bytes` a lender's stack fills keeps that stack for a refill that
 /// has nothing to move (a refill's room spares the lenders), so it is not given to the
 /// depot only to be lent straight back at every get; the get misses, and the miss's room
@@ -359,16 +373,12 @@ fn at_the_cap_a_get_without_room_is_lent_the_depots_buffers() {
 /// of another size. The tier keeps its own buffer and its gets leave the slow path.
 #[test]
 fn at_the_cap_a_lenders_stack_makes_way_for_a_miss_and_is_not_lent_back() {
-    // Tiers 64 / 128 / 256 in 128 bytes of cache (256 is the large slot).
-    let Some((state, cache)) = with_shared_cache(capped(&[64, 128, 256], 384, 128)) else {
+    // The cache's 128 bytes hold the 128 (256 is the large slot).
+    let Some((state, cache)) = at_the_cap_with_a_lender_in_the_cache(128) else {
         return;
     };
     let (get, put) = ops(&state, &cache);
     let owner = || owner_of(&cache);
-    // The cache's 128 bytes hold a 128; the depot an idle 256: the allowance is spent.
-    put(Vec::with_capacity(128));
-    state.depot.put_one(2, Vec::with_capacity(256)).unwrap();
-    assert_eq!(state.depot.allowance().free(), 0);
     let misses = || state.stats().misses;
     let before = misses();
     let own = get(50);
@@ -434,16 +444,12 @@ fn at_the_cap_a_look_that_finds_no_lender_is_not_a_loan() {
 /// keeps it.
 #[test]
 fn at_the_cap_a_tier_takes_room_of_its_own_rather_than_its_caches_buffers() {
-    // Tiers 64 / 128 / 256 in 256 bytes of cache; the lenders of 64 are the 128s.
-    let Some((state, cache)) = with_shared_cache(capped(&[64, 128, 256], 384, 256)) else {
+    // 256 bytes of cache: room for a 64 beside the 128.
+    let Some((state, cache)) = at_the_cap_with_a_lender_in_the_cache(256) else {
         return;
     };
     let (get, put) = ops(&state, &cache);
     let owner = || owner_of(&cache);
-    // The cache holds a 128 (its room), the depot a 256: the allowance is spent.
-    put(Vec::with_capacity(128));
-    state.depot.put_one(2, Vec::with_capacity(256)).unwrap();
-    assert_eq!(state.depot.allowance().free(), 0);
     let own = get(50);
     assert_eq!(own.capacity(), 64, "its own buffer, not the cache's 128");
     assert_eq!((owner().limit(0), state.depot.bytes()), (1, 0));
