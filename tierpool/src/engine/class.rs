@@ -94,7 +94,7 @@ impl Classes {
         let mut table = Vec::with_capacity(buckets);
         let mut max_probes = 1;
         // One walk up the buckets and the sizes together: both tiers found per bucket only
-        // move up (a binary search per bucket made building a pool cost seconds under Miri).
+        // move up, so building a pool stays cheap under Miri's interpreter too.
         let (mut first, mut last) = (0, 0);
         let mut start = bucket_start(0);
         for b in 0..buckets {
