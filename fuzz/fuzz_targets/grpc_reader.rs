@@ -2,7 +2,8 @@
 //! gzip'd, with flags and lengths that may lie), garbage after them, cut anywhere with waits
 //! between the pieces, ending cleanly, with trailers (OK or an error) or with a failed
 //! connection. Checked against a plain parse of the same bytes: the same messages, then the
-//! same status code; without a budget at most `max(2P, T0)` held at every wait; every buffer
+//! same status code; without a budget at most `max(2P, T0)` held at every wait (or, for a
+//! message no longer than each of the two before it, its own length's buffer); every buffer
 //! back at the end, with and without a budget.
 //!
 //! `cargo +nightly fuzz run grpc_reader` (from `fuzz/`).
@@ -109,6 +110,31 @@ fn error_code(byte: u8) -> Code {
     }
 }
 
+/// The lengths the message headers in `wire` declare, in order (as far as headers parse).
+fn declared(wire: &[u8]) -> Vec<usize> {
+    let mut lens = Vec::new();
+    let mut at = 0;
+    while wire.len() - at >= 5 {
+        let len = u32::from_be_bytes(wire[at + 1..at + 5].try_into().unwrap()) as usize;
+        lens.push(len);
+        at = at.saturating_add(5 + len).min(wire.len());
+    }
+    lens
+}
+
+/// What message `i` (of the declared lengths `lens`) may hold at a wait with `pending` bytes
+/// arrived: `max(2P, T0)`, or, when it is no longer than each of the two before it (it then
+/// takes its whole length at once), its tier's capacity.
+fn allowed(sizes: &[usize], lens: &[usize], i: usize, pending: usize) -> usize {
+    let grown = (2 * pending).max(sizes[0]);
+    match (i.checked_sub(2), lens.get(i)) {
+        (Some(a), Some(&len)) if len <= lens[a].min(lens[a + 1]) => {
+            grown.max(sizes.iter().copied().find(|&s| s >= len).unwrap_or(len))
+        }
+        _ => grown,
+    }
+}
+
 /// The messages a plain parse of `wire` finds, and the code it ends with (`None`: a clean end).
 fn reference(wire: &[u8], input: &Input, max: usize) -> (Vec<Vec<u8>>, Option<Code>) {
     let mut out = Vec::new();
@@ -195,7 +221,8 @@ fuzz_target!(|input: Input| {
     } else {
         BufferPool::new()
     };
-    let floor = pool.tier_sizes()[0];
+    let sizes = pool.tier_sizes().to_vec();
+    let lens = declared(&wire);
     let mut reader = MessageReader::new(Script(steps), pool.clone())
         .max_message_size(max)
         .encoding(input.gzip_encoding.then_some(Encoding::Gzip));
@@ -212,11 +239,11 @@ fuzz_target!(|input: Input| {
             Poll::Pending => {
                 // Under a budget a message's buffer is charged whole up front (the budget
                 // bounds it instead).
-                let held = reader.held_bytes();
+                let (held, pending) = (reader.held_bytes(), reader.pending_bytes());
                 assert!(
-                    input.budget || held <= floor || held <= 2 * reader.pending_bytes(),
-                    "{held} bytes held for {} pending",
-                    reader.pending_bytes()
+                    input.budget || held <= allowed(&sizes, &lens, got.len(), pending),
+                    "{held} bytes held for {pending} pending, message {} of {lens:?}",
+                    got.len()
                 );
             }
         }

@@ -98,10 +98,26 @@ fn gzip(payload: &[u8]) -> Vec<u8> {
 }
 
 /// Polls `reader` to its end with a no-op waker: the messages, or the status it ended with.
-/// At every `Pending`, checks the bound: at most `max(2P, T0)` held for the `P` payload bytes
-/// of the message under way.
+/// At every `Pending`, checks the bound (`allowed`).
 fn drain(reader: &mut MessageReader<Script>) -> (Vec<Vec<u8>>, Option<Status>) {
     drain_checking(reader, true)
+}
+
+/// What a message under way may hold at a wait, `pending` of its bytes arrived, after
+/// messages of lengths `before`: at most `max(2P, T0)`; or, for a message no longer than each
+/// of the last two (which then takes its whole length at once), a buffer of the shorter of
+/// those two's length (its tier's capacity), which bounds its own.
+fn allowed(pending: usize, before: &[Vec<u8>]) -> usize {
+    let sizes = BufferPool::new().tier_sizes().to_vec();
+    let grown = (2 * pending).max(sizes[0]);
+    match before {
+        [.., a, b] => {
+            let whole = a.len().min(b.len());
+            let tier = sizes.iter().copied().find(|&s| s >= whole).unwrap_or(whole);
+            grown.max(tier)
+        }
+        _ => grown,
+    }
 }
 
 /// [`drain`], checking the bound at every wait or not (under a budget, a message's buffer is
@@ -111,7 +127,6 @@ fn drain_checking(
     bound: bool,
 ) -> (Vec<Vec<u8>>, Option<Status>) {
     let mut cx = Context::from_waker(Waker::noop());
-    let floor = BufferPool::new().tier_sizes()[0];
     let mut out = Vec::new();
     loop {
         match reader.poll_message(&mut cx) {
@@ -119,12 +134,11 @@ fn drain_checking(
             Poll::Ready(Some(Err(s))) => return (out, Some(s)),
             Poll::Ready(None) => return (out, None),
             Poll::Pending => {
-                let held = reader.held_bytes();
-                // `held_bytes` is a capacity; the bytes arrived are at least half of it, or
-                // it is within the smallest tier.
+                // `held_bytes` is a capacity.
+                let (held, pending) = (reader.held_bytes(), reader.pending_bytes());
                 assert!(
-                    !bound || held <= floor || held <= 2 * reader.pending_bytes(),
-                    "held {held}"
+                    !bound || held <= allowed(pending, &out),
+                    "held {held} for {pending} pending"
                 );
             }
         }
@@ -197,22 +211,74 @@ fn between_messages_nothing_is_held() {
     assert_eq!(s.gets, s.returned);
 }
 
-#[test]
-fn a_trickled_large_message_holds_twice_what_arrived() {
+/// Messages of the lengths `first`, arrived at once, then one of `last` bytes whose first
+/// 200,000 come a thousand at a time with a wait after each piece: the gets each message
+/// took, and at each wait, the bytes held and arrived.
+fn trickle_after(first: &[usize], last: usize) -> (Vec<u64>, Vec<(usize, usize)>) {
     let pool = BufferPool::new();
-    let len = 1 << 20;
-    let wire = framed(0, &vec![1; len]);
-    // Two messages of that size arrive at once (so the reader expects the third's length),
-    // then the third's header and a thousand bytes at a time, with a wait after each.
-    let mut steps = vec![Step::Data(wire.clone()), Step::Data(wire.clone())];
+    let mut steps: Vec<Step> = first
+        .iter()
+        .map(|&n| Step::Data(framed(0, &vec![1; n])))
+        .collect();
+    let wire = framed(0, &vec![2; last]);
     let cuts: Vec<usize> = (0..200).map(|i| 5 + i * 1000).collect();
     steps.extend(cut(&wire[..5 + 200 * 1000], &cuts));
     steps.push(Step::Data(wire[5 + 200 * 1000..].to_vec()));
     let mut reader = MessageReader::new(Script::new(steps), pool.clone());
-    let (got, status) = drain(&mut reader);
-    assert!(status.is_none());
-    assert_eq!(got.len(), 3);
-    assert!(got.iter().all(|m| m.len() == len));
+    let mut cx = Context::from_waker(Waker::noop());
+    let (mut gets, mut waits) = (Vec::new(), Vec::new());
+    let mut before = 0;
+    loop {
+        match reader.poll_message(&mut cx) {
+            Poll::Ready(Some(Ok(m))) => {
+                assert!(m.len() == last || first.contains(&m.len()));
+                gets.push(pool.stats().gets - before);
+                before = pool.stats().gets;
+            }
+            Poll::Ready(None) => break,
+            Poll::Ready(Some(Err(s))) => panic!("{s:?}"),
+            Poll::Pending => waits.push((reader.held_bytes(), reader.pending_bytes())),
+        }
+    }
+    assert_eq!(gets.len(), first.len() + 1);
+    drop(reader);
+    let s = pool.stats();
+    assert_eq!(s.gets, s.returned, "every buffer back");
+    (gets, waits)
+}
+
+#[test]
+fn a_trickled_large_message_holds_twice_what_arrived() {
+    let floor = BufferPool::new().tier_sizes()[0];
+    // First on its stream, after one message, and longer than the two before it: each grows
+    // with what arrives, and each wait holds at most `max(2P, T0)`.
+    for first in [&[][..], &[1 << 20][..], &[1 << 20, 1 << 20][..]] {
+        let last = if first.len() == 2 { 2 << 20 } else { 1 << 20 };
+        let (_, waits) = trickle_after(first, last);
+        assert!(waits.len() > 200, "{}", waits.len());
+        for (held, pending) in waits {
+            assert!(
+                held <= (2 * pending).max(floor),
+                "after {first:?}: {held} held for {pending} pending"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_message_as_long_as_the_two_before_it_is_copied_once_through_its_waits() {
+    // Two 1 MiB messages, then one trickled in 200 pieces: it takes its whole length at its
+    // header (the peer sent two as long first) and keeps it, one buffer however often the
+    // reader waits, and no more than that buffer.
+    let len = 1 << 20;
+    let (gets, waits) = trickle_after(&[len, len], len);
+    assert_eq!(gets[2], 1, "buffers taken per message: {gets:?}");
+    assert!(waits.len() > 200, "{}", waits.len());
+    let whole = BufferPool::new().get(len).capacity();
+    assert!(
+        waits.iter().all(|&(held, p)| held == whole || p == 0),
+        "{waits:?}"
+    );
 }
 
 #[test]

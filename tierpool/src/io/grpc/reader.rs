@@ -36,16 +36,17 @@ const FIRST_BUFFER: usize = 4 << 10;
 /// - **The declared length is checked before any memory is taken**: a message over
 ///   [`max_message_size`](Self::max_message_size) is `RESOURCE_EXHAUSTED`.
 /// - **A payload is copied from the body's frames into a pooled buffer that the message
-///   keeps**: its first buffer is the message's length when the last two messages were at
-///   least that long (a stream of same-sized messages), else it grows geometrically with what
-///   arrived. A message whose frames are all there when the reader gets to it is copied once;
-///   one the reader waits for in the middle (HTTP/2 flow control cuts a message larger than
-///   the stream's window) gives back its large buffer at each wait, as the next rule says,
-///   and grows again, which costs up to about one more copy of its length.
-/// - **A wait holds at most twice what arrived**: before the body is waited on, a message's
-///   buffer larger than `max(2P, T0)` for the `P` bytes that arrived (`T0` the pool's smallest
-///   tier) is replaced by one that is not, so a peer that declares a large message and
-///   trickles it pins twice what it sent.
+///   keeps.** A message no longer than each of the two before it on the stream (a stream of
+///   same-sized messages) takes its whole length at its header and is copied once, however
+///   often the reader waits for its frames (HTTP/2 interleaves the frames of concurrent
+///   streams, so a large message is waited for many times). Any other message's buffer grows
+///   geometrically with what arrived: about one more copy of its length.
+/// - **A wait holds at most twice what arrived, or what the peer paid for**: before the body
+///   is waited on, a growing message's buffer larger than `max(2P, T0)` for the `P` bytes
+///   that arrived (`T0` the pool's smallest tier) is replaced by one that is not, so a peer
+///   that declares a large message and trickles it pins twice what it sent. A message that
+///   took its whole length keeps it: the peer sent two messages at least as long on the
+///   stream first, so what it pins is at most half of what it sent.
 /// - **Under a budget** ([`Builder::max_in_use_bytes`](crate::Builder::max_in_use_bytes)) a
 ///   message's whole buffer is taken, waiting for room, once its header has arrived and before
 ///   any more of the body is read: while it waits, HTTP/2 flow control holds the peer back
@@ -90,7 +91,8 @@ pub struct MessageReader<B: Body> {
     message: Option<Message>,
     /// A budget's wait for a message's whole buffer.
     taking: Taking,
-    /// The lengths of the last two messages received: the first buffer a message takes.
+    /// The lengths of the last two messages received: a message no longer than both takes
+    /// its whole length at once.
     recent: [usize; 2],
     /// The pool's smallest tier: the least a waiting message may hold.
     floor: usize,
@@ -105,6 +107,9 @@ pub struct MessageReader<B: Body> {
 struct Message {
     compressed: bool,
     len: usize,
+    /// No longer than each of the last two messages: it takes its whole length at once and
+    /// keeps it through waits (the peer paid for it with those two).
+    whole: bool,
     buf: Option<PooledBuf>,
 }
 
@@ -284,7 +289,7 @@ where
             return Ok(());
         };
         let n = frame.remaining().min(m.len - m.received());
-        let buf = room(&self.pool, m, n, self.recent, self.floor)?;
+        let buf = room(&self.pool, m, n, self.floor)?;
         let mut left = n;
         while left > 0 {
             let chunk = frame.chunk();
@@ -320,6 +325,7 @@ where
         let mut m = Message {
             compressed,
             len,
+            whole: len <= self.recent[0].min(self.recent[1]),
             buf: None,
         };
         if self.pool.max_in_use_bytes().is_some() {
@@ -347,13 +353,19 @@ where
             .map(PooledBuf::into_shared)
     }
 
-    /// While waiting for the body: a message's buffer holds at most `max(2P, T0)` (none under a budget,
-    /// whose buffer was charged whole).
+    /// While waiting for the body: a growing message's buffer holds at most `max(2P, T0)`
+    /// (not a message that took its whole length, nor under a budget, whose buffer was
+    /// charged whole).
     fn park(&mut self) {
         if self.pool.max_in_use_bytes().is_some() {
             return;
         }
-        let Some(buf) = self.message.as_mut().and_then(|m| m.buf.as_mut()) else {
+        let Some(buf) = self
+            .message
+            .as_mut()
+            .filter(|m| !m.whole)
+            .and_then(|m| m.buf.as_mut())
+        else {
             return;
         };
         let p = buf.len();
@@ -408,21 +420,17 @@ fn room<'m>(
     pool: &BufferPool,
     m: &'m mut Message,
     n: usize,
-    recent: [usize; 2],
     floor: usize,
 ) -> Result<&'m mut PooledBuf, Status> {
     let have = m.received();
     let need = have + n;
     if m.buf.as_ref().is_none_or(|b| b.capacity() < need) {
-        let size = if have == 0 {
-            // The first buffer: the whole message if the last two were as long, else what
-            // arrived (at least a small buffer's worth).
-            let expected = recent[0].min(recent[1]);
-            if m.len <= expected {
-                m.len
-            } else {
-                need.max(FIRST_BUFFER).max(floor).min(m.len)
-            }
+        let size = if m.whole {
+            m.len
+        } else if have == 0 {
+            // The first buffer of a growing message: what arrived, at least a small
+            // buffer's worth.
+            need.max(FIRST_BUFFER).max(floor).min(m.len)
         } else {
             need.max(2 * have).min(m.len)
         };
