@@ -23,13 +23,15 @@ fn tls_file(name: &str) -> PathBuf {
 }
 
 impl Server {
-    fn start(mode: &str, tls: bool) -> Server {
+    fn start(mode: &str, framing: &str, tls: bool) -> Server {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_kv_server"));
         cmd.args([
             "--addr",
             "127.0.0.1:0",
             "--mode",
             mode,
+            "--framing",
+            framing,
             "--max-in-use",
             "16777216",
         ]);
@@ -145,8 +147,8 @@ fn info(c: &mut dyn Conn, name: &str) -> u64 {
         .unwrap_or_else(|| panic!("no {name} in {body:?}"))
 }
 
-fn session(mode: &str, tls: bool) {
-    let server = Server::start(mode, tls);
+fn session(mode: &str, framing: &str, tls: bool) {
+    let server = Server::start(mode, framing, tls);
     let mut c = connect(server.port, tls);
     c.write_all(&command(&[b"PING"])).unwrap();
     expect(&mut *c, b"+PONG\r\n");
@@ -202,28 +204,46 @@ fn session(mode: &str, tls: bool) {
 
 #[test]
 fn pooled_plain() {
-    session("pooled", false);
+    session("pooled", "codec", false);
 }
 
 #[test]
 fn baseline_plain() {
-    session("baseline", false);
+    session("baseline", "codec", false);
 }
 
 #[test]
 fn pooled_tls() {
-    session("pooled", true);
+    session("pooled", "codec", true);
 }
 
 #[test]
 fn baseline_tls() {
-    session("baseline", true);
+    session("baseline", "codec", true);
+}
+
+/// mini-redis's `Connection` shape (`--framing connection`): the same answers, and in pooled
+/// mode nothing held between commands (`ReadBuffer`, tierpool's `BufWriter`).
+#[test]
+fn pooled_connection_shape() {
+    session("pooled", "connection", false);
+}
+
+#[test]
+fn baseline_connection_shape() {
+    session("baseline", "connection", false);
+}
+
+#[test]
+fn pooled_connection_shape_tls() {
+    session("pooled", "connection", true);
 }
 
 #[test]
 fn bad_command_lines_exit_2_with_the_usage() {
     for args in [
         &["--mode", "fast"][..],
+        &["--framing", "lines"],
         &["--tls-cert", "x"],
         &["--max-in-use", "lots"],
         &["--addr"],

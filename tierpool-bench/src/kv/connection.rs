@@ -9,7 +9,7 @@ use tokio::net::TcpStream;
 
 use super::resp::{ProtocolError, Reply, Resp, MAX_FRAME};
 use super::server::Server;
-use super::Mode;
+use super::{Framing, Mode};
 
 /// Serves `socket` until its peer closes it or sends what cannot be read.
 pub(super) async fn connection(server: Arc<Server>, socket: TcpStream) {
@@ -31,7 +31,8 @@ pub(super) async fn connection(server: Arc<Server>, socket: TcpStream) {
 }
 
 /// Serves one connection over `read` and `write`, the halves of a socket or a TLS stream:
-/// the same codec in tierpool's framing (pooled) or tokio-util's (baseline).
+/// the same codec in tierpool's framing (pooled) or tokio-util's (baseline), or with
+/// `--framing connection` the same parser in mini-redis's shape (`buffered.rs`).
 pub(super) async fn serve_halves<R, W>(
     server: &Server,
     read: R,
@@ -41,6 +42,9 @@ where
     R: tokio::io::AsyncRead + Unpin,
     W: tokio::io::AsyncWrite + Unpin,
 {
+    if server.framing == Framing::Connection {
+        return super::buffered::serve(server, read, write).await;
+    }
     match server.mode {
         Mode::Pooled => {
             let frames =

@@ -13,6 +13,11 @@
 //! redis-benchmark -p 6379 -t set,get -d 1024 -q
 //! ```
 //!
+//! With `--framing connection` a connection reads and writes in the shape of mini-redis's
+//! `Connection` instead ([`buffered`]): a read buffer (`BytesMut`, or tierpool's
+//! `ReadBuffer`), the same parser over its bytes, and a buffered writer (tokio's, or
+//! tierpool's `BufWriter`): the port the crate docs give for a server with its own parser.
+//!
 //! With `--tls-cert FILE --tls-key FILE` (PEM: the certificate chain, and its PKCS#8, PKCS#1
 //! or SEC1 key) it speaks TLS 1.2 and 1.3 ([`tls`]): the same decoder and encoder over each
 //! stream's halves.
@@ -37,6 +42,7 @@
 //! The port a user makes is smaller than this server: tierpool's `examples/framed_port.rs`
 //! shows it alone.
 
+mod buffered;
 mod connection;
 mod resp;
 mod server;
@@ -59,10 +65,21 @@ enum Mode {
     Baseline,
 }
 
+/// How a connection reads commands and writes replies, in either mode.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Framing {
+    /// The codec in a `FramedRead` and a `FramedWrite` (tokio-util's or tierpool's).
+    Codec,
+    /// mini-redis's `Connection` shape: a read buffer, the parser over its bytes, a buffered
+    /// writer (`buffered.rs`).
+    Connection,
+}
+
 /// The command line.
 struct Options {
     addr: String,
     mode: Mode,
+    framing: Framing,
     tls: Option<(String, String)>,
     /// The pool's budget: by default one that never binds (1 TiB), which still makes
     /// `INFO`'s bytes in use exact.
@@ -70,13 +87,14 @@ struct Options {
 }
 
 const USAGE: &str = "usage: kv_server [--addr HOST:PORT] [--mode pooled|baseline] \
-[--tls-cert FILE --tls-key FILE] [--max-in-use BYTES]";
+[--framing codec|connection] [--tls-cert FILE --tls-key FILE] [--max-in-use BYTES]";
 
 impl Options {
     fn parse(mut args: impl Iterator<Item = String>) -> Result<Options, String> {
         let mut o = Options {
             addr: "127.0.0.1:6379".into(),
             mode: Mode::Pooled,
+            framing: Framing::Codec,
             tls: None,
             max_in_use: 1 << 40,
         };
@@ -90,6 +108,13 @@ impl Options {
                         "pooled" => Mode::Pooled,
                         "baseline" => Mode::Baseline,
                         m => return Err(format!("--mode {m}: pooled or baseline")),
+                    }
+                }
+                "--framing" => {
+                    o.framing = match value()?.as_str() {
+                        "codec" => Framing::Codec,
+                        "connection" => Framing::Connection,
+                        f => return Err(format!("--framing {f}: codec or connection")),
                     }
                 }
                 "--tls-cert" => cert = Some(value()?),
@@ -153,6 +178,7 @@ fn run(o: Options) -> Result<(), String> {
     let server = Arc::new(Server {
         db: Mutex::new(HashMap::new()),
         mode: o.mode,
+        framing: o.framing,
         pool,
         connections: AtomicUsize::new(0),
         tls,
@@ -165,9 +191,10 @@ fn run(o: Options) -> Result<(), String> {
     let served = rt.block_on(async move {
         let listener = TcpListener::bind(&addr).await?;
         println!(
-            "kv_server listening on {} ({:?}{})",
+            "kv_server listening on {} ({:?}, {:?}{})",
             listener.local_addr()?,
             o.mode,
+            o.framing,
             if tls_on { ", TLS" } else { "" }
         );
         let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;

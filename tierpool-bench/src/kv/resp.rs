@@ -1,6 +1,7 @@
-//! RESP2 for the server's side: commands decoded (arrays of bulk strings, or inline), replies
-//! encoded. One tokio-util `Decoder` and `Encoder`, run unchanged by tokio-util's framing and
-//! by tierpool's.
+//! RESP2 for the server's side: commands parsed (arrays of bulk strings, or inline), replies
+//! encoded. One parser and encoder: as a tokio-util `Decoder` and `Encoder`, run unchanged by
+//! tokio-util's framing and by tierpool's, and as a parser over a read buffer's bytes
+//! (`buffered.rs`).
 
 use std::io;
 
@@ -73,29 +74,13 @@ fn number(digits: &[u8]) -> Result<i64, ProtocolError> {
 }
 
 impl Resp {
-    /// An inline command: words up to the end of the line.
-    fn inline(buf: &mut BytesMut) -> Result<Option<Vec<Bytes>>, ProtocolError> {
-        let Some((text, next)) = line(buf, 0) else {
-            if buf.len() > MAX_INLINE {
-                return Err(ProtocolError("inline command too long".into()));
-            }
-            return Ok(None);
-        };
-        let words = text
-            .split(|b| b.is_ascii_whitespace())
-            .filter(|w| !w.is_empty())
-            .map(Bytes::copy_from_slice)
-            .collect();
-        buf.advance(next);
-        Ok(Some(words))
-    }
-}
-
-impl Decoder for Resp {
-    type Item = Vec<Bytes>;
-    type Error = ProtocolError;
-
-    fn decode(&mut self, buf: &mut BytesMut) -> Result<Option<Vec<Bytes>>, ProtocolError> {
+    /// The next command in `buf` (a read buffer's unread bytes) and how many bytes it took,
+    /// or `None` until it has all arrived: the parser whichever buffer the bytes are in
+    /// (tokio-util's `Decoder` below, or mini-redis's `Connection` shape in `buffered.rs`).
+    pub(super) fn parse(
+        &mut self,
+        buf: &[u8],
+    ) -> Result<Option<(Vec<Bytes>, usize)>, ProtocolError> {
         if buf.is_empty() {
             return Ok(None);
         }
@@ -141,9 +126,38 @@ impl Decoder for Resp {
             .drain(..)
             .map(|(s, e)| Bytes::copy_from_slice(&buf[s..e]))
             .collect();
-        buf.advance(self.pos);
+        let used = self.pos;
         self.count = None;
         self.pos = 0;
+        Ok(Some((command, used)))
+    }
+
+    /// An inline command: words up to the end of the line.
+    fn inline(buf: &[u8]) -> Result<Option<(Vec<Bytes>, usize)>, ProtocolError> {
+        let Some((text, next)) = line(buf, 0) else {
+            if buf.len() > MAX_INLINE {
+                return Err(ProtocolError("inline command too long".into()));
+            }
+            return Ok(None);
+        };
+        let words = text
+            .split(|b| b.is_ascii_whitespace())
+            .filter(|w| !w.is_empty())
+            .map(Bytes::copy_from_slice)
+            .collect();
+        Ok(Some((words, next)))
+    }
+}
+
+impl Decoder for Resp {
+    type Item = Vec<Bytes>;
+    type Error = ProtocolError;
+
+    fn decode(&mut self, buf: &mut BytesMut) -> Result<Option<Vec<Bytes>>, ProtocolError> {
+        let Some((command, used)) = self.parse(buf)? else {
+            return Ok(None);
+        };
+        buf.advance(used);
         Ok(Some(command))
     }
 }

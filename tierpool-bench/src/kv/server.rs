@@ -9,12 +9,13 @@ use bytes::Bytes;
 
 use super::resp::Reply;
 use super::tls::Acceptor;
-use super::Mode;
+use super::{Framing, Mode};
 
 /// The keys and values, the pool and the counts every connection shares.
 pub(super) struct Server {
     pub(super) db: Mutex<HashMap<Bytes, Bytes>>,
     pub(super) mode: Mode,
+    pub(super) framing: Framing,
     pub(super) pool: tierpool::BufferPool,
     pub(super) connections: AtomicUsize,
     pub(super) tls: Option<Acceptor>,

@@ -23,6 +23,11 @@
 //!   `baseline` tokio-rustls (rustls 0.23), the same decoder and encoder over each: the idle
 //!   connections (handshake done, one `PING`, then idle), the large values and the
 //!   `redis-benchmark --tls` runs again, this process a rustls client.
+//! - **mini-redis's `Connection`** (rows named `mini-redis Connection: ...`): the server
+//!   started with `--framing connection`, a read buffer with the same parser over its unread
+//!   bytes and a buffered writer (`baseline`: a `BytesMut` filled by `read_buf` and tokio's
+//!   `BufWriter`; `pooled`: `tierpool::io::ReadBuffer` and `tierpool::io::BufWriter`, the port
+//!   the crate docs give), `redis-benchmark` SETs and GETs of 64 KiB values.
 //!
 //! Interleaved rounds, one server process per mode (and TLS or not) per round; medians over
 //! the rounds.
@@ -33,7 +38,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use super::{Ctx, Entry};
 use crate::report::{Output, Record};
@@ -64,8 +69,8 @@ impl Mode {
 
     fn setup(self) -> &'static str {
         match self {
-            Mode::Baseline => "redis workload: kv_server (tierpool_bench::kv) --mode baseline: its RESP Decoder and Encoder in tokio-util's FramedRead and FramedWrite over each connection's halves (a BytesMut each, 8 KiB from the start, grown by large frames and never shrunk); the TLS rows over tokio-rustls 0.26 (rustls 0.23, ring)",
-            Mode::Pooled => "redis workload: kv_server (tierpool_bench::kv) --mode pooled: the same Decoder and Encoder in tierpool::io::codec's FramedRead and FramedWrite (buffers from a pool with a budget that never binds and the background trimmer; held only while bytes are unread or unwritten); the TLS rows over tierpool::io::tls (rustls 0.24.0-dev.2, ring; record buffers from the same pool)",
+            Mode::Baseline => "redis workload: kv_server (tierpool_bench::kv) --mode baseline: its RESP Decoder and Encoder in tokio-util's FramedRead and FramedWrite over each connection's halves (a BytesMut each, 8 KiB from the start, grown by large frames and never shrunk); the TLS rows over tokio-rustls 0.26 (rustls 0.23, ring); the mini-redis Connection rows (--framing connection): mini-redis's shape, the same parser over a BytesMut of 4 KiB filled by read_buf, replies through tokio's BufWriter",
+            Mode::Pooled => "redis workload: kv_server (tierpool_bench::kv) --mode pooled: the same Decoder and Encoder in tierpool::io::codec's FramedRead and FramedWrite (buffers from a pool with a budget that never binds and the background trimmer; held only while bytes are unread or unwritten); the TLS rows over tierpool::io::tls (rustls 0.24.0-dev.2, ring; record buffers from the same pool); the mini-redis Connection rows: that shape ported as the crate docs say, tierpool::io::ReadBuffer and tierpool::io::BufWriter",
         }
     }
 }
@@ -597,21 +602,12 @@ fn run_mode(
     for (size, requests) in [(1024, s.requests.0), (LARGE, s.requests.1)] {
         for test in ["set", "get"] {
             progress(&format!("redis-benchmark -t {test} -d {size}"));
-            let cpu0 = server.cpu();
-            let t = Instant::now();
-            let rps = benchmark(server.port, tls, test, size, requests)?;
-            let _ = t;
-            let cpu = server.cpu().saturating_sub(cpu0);
-            let cpu_us = cpu.as_secs_f64() * 1e6 / requests as f64;
+            let rate = throughput(&server, test, size, requests)?;
             record(
-                &format!(
-                    "{} {}",
-                    test.to_uppercase(),
-                    crate::workloads::size_label(size)
-                ),
+                &rate.param,
                 "us/request (1/throughput)",
-                1e6 / rps,
-                &[("req/s", rps), ("CPU us/request", cpu_us)],
+                rate.us,
+                &[("req/s", rate.rps), ("CPU us/request", rate.cpu_us)],
             );
         }
     }
@@ -637,6 +633,66 @@ fn run_mode(
     Ok(records)
 }
 
+/// What one `redis-benchmark` run measured: its row's name, the time per request
+/// (1/throughput), requests/s and the server's CPU time per request.
+struct Rate {
+    param: String,
+    us: f64,
+    rps: f64,
+    cpu_us: f64,
+}
+
+impl Rate {
+    fn extra(&self) -> std::collections::BTreeMap<String, f64> {
+        [("req/s", self.rps), ("CPU us/request", self.cpu_us)]
+            .map(|(k, v)| (k.to_string(), v))
+            .into()
+    }
+}
+
+/// One `redis-benchmark` run of `test` with `size`-byte values against `server`.
+fn throughput(server: &Server, test: &str, size: usize, requests: usize) -> Result<Rate, String> {
+    let cpu0 = server.cpu();
+    let rps = benchmark(server.port, server.tls, test, size, requests)?;
+    let cpu = server.cpu().saturating_sub(cpu0);
+    Ok(Rate {
+        param: format!(
+            "{} {}",
+            test.to_uppercase(),
+            crate::workloads::size_label(size)
+        ),
+        us: 1e6 / rps,
+        rps,
+        cpu_us: cpu.as_secs_f64() * 1e6 / requests as f64,
+    })
+}
+
+/// One round of one mode in mini-redis's `Connection` shape (`kv_server --framing
+/// connection`): a read buffer, the same parser over its bytes, a buffered writer;
+/// `redis-benchmark` SETs and GETs of 64 KiB values.
+fn run_connection_shape(mode: Mode, s: &Shape) -> Result<Vec<Record>, String> {
+    let server = Server::start_with(mode, false, &["--framing", "connection"])?;
+    let mut records = Vec::new();
+    for test in ["set", "get"] {
+        crate::progress::status(&format!(
+            "redis ({}, mini-redis's Connection): redis-benchmark -t {test} -d {LARGE}",
+            mode.arg()
+        ));
+        let rate = throughput(&server, test, LARGE, s.requests.1)?;
+        records.push(Record::single(
+            "redis",
+            mode.label(),
+            "glibc",
+            format!("mini-redis Connection: {}", rate.param),
+            "us/request (1/throughput)",
+            rate.us,
+            rate.extra(),
+        ));
+    }
+    server.stop()?;
+    Ok(records)
+}
+
 const MIB: f64 = (1 << 20) as f64;
 
 /// The `redis` workload.
@@ -649,7 +705,7 @@ impl super::Scenario for Redis {
     }
 
     fn describe(&self) -> &'static str {
-        "A real protocol server, ported as a user would: kv_server (this crate's, tierpool_bench::kv), a Redis-protocol (RESP2) key-value server whose decoder and encoder are one tokio-util Decoder and Encoder, in two modes: baseline (tokio-util's FramedRead and FramedWrite: a BytesMut each per connection) and pooled (tierpool::io::codec's, buffers held only while bytes are unread or unwritten). One server process per mode and round (3 interleaved rounds; the trickle and the strace run in the first only), driven from this process and by redis-benchmark: 10,000 connections that each PING and then idle (RSS per idle connection, two decay intervals later), one 64 KiB SET of one key on each of 1,000 of them (RSS two intervals later, and kept above idle), 1,000 fresh connections each sending all but the last byte of a 4,000-byte SET one byte per write (RSS while they wait; pooled: the bytes the pool has out, exact, against the bytes pending), redis-benchmark -t set and -t get at 1 KiB and 64 KiB values with 50 clients (per request: 1/throughput, requests/s, the server's CPU time), and one redis-benchmark GET run with strace -c attached to the server (receive system calls per request). Rows named TLS: the server started with --tls-cert (pooled: tierpool::io::tls on rustls 0.24; baseline: tokio-rustls on rustls 0.23; ring in both), the idle connections (a completed handshake and a PING, then idle; this process a rustls client), the large values and redis-benchmark --tls again."
+        "A real protocol server, ported as a user would: kv_server (this crate's, tierpool_bench::kv), a Redis-protocol (RESP2) key-value server whose decoder and encoder are one tokio-util Decoder and Encoder, in two modes: baseline (tokio-util's FramedRead and FramedWrite: a BytesMut each per connection) and pooled (tierpool::io::codec's, buffers held only while bytes are unread or unwritten). One server process per mode and round (3 interleaved rounds; the trickle and the strace run in the first only), driven from this process and by redis-benchmark: 10,000 connections that each PING and then idle (RSS per idle connection, two decay intervals later), one 64 KiB SET of one key on each of 1,000 of them (RSS two intervals later, and kept above idle), 1,000 fresh connections each sending all but the last byte of a 4,000-byte SET one byte per write (RSS while they wait; pooled: the bytes the pool has out, exact, against the bytes pending), redis-benchmark -t set and -t get at 1 KiB and 64 KiB values with 50 clients (per request: 1/throughput, requests/s, the server's CPU time), and one redis-benchmark GET run with strace -c attached to the server (receive system calls per request). Rows named mini-redis Connection: the server started with --framing connection, mini-redis's Connection shape (a read buffer, the same parser over its unread bytes, a buffered writer; baseline BytesMut and tokio's BufWriter, pooled ReadBuffer and tierpool's BufWriter), redis-benchmark -t set and -t get at 64 KiB. Rows named TLS: the server started with --tls-cert (pooled: tierpool::io::tls on rustls 0.24; baseline: tokio-rustls on rustls 0.23; ring in both), the idle connections (a completed handshake and a PING, then idle; this process a rustls client), the large values and redis-benchmark --tls again."
     }
 
     fn weight(&self) -> u64 {
@@ -695,6 +751,9 @@ impl super::Scenario for Redis {
                     mode.arg()
                 ));
                 records.extend(run_mode(mode, false, &s, quick, round == 1)?);
+            }
+            for mode in Mode::ALL {
+                records.extend(run_connection_shape(mode, &s)?);
             }
         }
         Ok(Output {
