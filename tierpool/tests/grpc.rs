@@ -103,18 +103,37 @@ fn drain(reader: &mut MessageReader<Script>) -> (Vec<Vec<u8>>, Option<Status>) {
     drain_checking(reader, true)
 }
 
-/// What a message under way may hold at a wait, `pending` of its bytes arrived, after
-/// messages of lengths `before`: at most `max(2P, T0)`; or, for a message no longer than each
-/// of the last two (which then takes its whole length at once), a buffer of the shorter of
-/// those two's length (its tier's capacity), which bounds its own.
-fn allowed(pending: usize, before: &[Vec<u8>]) -> usize {
+/// The lengths the message headers in the script's data declare, in order (as far as
+/// headers parse): what the reader's rule sees, compressed or not.
+fn declared(script: &Script) -> Vec<usize> {
+    let wire: Vec<u8> = script
+        .steps
+        .iter()
+        .filter_map(|s| match s {
+            Step::Data(d) => Some(&d[..]),
+            _ => None,
+        })
+        .flatten()
+        .copied()
+        .collect();
+    let (mut lens, mut at) = (Vec::new(), 0);
+    while wire.len() - at >= 5 {
+        let len = u32::from_be_bytes(wire[at + 1..at + 5].try_into().unwrap()) as usize;
+        lens.push(len);
+        at = at.saturating_add(5 + len).min(wire.len());
+    }
+    lens
+}
+
+/// What message `i` of the declared lengths `lens` may hold at a wait, `pending` of its bytes
+/// arrived: at most `max(2P, T0)`; or, when it is no longer than each of the two before it
+/// (it then takes its whole length at once), its length's tier.
+fn allowed(lens: &[usize], i: usize, pending: usize) -> usize {
     let sizes = BufferPool::new().tier_sizes().to_vec();
     let grown = (2 * pending).max(sizes[0]);
-    match before {
-        [.., a, b] => {
-            let whole = a.len().min(b.len());
-            let tier = sizes.iter().copied().find(|&s| s >= whole).unwrap_or(whole);
-            grown.max(tier)
+    match (i.checked_sub(2), lens.get(i)) {
+        (Some(a), Some(&len)) if len <= lens[a].min(lens[a + 1]) => {
+            grown.max(sizes.iter().copied().find(|&s| s >= len).unwrap_or(len))
         }
         _ => grown,
     }
@@ -127,6 +146,7 @@ fn drain_checking(
     bound: bool,
 ) -> (Vec<Vec<u8>>, Option<Status>) {
     let mut cx = Context::from_waker(Waker::noop());
+    let lens = declared(reader.get_ref());
     let mut out = Vec::new();
     loop {
         match reader.poll_message(&mut cx) {
@@ -134,11 +154,12 @@ fn drain_checking(
             Poll::Ready(Some(Err(s))) => return (out, Some(s)),
             Poll::Ready(None) => return (out, None),
             Poll::Pending => {
-                // `held_bytes` is a capacity.
+                // `held_bytes` is a capacity; the message under way is the next one out.
                 let (held, pending) = (reader.held_bytes(), reader.pending_bytes());
                 assert!(
-                    !bound || held <= allowed(pending, &out),
-                    "held {held} for {pending} pending"
+                    !bound || held <= allowed(&lens, out.len(), pending),
+                    "held {held} for {pending} pending, message {} of {lens:?}",
+                    out.len()
                 );
             }
         }
@@ -250,10 +271,15 @@ fn trickle_after(first: &[usize], last: usize) -> (Vec<u64>, Vec<(usize, usize)>
 #[test]
 fn a_trickled_large_message_holds_twice_what_arrived() {
     let floor = BufferPool::new().tier_sizes()[0];
-    // First on its stream, after one message, and longer than the two before it: each grows
-    // with what arrives, and each wait holds at most `max(2P, T0)`.
-    for first in [&[][..], &[1 << 20][..], &[1 << 20, 1 << 20][..]] {
-        let last = if first.len() == 2 { 2 << 20 } else { 1 << 20 };
+    // First on its stream, after one message, longer than the two before it, and longer
+    // than one of them: each grows with what arrives, and each wait holds at most
+    // `max(2P, T0)`.
+    for (first, last) in [
+        (&[][..], 1 << 20),
+        (&[1 << 20][..], 1 << 20),
+        (&[1 << 20, 1 << 20][..], 2 << 20),
+        (&[512 << 10, 2 << 20][..], 1 << 20),
+    ] {
         let (_, waits) = trickle_after(first, last);
         assert!(waits.len() > 200, "{}", waits.len());
         for (held, pending) in waits {

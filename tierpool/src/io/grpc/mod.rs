@@ -8,7 +8,7 @@
 //!
 //! | what | for |
 //! |---|---|
-//! | [`MessageReader`] | messages out of any HTTP/2 body into pooled buffers: nothing held between messages, the length checked before memory is taken, a message copied once when its stream's last two were as long, otherwise a wait holding at most twice what arrived, gzip |
+//! | [`MessageReader`] | messages out of any HTTP/2 body into pooled buffers: nothing held between messages, the length checked before memory is taken, a message copied once when its stream's last two were at least as long (it then holds its own length while it waits), otherwise a wait holding at most twice what arrived, gzip |
 //! | [`Decoded`] | those messages decoded with prost (tonic's `Streaming<T>` methods): `Bytes` fields are views of pooled memory |
 //! | [`EncodeBody`] | a stream of messages as a request or response body, each batch in a pooled buffer until h2 has written it; `grpc-status` trailers |
 //! | [`PooledCodec`] | tonic's generated services as they are (`codec_path`): decoded messages refer to pooled memory, not tonic's buffer |

@@ -37,16 +37,19 @@ const FIRST_BUFFER: usize = 4 << 10;
 ///   [`max_message_size`](Self::max_message_size) is `RESOURCE_EXHAUSTED`.
 /// - **A payload is copied from the body's frames into a pooled buffer that the message
 ///   keeps.** A message no longer than each of the two before it on the stream (a stream of
-///   same-sized messages) takes its whole length at its header and is copied once, however
-///   often the reader waits for its frames (HTTP/2 interleaves the frames of concurrent
-///   streams, so a large message is waited for many times). Any other message's buffer grows
-///   geometrically with what arrived: about one more copy of its length.
+///   same-sized messages) takes a buffer of its whole length with its first bytes and is
+///   copied once, however often the reader waits for its frames (HTTP/2 interleaves the
+///   frames of concurrent streams, so a large message is waited for many times). Any other
+///   message's buffer grows geometrically with what arrived: about one more copy of its
+///   length.
 /// - **A wait holds at most twice what arrived, or what the peer paid for**: before the body
 ///   is waited on, a growing message's buffer larger than `max(2P, T0)` for the `P` bytes
 ///   that arrived (`T0` the pool's smallest tier) is replaced by one that is not, so a peer
 ///   that declares a large message and trickles it pins twice what it sent. A message that
-///   took its whole length keeps it: the peer sent two messages at least as long on the
-///   stream first, so what it pins is at most half of what it sent.
+///   took its whole length keeps that buffer (its length's tier) while it waits: the peer
+///   sent two messages at least as long on the stream first, so it pins less than it has
+///   sent there, or `T0` (a tier above `T0` is less than twice the length it is taken for).
+///   The credit lasts as long as the stream: a stream whose sizes repeat pays once.
 /// - **Under a budget** ([`Builder::max_in_use_bytes`](crate::Builder::max_in_use_bytes)) a
 ///   message's whole buffer is taken, waiting for room, once its header has arrived and before
 ///   any more of the body is read: while it waits, HTTP/2 flow control holds the peer back
@@ -202,8 +205,9 @@ where
             .map_or(0, |b| b.capacity())
     }
 
-    /// Payload bytes of the message under way that have arrived (what
-    /// [`held_bytes`](Self::held_bytes) is bounded by while the reader waits).
+    /// Payload bytes of the message under way that have arrived: while the reader waits,
+    /// [`held_bytes`](Self::held_bytes) is at most twice this (or the smallest tier), but for
+    /// a message that took its whole length (type docs).
     pub fn pending_bytes(&self) -> usize {
         self.message.as_ref().map_or(0, Message::received)
     }
