@@ -128,8 +128,7 @@ fn declared(script: &Script) -> Vec<usize> {
 /// What message `i` of the declared lengths `lens` may hold at a wait, `pending` of its bytes
 /// arrived: at most `max(2P, T0)`; or, when it is no longer than each of the two before it
 /// (it then takes its whole length at once), its length's tier.
-fn allowed(lens: &[usize], i: usize, pending: usize) -> usize {
-    let sizes = BufferPool::new().tier_sizes().to_vec();
+fn allowed(sizes: &[usize], lens: &[usize], i: usize, pending: usize) -> usize {
     let grown = (2 * pending).max(sizes[0]);
     match (i.checked_sub(2), lens.get(i)) {
         (Some(a), Some(&len)) if len <= lens[a].min(lens[a + 1]) => {
@@ -147,6 +146,7 @@ fn drain_checking(
 ) -> (Vec<Vec<u8>>, Option<Status>) {
     let mut cx = Context::from_waker(Waker::noop());
     let lens = declared(reader.get_ref());
+    let sizes = BufferPool::new().tier_sizes().to_vec();
     let mut out = Vec::new();
     loop {
         match reader.poll_message(&mut cx) {
@@ -157,7 +157,7 @@ fn drain_checking(
                 // `held_bytes` is a capacity; the message under way is the next one out.
                 let (held, pending) = (reader.held_bytes(), reader.pending_bytes());
                 assert!(
-                    !bound || held <= allowed(&lens, out.len(), pending),
+                    !bound || held <= allowed(&sizes, &lens, out.len(), pending),
                     "held {held} for {pending} pending, message {} of {lens:?}",
                     out.len()
                 );

@@ -88,9 +88,10 @@ fn shape(quick: bool) -> Shape {
         Shape {
             streams: 150,
             sizes: vec![1 << 20, 64 << 10, 4 << 10],
-            // At 1 MiB x 150 streams each stream makes about two round trips a second: the
-            // warm-up lets every stream pass its first messages, so that the window measures
-            // the seed's steady ping-pong rather than streams starting.
+            // At 1 MiB x 150 streams a stream makes only a few round trips a second: the
+            // warm-up lets every stream pass its first messages (which grow with what
+            // arrives), so that the window measures the seed's steady ping-pong rather than
+            // streams starting.
             warmup: Duration::from_secs(2),
             measure: Duration::from_secs(4),
             rounds: 3,

@@ -607,7 +607,7 @@ fn run_mode(
                 &rate.param,
                 "us/request (1/throughput)",
                 rate.us,
-                &[("req/s", rate.rps), ("CPU us/request", rate.cpu_us)],
+                &rate.extra(),
             );
         }
     }
@@ -643,10 +643,9 @@ struct Rate {
 }
 
 impl Rate {
-    fn extra(&self) -> std::collections::BTreeMap<String, f64> {
+    /// The row's figures beside its time.
+    fn extra(&self) -> [(&'static str, f64); 2] {
         [("req/s", self.rps), ("CPU us/request", self.cpu_us)]
-            .map(|(k, v)| (k.to_string(), v))
-            .into()
     }
 }
 
@@ -686,7 +685,7 @@ fn run_connection_shape(mode: Mode, s: &Shape) -> Result<Vec<Record>, String> {
             format!("mini-redis Connection: {}", rate.param),
             "us/request (1/throughput)",
             rate.us,
-            rate.extra(),
+            rate.extra().map(|(k, v)| (k.to_string(), v)).into(),
         ));
     }
     server.stop()?;
