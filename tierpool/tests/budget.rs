@@ -511,3 +511,38 @@ fn stress_threads_and_tasks_never_exceed_the_budget() {
     assert!(s.waits > 0, "the budget was contended: {s:?}");
     common::assert_books_balance(&pool.stats());
 }
+
+/// A thread that exits without being joined (as a runtime's workers do) settles its cache's
+/// charges before its cache stops counting: once `thread_caches` reads 0, the account is
+/// exact. The exiting thread leaves buffers on its stacks (charged, not in use) for its
+/// retirement to give back; the watcher reads the stats as fast as it can meanwhile.
+#[test]
+#[cfg(not(miri))]
+fn an_exited_thread_settles_its_charges_before_it_stops_counting() {
+    let pool = budgeted(1 << 20);
+    let rounds = if cfg!(debug_assertions) { 200 } else { 2_000 };
+    for round in 0..rounds {
+        let p = pool.clone();
+        let exited = std::thread::spawn(move || {
+            for n in [1024, 4096, 16 * KIB, 64 * KIB] {
+                drop(p.get(n)); // kept on this thread's stack, charged
+            }
+        });
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            // Its closure is done, so its cache was attached; 0 caches means it retired.
+            let done = exited.is_finished();
+            let s = pool.stats();
+            if s.thread_caches == 0 && done {
+                let b = s.budget.unwrap();
+                assert_eq!(b.in_use_bytes, 0, "round {round}: {b:?}");
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the thread never retired its cache"
+            );
+        }
+        exited.join().unwrap();
+    }
+}

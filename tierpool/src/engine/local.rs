@@ -100,6 +100,14 @@ struct Table {
     closed_seen: u64,
 }
 
+/// Retires `e`'s cache for an exiting thread (or a closed pool): gives everything back, then,
+/// with its refunds settled, detaches it. A cache that no longer counts among the pool's has
+/// given back every charge, so the budget's account is exact once none is left.
+fn retire(owner: Owner<'_>, e: &Entry) {
+    policy::finish(owner, &e.pool, |o| policy::retire(o, &e.pool));
+    e.pool.caches.detach(&e.cache);
+}
+
 /// The most emptied tables of exited threads kept for the next threads.
 const MAX_SPARE_TABLES: usize = 16;
 
@@ -150,7 +158,7 @@ impl Table {
                 // SAFETY: this thread owns the caches in its table; the caller holds `busy`
                 // and has reset `cur`, so no other operation of this thread on it runs.
                 let owner = unsafe { e.cache.enter() };
-                policy::finish(owner, &e.pool, |o| policy::retire(o, &e.pool));
+                retire(owner, e);
             }
             false
         });
@@ -222,7 +230,7 @@ impl Drop for TableGuard {
             for e in table.entries.values() {
                 // SAFETY: this thread owns its table's caches; `busy` is set and `cur` reset.
                 let owner = unsafe { e.cache.enter() };
-                policy::finish(owner, &e.pool, |o| policy::retire(o, &e.pool));
+                retire(owner, e);
             }
             retire_table(table);
         });

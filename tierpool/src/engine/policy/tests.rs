@@ -657,6 +657,8 @@ fn exit(cache: &Cache, state: &PoolState) {
     // SAFETY: the test's cache, used by nothing else meanwhile.
     let o = unsafe { Owner::new_unshared(cache) };
     retire(&o, state);
+    drop(o);
+    state.caches.detach(cache);
 }
 
 /// An exited thread's empty cache is parked and taken over by the next new cache, as new:
