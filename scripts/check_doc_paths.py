@@ -4,8 +4,8 @@
 Reads the Markdown documents and the Rust sources' doc comments (`//!`, `///`) and line
 comments of the repository's tracked files, takes each backticked word that looks like a
 path (a name with an extension such as `read_buf.rs`, or with a slash), and checks that a
-tracked file or folder has it as its path or as the end of its path (`tests/read_buf.rs`
-names `tierpool/tests/read_buf.rs`). Paths that a run creates (`target/...`, `/tmp/...`),
+tracked file or folder has it as its path or as the end of its path (`tests/io/read_buf.rs`
+names `tierpool/tests/io/read_buf.rs`). Paths that a run creates (`target/...`, `/tmp/...`),
 placeholders (`<target>`, `DIR`) and URLs are not files. The records of earlier work
 (`CHANGELOG.md`, `docs/benchmarks-history.md`) name files as they were, and are not read.
 

@@ -6,7 +6,7 @@
 //! moved into the operation and handed back with its result (`BufResult`). If the future is
 //! dropped while the kernel still owns the buffer, compio keeps the buffer until the operation
 //! completes and then drops it, so a `PooledBuf` goes back to its pool exactly once, after the
-//! kernel is done with it (tested in `tests/compio.rs`).
+//! kernel is done with it (tested in `tests/runtimes/compio.rs`).
 //!
 //! Two things to know when using them:
 //! - compio reads fill a buffer up to its **capacity**, and a pooled buffer's capacity is its

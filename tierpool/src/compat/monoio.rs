@@ -3,7 +3,7 @@
 //! monoio's io_uring operations. As with the other completion-based runtimes, the runtime owns
 //! a buffer for the length of an operation and keeps it until the kernel completes it, so a
 //! `PooledBuf` returns to its pool exactly once, after the kernel is done (tested in
-//! `tests/monoio.rs`). Reads fill up to the capacity (a tier's size, or a larger tier's when
+//! `tests/runtimes/monoio.rs`). Reads fill up to the capacity (a tier's size, or a larger tier's when
 //! lent: read into a slice for exactly `n` bytes); with monoio's `IoBuf`
 //! in scope, call [`PooledBytes::slice`] by its path (`IoBuf::slice` takes the view by value).
 

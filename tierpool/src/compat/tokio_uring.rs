@@ -7,7 +7,7 @@
 //! until the operation completes (tokio-uring does not cancel it: a dropped socket read
 //! completes when data arrives, and consumes that data) and then drops it, so a `PooledBuf`
 //! returns to its pool exactly once, after the kernel is done (tested in
-//! `tests/tokio_uring.rs`). Reads fill up to the
+//! `tests/runtimes/tokio_uring.rs`). Reads fill up to the
 //! capacity (a tier's size or a larger tier's when lent, at least what was asked); read into
 //! `buf.slice(..n)` for exactly
 //! `n` bytes. With `tokio_uring::buf::BoundedBuf` in scope, `view.slice(range)` on a

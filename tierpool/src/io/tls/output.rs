@@ -33,7 +33,7 @@ const MAX_WRITE: usize = 3 * RECORD_PLAINTEXT;
 /// (`Vec::reserve`): a buffer with less room would be reallocated, out of the pool, and
 /// copied. Records are counted at [`RECORD_PLAINTEXT`] each, the fewest bytes a record
 /// holds: counted at a full 16 KiB, a 48 KiB write was three records here and four in
-/// rustls, whose reservation then outgrew the 56 KiB buffer (`tests/tls.rs`
+/// rustls, whose reservation then outgrew the 56 KiB buffer (`tests/io/tls.rs`
 /// `writes_never_outgrow_their_pooled_buffers`).
 pub(crate) fn sealed_len(n: usize) -> usize {
     let records = n.div_ceil(RECORD_PLAINTEXT).max(1);

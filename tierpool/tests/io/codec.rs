@@ -4,10 +4,8 @@
 //! `framed_write.rs` cases, ported.
 #![cfg(feature = "tokio-util")]
 
-mod common;
-
-use common::io::{current_thread, cut, Op, Script};
-use common::{exact_pool, in_use};
+use crate::common::io::{current_thread, cut, Op, Script};
+use crate::common::{exact_pool, in_use};
 
 use std::io;
 use std::task::{Context, Poll};

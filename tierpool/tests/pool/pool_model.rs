@@ -6,7 +6,7 @@ use std::time::Duration;
 use proptest::prelude::*;
 use tierpool::{BufferPool, PooledBuf, Stats};
 
-mod common;
+use crate::common;
 
 const TIERS: [usize; 6] = [64, 100, 256, 1000, 4096, 6000];
 

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use tierpool::{AllocError, BufferPool, ConfigError, PooledBuf};
 
-mod common;
+use crate::common;
 
 fn pool(tiers: &[usize]) -> BufferPool {
     BufferPool::builder()

@@ -22,8 +22,7 @@ use compio::io::{
 use compio::runtime::Runtime;
 use tierpool::BufferPool;
 
-mod common;
-use common::{io_uring_refused, random_bytes as data, temp_path};
+use crate::common::{io_uring_refused, random_bytes as data, temp_path};
 
 /// A compio runtime on io_uring, or `None` (with a message) where the kernel refuses it.
 fn runtime() -> Option<Runtime> {

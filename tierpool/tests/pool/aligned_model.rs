@@ -226,7 +226,7 @@ proptest! {
         // Under Miri two short sequences: what it checks there is the aligned path's memory
         // accesses, which every case takes (`aligned_layouts.rs` takes every way back).
         cases: if cfg!(miri) { 2 } else { 128 },
-        // No regression file: Miri's isolation has no file system (as in tests/model.rs).
+        // No regression file: Miri's isolation has no file system (as in tests/pool/pool_model.rs).
         failure_persistence: None,
         ..ProptestConfig::default()
     })]

@@ -5,10 +5,8 @@
 //! record trickled a byte at a time), and every buffer back each time.
 #![cfg(all(feature = "rustls", not(any(miri, loom))))]
 
-mod common;
-
-use common::io::multi_thread;
-use common::{exact_pool, in_use};
+use crate::common::io::multi_thread;
+use crate::common::{exact_pool, in_use};
 
 use std::io;
 use std::sync::Arc;

@@ -14,8 +14,8 @@ use std::thread;
 
 use tierpool::{BufferPool, PooledBuf};
 
-mod common;
-use common::{Outstanding, Rng};
+use crate::common;
+use crate::common::{Outstanding, Rng};
 
 fn stamp(b: &mut PooledBuf, tag: u8) {
     b.clear();

@@ -15,9 +15,8 @@ use std::path::PathBuf;
 
 use tierpool::{direct_io_alignment, AlignedPool, DirectIoAlignment, DirectIoError};
 
-mod common;
 #[allow(unused_imports)]
-use common::{io_uring_refused, random_bytes};
+use crate::common::{io_uring_refused, random_bytes};
 
 /// A path for `name` in a directory on a real filesystem (Cargo's `target/tmp`).
 fn dio_path(name: &str) -> PathBuf {

@@ -3,7 +3,7 @@
 //! and async tasks over the budget that checks after every operation that in-use never went
 //! above the limit.
 
-mod common;
+use crate::common;
 
 use std::future::Future;
 use std::pin::pin;
@@ -12,7 +12,7 @@ use std::sync::{Arc, Barrier};
 use std::task::{Context, Poll, Wake, Waker};
 use std::time::{Duration, Instant};
 
-use common::{in_use, Rng};
+use crate::common::{in_use, Rng};
 use tierpool::{AllocError, BufferPool, PooledBuf};
 
 const KIB: usize = 1 << 10;

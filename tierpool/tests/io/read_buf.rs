@@ -4,10 +4,8 @@
 //! `PooledChain::push_compact`.
 #![cfg(feature = "tokio")]
 
-mod common;
-
-use common::io::{current_thread, Script};
-use common::{exact_pool, in_use};
+use crate::common::io::{current_thread, Script};
+use crate::common::{exact_pool, in_use};
 
 use std::cell::Cell;
 use std::collections::VecDeque;

@@ -13,8 +13,7 @@ use std::time::Duration;
 use tierpool::BufferPool;
 use tokio_uring::buf::BoundedBuf;
 
-mod common;
-use common::{io_uring_refused, random_bytes as data, temp_path};
+use crate::common::{io_uring_refused, random_bytes as data, temp_path};
 
 /// Runs `f` on a tokio-uring runtime; false (with a message) where io_uring is refused.
 fn run<F: Future<Output = ()>>(f: F) -> bool {

@@ -10,8 +10,7 @@ use std::future::Future;
 use monoio::io::{AsyncReadRent, AsyncWriteRentExt};
 use tierpool::BufferPool;
 
-mod common;
-use common::{io_uring_refused, random_bytes as data, temp_path};
+use crate::common::{io_uring_refused, random_bytes as data, temp_path};
 
 /// Runs `f` on a monoio io_uring runtime; false (with a message) where io_uring is refused.
 fn run<F: Future<Output = ()>>(f: F) -> bool {

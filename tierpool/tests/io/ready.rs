@@ -13,8 +13,7 @@ use tierpool::BufferPool;
 use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 
-mod common;
-use common::random_bytes;
+use crate::common::random_bytes;
 
 /// A connected pair of loopback sockets: (client, server).
 async fn pair(listener: &TcpListener) -> (TcpStream, TcpStream) {

@@ -6,8 +6,6 @@ use std::io::{BufRead, Read, Write};
 use proptest::prelude::*;
 use tierpool::{BufferPool, PooledChain};
 
-mod common;
-
 fn chain_of(pool: &BufferPool, parts: &[Vec<u8>]) -> PooledChain {
     parts
         .iter()
@@ -177,7 +175,7 @@ fn write_to_survives_partial_vectored_writes_and_bufread_walks_the_views() {
 #[cfg(feature = "tokio")]
 mod with_tokio {
     use super::*;
-    use common::Rng;
+    use crate::common::Rng;
     use tierpool::io::frame::{FrameReader, FrameWriter};
     use tokio::io::AsyncWriteExt;
 

@@ -1,7 +1,12 @@
 //! Feature `metrics`: a real Prometheus exporter (`metrics-exporter-prometheus`, its HTTP
 //! listener on loopback) is installed as the recorder, pools publish, and the test scrapes
 //! `/metrics` over TCP and parses the text format: every figure equals the pool's `stats()`.
-#![cfg(all(feature = "metrics", not(miri)))]
+// Not where the exporter is left out of the dev-dependencies (`tierpool_lean_tests`,
+// `tierpool_lsan`: tierpool/Cargo.toml).
+#![cfg(all(
+    feature = "metrics",
+    not(any(miri, tierpool_lean_tests, tierpool_lsan))
+))]
 
 use std::collections::BTreeMap;
 use std::io::{Read, Write};

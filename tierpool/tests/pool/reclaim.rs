@@ -13,8 +13,8 @@ use std::time::{Duration, Instant};
 
 use tierpool::{BufferPool, PooledBuf};
 
-mod common;
-use common::{Outstanding, Rng};
+use crate::common;
+use crate::common::{Outstanding, Rng};
 
 /// Sizes from 256 B to 8 MiB, as the idle-threads scenario uses.
 const SIZES: [usize; 6] = [256, 4 << 10, 64 << 10, 256 << 10, 1 << 20, 8 << 20];

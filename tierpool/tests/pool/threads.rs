@@ -7,8 +7,8 @@ use std::thread;
 
 use tierpool::BufferPool;
 
-mod common;
-use common::assert_books_balance as check_identities;
+use crate::common;
+use crate::common::assert_books_balance as check_identities;
 
 // 7. A buffer taken on one thread and dropped on another is kept and reused.
 #[test]

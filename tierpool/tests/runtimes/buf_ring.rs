@@ -18,7 +18,7 @@ use io_uring::{cqueue, types, IoUring};
 use tierpool::io::buf_ring::{BufRing, BufRingError, Incremental, RecvError};
 use tierpool::{BufferPool, PooledBytes};
 
-mod common;
+use crate::common;
 
 /// An io_uring instance, or `None` (after saying why) where the system has none.
 fn uring() -> Option<IoUring> {

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use tierpool::BufferPool;
 
-mod common;
+use crate::common;
 
 const KIB16: usize = 16 << 10;
 

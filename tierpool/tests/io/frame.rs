@@ -8,8 +8,7 @@ use tierpool::io::frame::{FrameError, FrameFormat, FramePart, FrameReader, Frame
 use tierpool::BufferPool;
 use tokio::io::AsyncWriteExt;
 
-mod common;
-use common::Rng;
+use crate::common::Rng;
 
 fn payload(seed: u64, len: usize) -> Vec<u8> {
     let mut r = Rng(seed);

@@ -1,0 +1,18 @@
+//! The I/O layer over real and scripted peers, one module per reader or writer: the read
+//! buffer, tokio-util's codecs, frames, chains (and gRPC's framing over them), the gRPC
+//! message reader under tonic, `http_body`, readiness, TLS.
+//!
+//! One test binary: the modules share the runtimes and scripted peers of `common::io`.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod chain;
+mod chain_grpc;
+mod codec;
+mod frame;
+mod grpc;
+mod http_body;
+mod read_buf;
+mod ready;
+mod tls;
