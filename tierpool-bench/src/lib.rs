@@ -46,6 +46,7 @@ pub mod progress;
 pub mod render;
 pub mod report;
 pub mod streaming;
+pub mod verdict;
 pub mod workloads;
 
 /// Every binary, bench and test of this crate runs under the switchable, counting allocator.

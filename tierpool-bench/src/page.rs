@@ -12,6 +12,7 @@ use std::path::Path;
 
 use crate::render::{self, Section};
 use crate::report::{Report, Table};
+use crate::verdict;
 
 /// Escapes text for HTML.
 pub fn escape(s: &str) -> String {
@@ -95,6 +96,10 @@ th.num, td.num { text-align: right; }
 tr.ours td:first-child { font-weight: 600; }
 tr.ours { background: #fdf1f1; }
 tr.first td { border-top: 2px solid #b8bec8; }
+table.verdict td { white-space: normal; max-width: 28em; }
+table.verdict tr.win td:nth-child(2) { color: #1a7f37; font-weight: 600; }
+table.verdict tr.loss td:nth-child(2) { color: #b00020; font-weight: 600; }
+table.verdict tr.mixed td:nth-child(2) { color: #9a6700; font-weight: 600; }
 table.contenders td { white-space: normal; vertical-align: top; }
 table.contenders td:first-child { white-space: nowrap; font-weight: 600; }
 code { background: #f2f2f2; padding: 0 3px; border-radius: 3px; }
@@ -120,18 +125,13 @@ window.addEventListener('load', function () {
 fn table_html(t: &Table) -> String {
     let mut out = String::from("<div class=\"table\"><table>\n<thead><tr>");
     for (h, &num) in t.header.iter().zip(&t.numeric) {
-        let _ = write!(
-            out,
-            "<th{}>{}</th>",
-            if num { " class=\"num\"" } else { "" },
-            escape(h)
-        );
+        let _ = write!(out, "<th{}>{}</th>", num_class(num), escape(h));
     }
     out.push_str("</tr></thead>\n<tbody>\n");
     let mut last_param: Option<&str> = None;
     for row in &t.rows {
         let mut classes = Vec::new();
-        if row.first().is_some_and(|c| c.starts_with("tierpool")) {
+        if row.first().is_some_and(|c| verdict::is_tierpool(c)) {
             classes.push("ours");
         }
         let param = row.get(1).map(String::as_str);
@@ -145,12 +145,7 @@ fn table_html(t: &Table) -> String {
             let _ = write!(out, "<tr class=\"{}\">", classes.join(" "));
         }
         for (c, &num) in row.iter().zip(&t.numeric) {
-            let _ = write!(
-                out,
-                "<td{}>{}</td>",
-                if num { " class=\"num\"" } else { "" },
-                escape(c)
-            );
+            let _ = write!(out, "<td{}>{}</td>", num_class(num), escape(c));
         }
         out.push_str("</tr>\n");
     }
@@ -180,6 +175,44 @@ fn inline_svg(path: &Path) -> String {
             escape(&path.display().to_string()),
             escape(&e.to_string())
         ),
+    }
+}
+
+/// The verdict ([`render::verdict_table`]) first on the page: each workload a link to its
+/// section, each row classed by its verdict (`win`, `loss`, ...) for the style to colour.
+fn verdict_html(sections: &[Section<'_>]) -> String {
+    let t = render::verdict_table(sections, |w| w.to_string());
+    let mut out = format!(
+        "<section id=\"verdict\">\n<h2>Verdict</h2>\n<p class=\"question\">{}</p>\n<div class=\"table\"><table class=\"verdict\">\n<thead><tr>",
+        prose(verdict::READING)
+    );
+    for (h, &num) in t.header.iter().zip(&t.numeric) {
+        let _ = write!(out, "<th{}>{}</th>", num_class(num), escape(h));
+    }
+    out.push_str("</tr></thead>\n<tbody>\n");
+    for row in &t.rows {
+        let class = row[1].replace(' ', "-");
+        let _ = write!(out, "<tr class=\"{}\">", escape(&class));
+        for (i, (c, &num)) in row.iter().zip(&t.numeric).enumerate() {
+            let c = escape(c);
+            let cell = if i == 0 {
+                format!("<a href=\"#{c}\">{c}</a>")
+            } else {
+                c
+            };
+            let _ = write!(out, "<td{}>{cell}</td>", num_class(num));
+        }
+        out.push_str("</tr>\n");
+    }
+    out.push_str("</tbody></table></div>\n</section>\n");
+    out
+}
+
+fn num_class(num: bool) -> &'static str {
+    if num {
+        " class=\"num\""
+    } else {
+        ""
     }
 }
 
@@ -215,10 +248,12 @@ pub fn html(report: &Report, charts: &Path, elapsed: Option<f64>, date: &str) ->
         escape(date),
         prose(render::READING),
     );
+    out.push_str("<a href=\"#verdict\">verdict</a>\n");
     for s in &sections {
         let _ = writeln!(out, "<a href=\"#{0}\">{0}</a>", escape(&s.name));
     }
     out.push_str("<a href=\"#contenders\">contenders</a>\n</nav>\n<main>\n");
+    out.push_str(&verdict_html(&sections));
     for s in &sections {
         out.push_str(&section_html(s, charts));
     }
@@ -266,6 +301,7 @@ pub fn into_dir(json: &Path, dir: &Path) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::report::Record;
 
     #[test]
     fn dates() {
@@ -301,10 +337,34 @@ mod tests {
             machine: Default::default(),
             workloads: vec!["get-put".into(), "lookup".into()],
             contenders: Default::default(),
-            records: vec![],
+            records: vec![
+                Record::single(
+                    "get-put",
+                    "tierpool",
+                    "glibc",
+                    "4 KiB".into(),
+                    "ns/op",
+                    2.0,
+                    Default::default(),
+                ),
+                Record::single(
+                    "get-put",
+                    "Vec (jemalloc)",
+                    "jemalloc",
+                    "4 KiB".into(),
+                    "ns/op",
+                    8.0,
+                    Default::default(),
+                ),
+            ],
             timelines: vec![],
         };
         let page = html(&report, &dir, Some(3.0), "2026-12-01 14:05 UTC");
+        // The verdict opens the page: get-put won 4x, lookup (no records) not compared.
+        let verdict = page.find("<section id=\"verdict\">").unwrap();
+        assert!(verdict < page.find("<section id=\"get-put\">").unwrap());
+        assert!(page.contains("<tr class=\"win\"><td><a href=\"#get-put\">get-put</a></td><td>win</td><td>won 1, drawn 0, lost 0 of 1</td><td class=\"num\">4.00x</td><td>Vec (jemalloc)</td></tr>"), "{page}");
+        assert!(page.contains("<tr class=\"not-compared\"><td><a href=\"#lookup\">lookup</a></td>"));
         std::fs::remove_dir_all(&dir).unwrap();
         assert!(page.contains("<svg role=\"img\" aria-label=\"get-put.svg\" width=\"10\""));
         assert!(!page.contains("<?xml"));

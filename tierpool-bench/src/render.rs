@@ -7,6 +7,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use crate::report::{self, Record, Report, Table};
+use crate::verdict::{self, Verdict};
 use crate::workloads::{self, ChartData, Workload};
 
 /// The line before a document's rendered section.
@@ -73,6 +74,39 @@ pub fn contenders(report: &Report) -> Vec<(&str, &str)> {
                 .map(|(k, v)| (k.as_str(), v.as_str()))
         })
         .collect()
+}
+
+/// The verdict of every workload of `sections` ([`Verdict`]) as a table: the workload, the
+/// verdict, the tally, tierpool's advantage and the contenders that were best elsewhere.
+/// `link` writes a workload's name as a link to its section.
+pub fn verdict_table(sections: &[Section<'_>], link: impl Fn(&str) -> String) -> Table {
+    let header: Vec<String> = [
+        "workload",
+        "verdict",
+        "comparisons",
+        "tierpool's advantage",
+        "the best other",
+    ]
+    .map(String::from)
+    .to_vec();
+    let rows = sections
+        .iter()
+        .map(|s| {
+            let v = Verdict::of(&s.name, &s.rows);
+            vec![
+                link(&s.name),
+                v.summary().to_string(),
+                v.tally(),
+                v.range(),
+                v.rivals().join(", "),
+            ]
+        })
+        .collect();
+    Table {
+        numeric: vec![false, false, false, true, false],
+        header,
+        rows,
+    }
 }
 
 /// How [`markdown`] writes.
@@ -144,7 +178,14 @@ pub fn markdown(report: &Report, style: &Style, elapsed: Option<f64>) -> String 
             elapsed.map_or(String::new(), |s| format!(" Total run time {s:.0} s.")),
         );
     }
-    for s in sections(report) {
+    let sections = sections(report);
+    let _ = write!(
+        md,
+        "\n{h} Verdict\n\n{}\n\n{}",
+        verdict::READING,
+        verdict_table(&sections, |w| format!("[{w}](#{w})")).markdown()
+    );
+    for s in sections {
         let _ = write!(
             md,
             "\n{h} {w}\n\n{}\n\n{}\n![{w}]({}{w}.svg)\n",
@@ -360,6 +401,9 @@ mod tests {
         assert!(section.contains("\n### get-put\n"));
         assert!(section.contains("![cross-thread](docs/bench/cross-thread.svg)"));
         assert!(section.contains("\n### Contenders\n"));
+        // The verdict first, each workload a link to its section.
+        assert!(md.find("## Verdict").unwrap() < md.find("## get-put").unwrap());
+        assert!(md.contains("| [get-put](#get-put) |"), "{md}");
         // The same tables.
         assert_eq!(
             md.matches("| tierpool | 4 KiB |").count(),
@@ -385,7 +429,7 @@ mod tests {
         let report: Report = serde_json::from_str(&synthetic()).unwrap();
         let body = markdown(&report, &Style::section("docs/bench"), None);
         let once = splice(DOC, &body).unwrap();
-        assert!(once.starts_with("# Benchmarks\n\nProse before.\n\n## The full run\n\n<!-- report:begin -->\n\n### get-put\n"));
+        assert!(once.starts_with("# Benchmarks\n\nProse before.\n\n## The full run\n\n<!-- report:begin -->\n\n### Verdict\n"));
         assert!(once.ends_with("<!-- report:end -->\n\n## After\n\nProse after.\n"));
         assert!(!once.contains("old tables"));
         // Round trip: rendering again changes nothing.
