@@ -566,8 +566,18 @@ async fn chat(
 async fn serve(pool: BufferPool) -> std::net::SocketAddr {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
-    let service =
-        PooledMethods::new(Echo { pool: pool.clone() }, pool).streaming("/test.Echo/Chat", chat);
+    let service = PooledMethods::new(Echo { pool: pool.clone() }, pool)
+        .streaming("/test.Echo/Chat", chat)
+        .unary(
+            "/test.Echo/PooledUnary",
+            |request: Request<Ping>| async move {
+                let ping = request.into_inner();
+                if &ping.data[..] == b"fail" {
+                    return Err(Status::aborted("asked to fail"));
+                }
+                Ok(Response::new(ping))
+            },
+        );
     tokio::spawn(
         tonic::transport::Server::builder()
             .add_service(service)
@@ -686,6 +696,57 @@ where
             Poll::Ready(None) => return (data, trailers),
             Poll::Pending => panic!("a ready stream is never pending"),
         }
+    }
+}
+
+/// A unary method served by `PooledMethods::unary`, called by tonic's own client: the message
+/// and its answer whole, the handler's status, a request with no message or with two
+/// refused, and every buffer of the server's pool back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_unary_method_served_through_the_pooled_path() {
+    let server_pool = BufferPool::new();
+    let addr = serve(server_pool.clone()).await;
+    let client_pool = BufferPool::new();
+    let mut grpc = tonic::client::Grpc::new(channel(addr).await);
+    let path = || http::uri::PathAndQuery::from_static("/test.Echo/PooledUnary");
+    let codec = || PooledCodec::<Ping, Ping>::with_pool(client_pool.clone());
+    for len in [0, 1, 70_000, 3 << 20] {
+        let sent = (0..len).map(|i| (i % 251) as u8).collect::<Vec<u8>>();
+        grpc.ready().await.unwrap();
+        let answer: Response<Ping> = grpc
+            .unary(Request::new(ping(&sent)), path(), codec())
+            .await
+            .unwrap();
+        assert_eq!(answer.into_inner().data, sent);
+    }
+    grpc.ready().await.unwrap();
+    let failed = grpc
+        .unary(Request::new(ping(b"fail")), path(), codec())
+        .await
+        .unwrap_err();
+    assert_eq!(failed.code(), Code::Aborted);
+    for count in [0, 2] {
+        let pings = futures_util::stream::iter((0..count).map(|_| ping(b"x")));
+        grpc.ready().await.unwrap();
+        let refused = grpc
+            .client_streaming::<_, Ping, Ping, _>(Request::new(pings), path(), codec())
+            .await
+            .unwrap_err();
+        assert_eq!(
+            refused.code(),
+            Code::Internal,
+            "{count} messages: {refused:?}"
+        );
+    }
+    // The server's buffers come back once its tasks have let go of them.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    loop {
+        let s = server_pool.stats();
+        if s.gets == s.returned {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "{s}");
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
     }
 }
 

@@ -12,7 +12,7 @@
 //! | [`Decoded`] | those messages decoded with prost (tonic's `Streaming<T>` methods): `Bytes` fields are views of pooled memory |
 //! | [`EncodeBody`] | a stream of messages as a request or response body, each batch in a pooled buffer until h2 has written it; `grpc-status` trailers |
 //! | [`PooledCodec`] | tonic's generated services as they are (`codec_path`): decoded messages refer to pooled memory, not tonic's buffer |
-//! | [`PooledMethods`] | a generated service's client-streaming and bidi methods served through the reader and body, the other methods unchanged |
+//! | [`PooledMethods`] | a generated service's client-streaming, bidi and (if you choose) unary methods served through the reader and body, the other methods unchanged |
 //! | [`PooledClient`] | a client whose calls send and read through the pooled path |
 //!
 //! With a budget on the pool's bytes in use
@@ -57,6 +57,14 @@
 //!
 //! A handler reads its requests as it did tonic's `Streaming<Ping>` (`message().await?`, or as
 //! a `Stream`) and returns its responses as a stream, as a generated method's would.
+//!
+//! The codec copies a unary request twice: h2's frames into tonic's buffer, then that into
+//! pooled memory. A unary method with large requests can skip tonic's buffer the same way,
+//! its handler unchanged but for being a function of your own:
+//!
+//! ```text
+//! +     .unary("/echo.Echo/Say", say);         // async fn say(Request<Ping>) -> Result<Response<Pong>, Status>
+//! ```
 //!
 //! A client that reads long streams calls through [`PooledClient`] instead of the generated
 //! client's method:

@@ -28,8 +28,9 @@ type Handler = Arc<dyn Fn(http::Request<Body>) -> BoxFuture<http::Response<Body>
 /// The request a pooled streaming handler receives: its messages, read into pooled memory.
 pub type PooledStreaming<Req> = Request<Decoded<Req, Body>>;
 
-/// A tonic service (a generated `FooServer`, say) with some of its client-streaming and bidi
-/// methods served by handlers of your own through the pooled path: requests read by a
+/// A tonic service (a generated `FooServer`, say) with some of its methods (client-streaming
+/// and bidi with [`streaming`](Self::streaming), unary with [`unary`](Self::unary)) served by
+/// handlers of your own through the pooled path: requests read by a
 /// [`MessageReader`] (nothing held between messages), responses sent by an [`EncodeBody`]
 /// (each batch in a pooled buffer until h2 has written it). Every other method goes to the
 /// service unchanged, and the whole is one service for `tonic::transport::Server::add_service`
@@ -139,6 +140,59 @@ impl<S> PooledMethods<S> {
         methods.retain(|(p, _)| *p != path);
         methods.push((path, serve));
         self
+    }
+}
+
+impl<S> PooledMethods<S> {
+    /// Serves the unary method at `path` with `handler`, through the same path as
+    /// [`streaming`](Self::streaming): the request's message is read from h2's frames straight
+    /// into a pooled buffer (copied once, as tonic copies it into its own buffer; through
+    /// [`PooledCodec`](super::PooledCodec) it is copied a second time, out of tonic's buffer)
+    /// and decoded as `Req`, whose `Bytes` fields are views of that buffer; the response goes
+    /// out from a pooled buffer. Replaces an earlier handler for the same path.
+    ///
+    /// As tonic does, the handler runs once the request has ended (its trailers, if any, are
+    /// not merged into the request's metadata). A request without a message, or with more
+    /// than one, is answered with `INTERNAL`.
+    pub fn unary<Req, Resp, F, Fut>(self, path: &'static str, handler: F) -> Self
+    where
+        Req: prost::Message + Default + Send + 'static,
+        Resp: prost::Message + Send + 'static,
+        F: Fn(Request<Req>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Response<Resp>, Status>> + Send + 'static,
+    {
+        let handler = Arc::new(handler);
+        self.streaming(path, move |request: PooledStreaming<Req>| {
+            let handler = Arc::clone(&handler);
+            async move {
+                let (metadata, extensions, mut messages) = request.into_parts();
+                let Some(message) = messages.message().await? else {
+                    return Err(Status::internal("a unary request without a message"));
+                };
+                if messages.message().await?.is_some() {
+                    return Err(Status::internal(
+                        "a unary request with more than one message",
+                    ));
+                }
+                drop(messages);
+                let response = handler(Request::from_parts(metadata, extensions, message)).await?;
+                Ok(response.map(|m| One(Some(Ok(m)))))
+            }
+        })
+    }
+}
+
+/// A stream of one item: a unary method's response.
+struct One<T>(Option<T>);
+
+// Nothing is pinned inside: the item is moved out whole.
+impl<T> Unpin for One<T> {}
+
+impl<T> Stream for One<T> {
+    type Item = T;
+
+    fn poll_next(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Option<T>> {
+        Poll::Ready(self.get_mut().0.take())
     }
 }
 
