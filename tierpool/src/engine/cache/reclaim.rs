@@ -35,7 +35,9 @@
 //! # Parked caches
 //!
 //! A thread that exits gives its cache's buffers, reservations and stack storage back
-//! (`policy/service.rs`, `retire`) and detaches it. Rather than free it, the list keeps up to
+//! (`policy/service.rs`, `retire`) and, once the budget's refunds of that are settled,
+//! detaches it (`local.rs`): a cache that no longer counts owes the account nothing, so the
+//! figures are exact once no thread uses the pool. Rather than free it, the list keeps up to
 //! [`MAX_PARKED`] such empty caches, and the pool's next new thread takes one
 //! ([`Caches::unpark`]) instead of allocating its own: a program that starts threads for
 //! batches of work (`std::thread::scope`, a runtime's blocking pool) paid four allocations
