@@ -183,12 +183,18 @@ impl Table {
         for row in &self.rows {
             out.push('|');
             for c in row {
-                let _ = write!(out, " {c} |");
+                let _ = write!(out, " {} |", markdown_cell(c));
             }
             out.push('\n');
         }
         out
     }
+}
+
+/// `cell` as a Markdown table cell: a `|` would end the cell and a `<` start an HTML tag
+/// (`Full<Bytes>` would render as `Full`).
+fn markdown_cell(cell: &str) -> String {
+    cell.replace('|', "\\|").replace('<', "&lt;")
 }
 
 /// The table of one workload's records: for each parameter and metric, one row per
@@ -512,6 +518,19 @@ mod tests {
                 "| Vec (glibc) | 4 KiB | ns/op | 25.0 | 12.5 | 50.0 | 0 | 0 | 2.50x | 1.00x |"
             ),
             "{t}"
+        );
+    }
+
+    #[test]
+    fn markdown_cells_keep_their_text() {
+        let t = Table {
+            header: vec!["contender".into()],
+            numeric: vec![false],
+            rows: vec![vec!["Full<Bytes> | a".into()]],
+        };
+        assert_eq!(
+            t.markdown(),
+            "| contender |\n|---|\n| Full&lt;Bytes> \\| a |\n"
         );
     }
 

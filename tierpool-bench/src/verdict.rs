@@ -38,9 +38,9 @@ impl Outcome {
     /// The outcome of an advantage (the other's figure over tierpool's, turned so that above
     /// 1 favours tierpool).
     pub fn of(advantage: f64) -> Outcome {
-        if advantage >= 1.0 + NOISE {
+        if advantage > 1.0 + NOISE {
             Outcome::Win
-        } else if advantage <= 1.0 / (1.0 + NOISE) {
+        } else if advantage < 1.0 / (1.0 + NOISE) {
             Outcome::Loss
         } else {
             Outcome::Draw
@@ -68,6 +68,9 @@ pub struct Verdict<'a> {
     pub workload: &'a str,
     /// One per parameter and metric measured for tierpool and for another contender.
     pub comparisons: Vec<Comparison<'a>>,
+    /// Rows of tierpool's ways, and of the others, in the workload.
+    ours: usize,
+    theirs: usize,
 }
 
 /// What a workload's comparisons add up to.
@@ -81,7 +84,7 @@ pub enum Summary {
     Loss,
     /// Wins and losses both.
     Mixed,
-    /// Nothing to compare: tierpool alone, or only its own ways.
+    /// Nothing to compare: tierpool alone, only its own ways, or no tierpool figure.
     NotCompared,
 }
 
@@ -116,6 +119,8 @@ impl<'a> Verdict<'a> {
                         .copied()
                         .filter(|r| r.param == param && r.metric == metric)
                         .filter(|r| is_tierpool(&r.contender) == ours)
+                        // A ratio of figures needs both positive (a delta can be negative).
+                        .filter(|r| r.median > 0.0 && r.median.is_finite())
                         .min_by(|a, b| {
                             let (a, b) = if lower { (a, b) } else { (b, a) };
                             a.median.total_cmp(&b.median)
@@ -135,9 +140,12 @@ impl<'a> Verdict<'a> {
                 })
             })
             .collect();
+        let ours = rows.iter().filter(|r| is_tierpool(&r.contender)).count();
         Verdict {
             workload,
             comparisons,
+            ours,
+            theirs: rows.len() - ours,
         }
     }
 
@@ -161,7 +169,9 @@ impl<'a> Verdict<'a> {
     /// `won 3, drawn 1, lost 0 of 4`, or why nothing was compared.
     pub fn tally(&self) -> String {
         match self.counts() {
-            (0, 0, 0) => "tierpool's own ways only".into(),
+            (0, 0, 0) if self.ours == 0 => "no tierpool figure".into(),
+            (0, 0, 0) if self.theirs == 0 => "tierpool's own ways only".into(),
+            (0, 0, 0) => "no parameter measured for both".into(),
             (w, d, l) => format!("won {w}, drawn {d}, lost {l} of {}", w + d + l),
         }
     }
@@ -197,7 +207,7 @@ impl<'a> Verdict<'a> {
 }
 
 /// How the verdict is read (above its table).
-pub const READING: &str = "For each workload, tierpool's best figure against the best other contender's, parameter by parameter: a win or a loss when one is better by more than 15% (this shared machine's noise), a draw within it. The advantage is the other's figure over tierpool's, above 1 in tierpool's favour.";
+pub const READING: &str = "For each workload, tierpool's best figure against the best other contender's, parameter by parameter: a win or a loss when one is better by more than 15% (this shared machine's noise), a draw within it; a parameter without a positive figure from both sides is not compared. The advantage is the other's figure over tierpool's, above 1 in tierpool's favour.";
 
 #[cfg(test)]
 mod tests {
@@ -262,9 +272,10 @@ mod tests {
 
     #[test]
     fn summaries_and_the_noise_line() {
-        assert_eq!(Outcome::of(1.0 + NOISE), Outcome::Win);
-        assert_eq!(Outcome::of(1.14), Outcome::Draw);
-        assert_eq!(Outcome::of(1.0 / (1.0 + NOISE)), Outcome::Loss);
+        assert_eq!(Outcome::of(1.16), Outcome::Win);
+        assert_eq!(Outcome::of(1.0 + NOISE), Outcome::Draw);
+        assert_eq!(Outcome::of(1.0 / (1.0 + NOISE)), Outcome::Draw);
+        assert_eq!(Outcome::of(0.86), Outcome::Loss);
         assert_eq!(Outcome::of(0.9), Outcome::Draw);
         let rows = [
             row("tierpool", "a", "ns/op", 1.0),
@@ -287,6 +298,19 @@ mod tests {
             (v.summary(), v.range()),
             (Summary::Draw, "1.10x".to_string())
         );
+        // No tierpool row (its run failed, say), or a figure that is not positive: nothing
+        // compared, and the tally says why.
+        let others = [row("Vec (glibc)", "a", "ns/op", 1.0)];
+        let refs: Vec<&Record> = others.iter().collect();
+        assert_eq!(Verdict::of("w", &refs).tally(), "no tierpool figure");
+        let zero = [
+            row("tierpool", "a", "ns/op", 0.0),
+            row("Vec (glibc)", "a", "ns/op", 1.0),
+        ];
+        let refs: Vec<&Record> = zero.iter().collect();
+        let v = Verdict::of("w", &refs);
+        assert_eq!(v.summary(), Summary::NotCompared);
+        assert_eq!(v.tally(), "no parameter measured for both");
         assert!(!lower_is_better("ratio (target >= 0.9)") && lower_is_better("RSS MiB"));
         assert!(is_tierpool("(b) tierpool read_ready_exact (tokio)"));
         assert!(is_tierpool(

@@ -146,9 +146,12 @@ pub fn random_bytes(seed: u64, n: usize) -> Vec<u8> {
     (0..n).map(|_| r.next() as u8).collect()
 }
 
-/// A path in the temporary directory, unique to this process and `name`.
+/// A path in the temporary directory, unique to this call: the process, `name` and a count
+/// (tests of one binary run side by side, and two may ask for the same name).
 pub fn temp_path(name: &str) -> std::path::PathBuf {
-    std::env::temp_dir().join(format!("tierpool-{}-{name}", std::process::id()))
+    static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let call = CALLS.fetch_add(1, Ordering::Relaxed);
+    std::env::temp_dir().join(format!("tierpool-{}-{call}-{name}", std::process::id()))
 }
 
 /// What the io_uring tests do when the kernel refuses io_uring (`why`): fail if

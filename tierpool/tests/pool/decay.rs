@@ -138,7 +138,6 @@ fn background_trimmer_releases_an_idle_pool() {
         assert!(held > 0 && held <= 100 * KIB16, "{}", pool.stats());
         held
     };
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let trimmed = make(true);
     let untrimmed = make(false);
     fill(&trimmed);
@@ -153,60 +152,6 @@ fn background_trimmer_releases_an_idle_pool() {
     thread::sleep(3 * interval);
     assert_eq!(untrimmed.stats().depot_bytes, untrimmed_held);
 }
-
-/// Threads of this process named `tierpool-trim` (Linux), or `None` elsewhere. (Under Wine a
-/// Windows build could read the host's /proc, which does not carry Windows thread names.)
-fn trimmer_threads() -> Option<usize> {
-    if !cfg!(target_os = "linux") {
-        return None;
-    }
-    let tasks = std::fs::read_dir("/proc/self/task").ok()?;
-    Some(
-        tasks
-            .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
-            .filter(|name| name.trim() == "tierpool-trim")
-            .count(),
-    )
-}
-
-#[test]
-fn the_trimmer_thread_exits_with_its_pool() {
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    // A trimmer of an earlier test may still be on its way out: count from none.
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while trimmer_threads().is_some_and(|n| n > 0) && Instant::now() < deadline {
-        thread::sleep(Duration::from_millis(5));
-    }
-    let before = trimmer_threads();
-    let pool = BufferPool::builder()
-        .decay_interval(Duration::from_secs(3600))
-        .background_trim(true)
-        .build()
-        .unwrap();
-    drop(pool.get(10));
-    if let Some(before) = before {
-        // The thread names itself once it runs.
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while trimmer_threads() != Some(before + 1) && Instant::now() < deadline {
-            thread::sleep(Duration::from_millis(5));
-        }
-        assert_eq!(trimmer_threads(), Some(before + 1));
-    }
-    drop(pool); // unparks the trimmer, which sees the pool closed and exits at once
-    if let Some(before) = before {
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while trimmer_threads() != Some(before) && Instant::now() < deadline {
-            thread::sleep(Duration::from_millis(5));
-        }
-        assert_eq!(trimmer_threads(), Some(before), "the trimmer did not exit");
-    }
-    let p = BufferPool::new();
-    drop(p.get(10));
-    assert_eq!(p.stats().returned, 1);
-}
-
-/// The two tests that start trimmer threads must not overlap (one counts them).
-static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 #[test]
 fn a_thread_that_only_returns_buffers_honours_trim() {

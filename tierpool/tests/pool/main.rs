@@ -3,8 +3,8 @@
 //! model (plain and aligned), the long-wait report and the metrics.
 //!
 //! One test binary: the modules share the helpers and run side by side. Tests that need a
-//! process of their own (a counting global allocator, the process's RSS, the default pool)
-//! are the files beside this folder.
+//! process of their own (a counting global allocator, the process's RSS or its threads, the
+//! default pool) are the files beside this folder.
 
 #[path = "../common/mod.rs"]
 mod common;

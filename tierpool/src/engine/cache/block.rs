@@ -228,7 +228,8 @@ impl Cache {
     /// reservation, no large slot, and it is not dead. What an exiting thread's cache is
     /// once it gave everything back (`policy/service.rs`, `retire`): such a cache may be parked for the
     /// next thread ([`Caches::detach`](super::reclaim::Caches::detach)). Read by its owner,
-    /// or by a holder of the only reference.
+    /// by its exiting thread once it gave everything back, or by a holder of the only
+    /// reference.
     pub(crate) fn is_empty(&self) -> bool {
         !self.is_dead()
             && self.head.reserved.load(Relaxed) == 0

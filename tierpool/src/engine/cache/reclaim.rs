@@ -130,7 +130,9 @@ impl Caches {
     /// Unregisters a cache, folding its counts into the retired totals in the same critical
     /// section so that `stats()` never sees them twice or not at all. An empty cache
     /// ([`Cache::is_empty`]: an exiting thread's, once it gave everything back) is parked for
-    /// the next thread, if there is room and the pool is open. Called by the cache's owner.
+    /// the next thread, if there is room and the pool is open. Called by the cache's owner
+    /// when the pool closes (`kill`), or by its exiting thread once that owner is gone and
+    /// its refunds are settled (`local.rs`).
     pub(crate) fn detach(&self, cache: &Cache) {
         let mut a = lock(&self.attached);
         if let Some(i) = a.caches.iter().position(|c| std::ptr::eq(&**c, cache)) {
