@@ -12,9 +12,9 @@ use crate::report::{fmt_num, Record};
 pub const NOISE: f64 = 0.15;
 
 /// True for a contender that is tierpool or one of its ways (`tierpool (budget)`,
-/// `tonic + tierpool`, `PooledChain::into_view_frames, ...`).
+/// `tonic + tierpool`, `PooledChain::into_view_frames, ...`, `kv_server pooled, ...`).
 pub fn is_tierpool(contender: &str) -> bool {
-    contender.contains("tierpool") || contender.starts_with("Pooled")
+    contender.contains("tierpool") || contender.to_ascii_lowercase().contains("pooled")
 }
 
 /// True if a smaller figure of `metric` is better: times, instructions, bytes, syscalls are;
@@ -316,6 +316,8 @@ mod tests {
         assert!(is_tierpool(
             "PooledChain::into_view_frames, a frame per view (hyper)"
         ));
+        assert!(is_tierpool("kv_server pooled, under a budget"));
         assert!(!is_tierpool("Full<Bytes> from a fresh Vec (hyper)"));
+        assert!(!is_tierpool("one reused Vec (compio read_at)"));
     }
 }
