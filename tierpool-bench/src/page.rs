@@ -123,29 +123,49 @@ window.addEventListener('load', function () {
 /// A table in HTML: numbers right-aligned, tierpool's rows marked, a line where the
 /// parameter changes.
 fn table_html(t: &Table) -> String {
-    let mut out = String::from("<div class=\"table\"><table>\n<thead><tr>");
-    for (h, &num) in t.header.iter().zip(&t.numeric) {
-        let _ = write!(out, "<th{}>{}</th>", num_class(num), escape(h));
-    }
-    out.push_str("</tr></thead>\n<tbody>\n");
-    let mut last_param: Option<&str> = None;
-    for row in &t.rows {
+    let mut last_param: Option<String> = None;
+    let row_class = |row: &[String]| {
         let mut classes = Vec::new();
         if row.first().is_some_and(|c| verdict::is_tierpool(c)) {
             classes.push("ours");
         }
-        let param = row.get(1).map(String::as_str);
+        let param = row.get(1).cloned();
         if last_param.is_some() && param != last_param {
             classes.push("first");
         }
         last_param = param;
+        classes.join(" ")
+    };
+    html_table(t, "", row_class, |_, c| escape(c))
+}
+
+/// `t` as an HTML table (`class` on the `<table>` if not empty): each row's classes from
+/// `row_class` (none if empty), each cell's HTML from `cell` (its column and text), numeric
+/// columns right-aligned.
+fn html_table(
+    t: &Table,
+    class: &str,
+    mut row_class: impl FnMut(&[String]) -> String,
+    cell: impl Fn(usize, &str) -> String,
+) -> String {
+    let mut out = String::from("<div class=\"table\"><table");
+    if !class.is_empty() {
+        let _ = write!(out, " class=\"{}\"", escape(class));
+    }
+    out.push_str(">\n<thead><tr>");
+    for (h, &num) in t.header.iter().zip(&t.numeric) {
+        let _ = write!(out, "<th{}>{}</th>", num_class(num), escape(h));
+    }
+    out.push_str("</tr></thead>\n<tbody>\n");
+    for row in &t.rows {
+        let classes = row_class(row);
         if classes.is_empty() {
             out.push_str("<tr>");
         } else {
-            let _ = write!(out, "<tr class=\"{}\">", classes.join(" "));
+            let _ = write!(out, "<tr class=\"{}\">", escape(&classes));
         }
-        for (c, &num) in row.iter().zip(&t.numeric) {
-            let _ = write!(out, "<td{}>{}</td>", num_class(num), escape(c));
+        for (i, (c, &num)) in row.iter().zip(&t.numeric).enumerate() {
+            let _ = write!(out, "<td{}>{}</td>", num_class(num), cell(i, c));
         }
         out.push_str("</tr>\n");
     }
@@ -182,30 +202,23 @@ fn inline_svg(path: &Path) -> String {
 /// section, each row classed by its verdict (`win`, `loss`, ...) for the style to colour.
 fn verdict_html(sections: &[Section<'_>]) -> String {
     let t = render::verdict_table(sections, |w| w.to_string());
-    let mut out = format!(
-        "<section id=\"verdict\">\n<h2>Verdict</h2>\n<p class=\"question\">{}</p>\n<div class=\"table\"><table class=\"verdict\">\n<thead><tr>",
-        prose(verdict::READING)
-    );
-    for (h, &num) in t.header.iter().zip(&t.numeric) {
-        let _ = write!(out, "<th{}>{}</th>", num_class(num), escape(h));
-    }
-    out.push_str("</tr></thead>\n<tbody>\n");
-    for row in &t.rows {
-        let class = row[1].replace(' ', "-");
-        let _ = write!(out, "<tr class=\"{}\">", escape(&class));
-        for (i, (c, &num)) in row.iter().zip(&t.numeric).enumerate() {
+    let table = html_table(
+        &t,
+        "verdict",
+        |row| row[1].replace(' ', "-"),
+        |i, c| {
             let c = escape(c);
-            let cell = if i == 0 {
+            if i == 0 {
                 format!("<a href=\"#{c}\">{c}</a>")
             } else {
                 c
-            };
-            let _ = write!(out, "<td{}>{cell}</td>", num_class(num));
-        }
-        out.push_str("</tr>\n");
-    }
-    out.push_str("</tbody></table></div>\n</section>\n");
-    out
+            }
+        },
+    );
+    format!(
+        "<section id=\"verdict\">\n<h2>Verdict</h2>\n<p class=\"question\">{}</p>\n{table}</section>\n",
+        prose(verdict::READING)
+    )
 }
 
 fn num_class(num: bool) -> &'static str {

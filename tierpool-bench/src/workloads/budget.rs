@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use tierpool::io::frame::{FrameReader, FrameWriter};
 use tierpool::BufferPool;
@@ -96,9 +96,6 @@ pub fn run_one(ctx: &Ctx, budget: Option<usize>) -> Output {
         builder = builder.max_in_use_bytes(b);
     }
     let pool = builder.build().expect("valid configuration");
-    let payload: Arc<Vec<u8>> = Arc::new((0..FRAME).map(|i| (i * 7) as u8).collect());
-    let expected = checksum(&payload);
-    let held = Arc::new(AtomicUsize::new(0));
     let held_peak = Arc::new(AtomicUsize::new(0));
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -107,75 +104,126 @@ pub fn run_one(ctx: &Ctx, budget: Option<usize>) -> Output {
         .expect("tokio runtime");
     let before = crate::alloc::counted();
     crate::alloc::set_counting(true);
-    let (elapsed, hist) = rt.block_on(async {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind");
-        let addr = listener.local_addr().expect("address");
-        let started = Instant::now();
-        let mut writers = Vec::new();
-        for _ in 0..conns {
-            let payload = payload.clone();
-            writers.push(tokio::spawn(async move {
-                let s = tokio::net::TcpStream::connect(addr).await.expect("connect");
-                s.set_nodelay(true).expect("nodelay");
-                let mut w = FrameWriter::new(s);
-                for _ in 0..frames {
-                    w.write_frame(0, &payload).await.expect("write");
-                }
-                w.flush().await.expect("flush");
-            }));
-        }
-        // The handlers: one thread that processes payloads in arrival order, slower than the
-        // network delivers them (PROCESS_PASSES checksum passes each), fed by an unbounded
-        // queue: without a budget, the backlog (and the heap) grows with the flood.
-        let (tx, rx) = std::sync::mpsc::channel::<tierpool::PooledBuf>();
-        let handler = {
-            let held = held.clone();
-            std::thread::spawn(move || {
-                for p in rx {
-                    for _ in 0..PROCESS_PASSES {
-                        assert_eq!(checksum(std::hint::black_box(&p)), expected);
-                    }
-                    held.fetch_sub(1, Ordering::Relaxed);
-                }
-            })
-        };
-        let mut readers = Vec::new();
-        for _ in 0..conns {
-            let (s, _) = listener.accept().await.expect("accept");
-            let (pool, held, held_peak, tx) =
-                (pool.clone(), held.clone(), held_peak.clone(), tx.clone());
-            readers.push(tokio::spawn(async move {
-                let mut r = FrameReader::new(s, pool);
-                let mut h = hdrhistogram::Histogram::<u64>::new(3).expect("histogram");
-                loop {
-                    let t = Instant::now();
-                    let Some((_, p)) = r.read_frame().await.expect("read") else {
-                        break;
-                    };
-                    let _ = h.record(t.elapsed().as_micros() as u64);
-                    let now = held.fetch_add(1, Ordering::Relaxed) + 1;
-                    held_peak.fetch_max(now, Ordering::Relaxed);
-                    tx.send(p).expect("handler alive");
-                }
-                h
-            }));
-        }
-        drop(tx);
-        let mut all = hdrhistogram::Histogram::<u64>::new(3).expect("histogram");
-        for r in readers {
-            all.add(r.await.expect("reader")).expect("same bounds");
-        }
-        for w in writers {
-            w.await.expect("writer");
-        }
-        handler.join().expect("handler");
-        (started.elapsed(), all)
-    });
+    let (elapsed, hist) = rt.block_on(flood(&pool, conns, frames, &held_peak));
     crate::alloc::set_counting(false);
     let counted = crate::alloc::counted();
     drop(rt);
+    let run = Flooded {
+        elapsed,
+        hist,
+        held_peak: held_peak.load(Ordering::Relaxed),
+        allocs: counted.allocs - before.allocs,
+        bytes: counted.bytes - before.bytes,
+    };
+    record(ctx, budget, &pool, (conns, frames), &run)
+}
+
+/// What one configuration's run measured.
+struct Flooded {
+    elapsed: Duration,
+    /// The readers' latencies per frame (µs).
+    hist: hdrhistogram::Histogram<u64>,
+    /// The most payloads held at once.
+    held_peak: usize,
+    /// Allocations and bytes allocated while it ran.
+    allocs: u64,
+    bytes: u64,
+}
+
+/// `conns` loopback connections each send `frames` frames as fast as they can; a reader task
+/// per connection reads them into pooled buffers for one slow handler thread. Returns the
+/// time it took and the readers' latencies per frame (µs); `held_peak` gets the most
+/// payloads held at once.
+async fn flood(
+    pool: &BufferPool,
+    conns: usize,
+    frames: usize,
+    held_peak: &Arc<AtomicUsize>,
+) -> (Duration, hdrhistogram::Histogram<u64>) {
+    let payload: Arc<Vec<u8>> = Arc::new((0..FRAME).map(|i| (i * 7) as u8).collect());
+    let expected = checksum(&payload);
+    let held = Arc::new(AtomicUsize::new(0));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("address");
+    let started = Instant::now();
+    let mut writers = Vec::new();
+    for _ in 0..conns {
+        let payload = payload.clone();
+        writers.push(tokio::spawn(async move {
+            let s = tokio::net::TcpStream::connect(addr).await.expect("connect");
+            s.set_nodelay(true).expect("nodelay");
+            let mut w = FrameWriter::new(s);
+            for _ in 0..frames {
+                w.write_frame(0, &payload).await.expect("write");
+            }
+            w.flush().await.expect("flush");
+        }));
+    }
+    // The handlers: one thread that processes payloads in arrival order, slower than the
+    // network delivers them (PROCESS_PASSES checksum passes each), fed by an unbounded
+    // queue: without a budget, the backlog (and the heap) grows with the flood.
+    let (tx, rx) = std::sync::mpsc::channel::<tierpool::PooledBuf>();
+    let handler = {
+        let held = held.clone();
+        std::thread::spawn(move || {
+            for p in rx {
+                for _ in 0..PROCESS_PASSES {
+                    assert_eq!(checksum(std::hint::black_box(&p)), expected);
+                }
+                held.fetch_sub(1, Ordering::Relaxed);
+            }
+        })
+    };
+    let mut readers = Vec::new();
+    for _ in 0..conns {
+        let (s, _) = listener.accept().await.expect("accept");
+        let (pool, held, held_peak, tx) =
+            (pool.clone(), held.clone(), held_peak.clone(), tx.clone());
+        readers.push(tokio::spawn(async move {
+            let mut r = FrameReader::new(s, pool);
+            let mut h = hdrhistogram::Histogram::<u64>::new(3).expect("histogram");
+            loop {
+                let t = Instant::now();
+                let Some((_, p)) = r.read_frame().await.expect("read") else {
+                    break;
+                };
+                let _ = h.record(t.elapsed().as_micros() as u64);
+                let now = held.fetch_add(1, Ordering::Relaxed) + 1;
+                held_peak.fetch_max(now, Ordering::Relaxed);
+                tx.send(p).expect("handler alive");
+            }
+            h
+        }));
+    }
+    drop(tx);
+    let mut all = hdrhistogram::Histogram::<u64>::new(3).expect("histogram");
+    for r in readers {
+        all.add(r.await.expect("reader")).expect("same bounds");
+    }
+    for w in writers {
+        w.await.expect("writer");
+    }
+    handler.join().expect("handler");
+    (started.elapsed(), all)
+}
+
+/// The record of one configuration's run.
+fn record(
+    ctx: &Ctx,
+    budget: Option<usize>,
+    pool: &BufferPool,
+    (conns, frames): (usize, usize),
+    run: &Flooded,
+) -> Output {
+    let Flooded {
+        elapsed,
+        ref hist,
+        held_peak,
+        allocs,
+        bytes,
+    } = *run;
     let total = (conns * frames) as f64;
     let ns = elapsed.as_nanos() as f64 / total;
     let ms = |us: u64| us as f64 / 1e3;
@@ -190,10 +238,7 @@ pub fn run_one(ctx: &Ctx, budget: Option<usize>) -> Output {
         "peak RSS MiB".to_string(),
         peak_rss_bytes() as f64 / (1 << 20) as f64,
     );
-    extra.insert(
-        "payloads held at once".to_string(),
-        held_peak.load(Ordering::Relaxed) as f64,
-    );
+    extra.insert("payloads held at once".to_string(), held_peak as f64);
     let s = pool.stats();
     if let Some(b) = &s.budget {
         let mib = |x: usize| x as f64 / (1 << 20) as f64;
@@ -219,8 +264,8 @@ pub fn run_one(ctx: &Ctx, budget: Option<usize>) -> Output {
             min: ns,
             max: ns,
             samples: 1,
-            allocs_per_op: Some((counted.allocs - before.allocs) as f64 / total),
-            bytes_per_op: Some((counted.bytes - before.bytes) as f64 / total),
+            allocs_per_op: Some(allocs as f64 / total),
+            bytes_per_op: Some(bytes as f64 / total),
             extra,
         }],
         timelines: vec![],

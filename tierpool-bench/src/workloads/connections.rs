@@ -339,10 +339,30 @@ pub fn run_client(quick: bool) -> Result<(), String> {
     Ok(())
 }
 
+/// What one strategy's run measured.
+struct Measured {
+    /// The client's time for all its messages.
+    elapsed: Duration,
+    /// Send-to-answer latency, in microseconds.
+    p50_us: u64,
+    p99_us: u64,
+    /// Messages sent.
+    sent: u64,
+    /// RSS with every connection open and idle.
+    idle_rss: u64,
+    /// Bytes in pooled buffers with every connection idle.
+    held_idle: usize,
+    /// The peak of RSS samples while the traffic ran.
+    rss_peak: u64,
+    /// The server's allocations and bytes allocated while the traffic ran.
+    allocs: u64,
+    alloc_bytes: u64,
+    ring: Option<tierpool::io::buf_ring::BufRingStats>,
+}
+
 /// Runs the server of one strategy in this process (2 tokio workers), with the client in a
 /// child process, and reports it.
 pub fn run_one(ctx: &Ctx, strategy: Strategy) -> Result<Output, String> {
-    use std::io::{BufRead, Write};
     let (conns, active, _) = shape(ctx.quick);
     crate::nofile::raise_nofile(conns as u64 + 256)
         .map_err(|e| format!("the connections workload: {e}"))?;
@@ -353,172 +373,221 @@ pub fn run_one(ctx: &Ctx, strategy: Strategy) -> Result<Output, String> {
         .max_in_use_bytes(1 << 30)
         .build()
         .expect("valid configuration");
-    let expected = sum(&message());
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .map_err(|e| e.to_string())?;
-    let r = rt.block_on(async {
-        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-        let addr = listener.local_addr().expect("address");
-        let mut cmd =
-            std::process::Command::new(std::env::current_exe().map_err(|e| e.to_string())?);
-        cmd.args([
-            "--child",
-            "--workload",
-            "connections",
-            "--contender",
-            CLIENT,
-        ])
-        .env(ADDR_ENV, addr.to_string())
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped());
-        if ctx.quick {
-            cmd.arg("--quick");
-        }
-        let mut client = cmd
-            .spawn()
-            .map_err(|e| format!("the client process: {e}"))?;
-        let mut to_client = client.stdin.take().expect("piped");
-        let mut from_client = std::io::BufReader::new(client.stdout.take().expect("piped"));
-        let acceptor = {
-            let pool = pool.clone();
-            tokio::spawn(async move {
-                let mut servers = Vec::with_capacity(conns);
-                let mut streams = Vec::new();
-                for _ in 0..conns {
-                    let (s, _) = listener.accept().await.expect("accept");
-                    s.set_nodelay(true).expect("nodelay");
-                    if strategy == Strategy::Ring {
-                        streams.push(s.into_std().expect("a std stream"));
-                    } else {
-                        servers.push(tokio::spawn(serve(s, strategy, pool.clone(), expected)));
-                    }
-                }
-                (servers, streams)
-            })
-        };
-        // The client says `ready` once every connection is made, or exits early (its stdout
-        // closes: an empty line) if it cannot: either way this does not hang.
-        let (line, mut from_client) = tokio::task::spawn_blocking(move || {
-            let mut line = String::new();
-            from_client
-                .read_line(&mut line)
-                .map(|_| (line, from_client))
-        })
-        .await
-        .expect("reader")
-        .map_err(|e| e.to_string())?;
-        if line.trim() != "ready" {
-            let _ = client.kill();
-            return Err(format!("the client did not get ready (it said {line:?})"));
-        }
-        let (servers, streams) = tokio::time::timeout(Duration::from_secs(60), acceptor)
-            .await
-            .map_err(|_| "the server did not accept every connection within 60 s".to_string())?
-            .expect("acceptor");
-        // Strategy (c): the ring's thread, once it has armed every receive.
-        let ring_thread = if strategy == Strategy::Ring {
-            let (armed, is_armed) = std::sync::mpsc::channel();
-            let pool = pool.clone();
-            let t = std::thread::spawn(move || ring_server(streams, pool, expected, armed));
-            tokio::task::spawn_blocking(move || is_armed.recv())
-                .await
-                .expect("waiter")
-                .map_err(|_| "the ring server stopped before arming its receives".to_string())?;
-            Some(t)
-        } else {
-            None
-        };
-        // Every connection open and idle: the baseline.
-        tokio::time::sleep(Duration::from_millis(300)).await;
-        let baseline = rss_bytes();
-        let held_idle = {
-            let s = pool.stats();
-            (s.gets - s.returned) as usize * MSG
-        };
-        let done = Arc::new(AtomicBool::new(false));
-        // RSS every 5 ms (reading it allocates nothing, so the allocation count is the
-        // server's own); the bytes held come from the budget's exact peak afterwards.
-        let sampler = {
-            let done = done.clone();
-            tokio::spawn(async move {
-                let mut rss_peak = 0u64;
-                while !done.load(Ordering::Relaxed) {
-                    rss_peak = rss_peak.max(rss_bytes());
-                    tokio::time::sleep(Duration::from_millis(5)).await;
-                }
-                rss_peak
-            })
-        };
-        let before = crate::alloc::counted();
-        crate::alloc::set_counting(true);
-        to_client.write_all(b"go\n").map_err(|e| e.to_string())?;
-        to_client.flush().map_err(|e| e.to_string())?;
-        let line = tokio::task::spawn_blocking(move || {
-            let mut line = String::new();
-            from_client.read_line(&mut line).map(|_| line)
-        })
-        .await
-        .expect("reader")
-        .map_err(|e| e.to_string())?;
-        crate::alloc::set_counting(false);
-        let counted = crate::alloc::counted();
-        done.store(true, Ordering::Relaxed);
-        let rss_peak = sampler.await.expect("sampler");
-        let f: Vec<u64> = line
-            .strip_prefix("done ")
-            .map(|rest| {
-                rest.split_whitespace()
-                    .filter_map(|x| x.parse().ok())
-                    .collect()
-            })
-            .unwrap_or_default();
-        let [elapsed_ns, p50, p99, sent] = f[..] else {
-            return Err(format!("the client's report is garbled: {line:?}"));
-        };
-        if sent == 0 || elapsed_ns == 0 {
-            return Err(format!("the client sent nothing: {line:?}"));
-        }
-        let status = client.wait().map_err(|e| e.to_string())?;
-        if !status.success() {
-            return Err(format!("the client process failed: {status}"));
-        }
-        for s in servers {
-            s.await.expect("server"); // each saw the end of its stream
-        }
-        let ring_stats = match ring_thread {
-            Some(t) => Some(t.join().expect("the ring server")?),
-            None => None,
-        };
-        Ok((
-            Duration::from_nanos(elapsed_ns),
-            (p50, p99, sent),
-            baseline,
-            held_idle,
-            rss_peak,
-            (counted.allocs - before.allocs, counted.bytes - before.bytes),
-            ring_stats,
-        ))
-    });
+    let m = rt.block_on(serve_and_measure(ctx.quick, strategy, conns, &pool));
     drop(rt);
-    let (elapsed, (p50, p99, sent), baseline, held_idle, rss_peak, counted, ring_stats) = r?;
-    let total = sent as f64;
-    let ns = elapsed.as_nanos() as f64 / total;
-    let mib = |b: f64| b / (1 << 20) as f64;
+    let m = m?;
     let s = pool.stats();
     assert_eq!(s.gets, s.returned, "every buffer back: {s}");
-    let mut extra = BTreeMap::new();
-    extra.insert("msgs/s".to_string(), total / elapsed.as_secs_f64());
-    extra.insert("p50 ms".to_string(), p50 as f64 / 1e3);
-    extra.insert("p99 ms".to_string(), p99 as f64 / 1e3);
     // The exact peak of the budget's account: buffers handed out, and those in thread
     // caches (which a budget counts as charged), so an upper bound on what the server held.
     let peak = s.budget.as_ref().map_or(0, |b| b.peak_in_use_bytes);
+    Ok(record(ctx, strategy, (conns, active), &m, peak))
+}
+
+/// The client process: told the server's address, it connects every connection, says
+/// `ready`, waits for `go` and reports `done` (see [`run_client`]).
+fn spawn_client(quick: bool, addr: std::net::SocketAddr) -> Result<std::process::Child, String> {
+    let mut cmd = std::process::Command::new(std::env::current_exe().map_err(|e| e.to_string())?);
+    cmd.args([
+        "--child",
+        "--workload",
+        "connections",
+        "--contender",
+        CLIENT,
+    ])
+    .env(ADDR_ENV, addr.to_string())
+    .stdin(std::process::Stdio::piped())
+    .stdout(std::process::Stdio::piped());
+    if quick {
+        cmd.arg("--quick");
+    }
+    cmd.spawn().map_err(|e| format!("the client process: {e}"))
+}
+
+/// One line from the client, read off the runtime's workers. The client's stdout closing (it
+/// exited early) reads as an empty line, so this does not hang.
+async fn client_line<R: std::io::BufRead + Send + 'static>(
+    mut from_client: R,
+) -> Result<(String, R), String> {
+    tokio::task::spawn_blocking(move || {
+        let mut line = String::new();
+        from_client
+            .read_line(&mut line)
+            .map(|_| (line, from_client))
+    })
+    .await
+    .expect("reader")
+    .map_err(|e| e.to_string())
+}
+
+/// The client's `done` line: its time, p50 and p99 (µs) and the messages it sent.
+fn parse_done(line: &str) -> Result<(Duration, u64, u64, u64), String> {
+    let f: Vec<u64> = line
+        .strip_prefix("done ")
+        .map(|rest| {
+            rest.split_whitespace()
+                .filter_map(|x| x.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default();
+    let [elapsed_ns, p50, p99, sent] = f[..] else {
+        return Err(format!("the client's report is garbled: {line:?}"));
+    };
+    if sent == 0 || elapsed_ns == 0 {
+        return Err(format!("the client sent nothing: {line:?}"));
+    }
+    Ok((Duration::from_nanos(elapsed_ns), p50, p99, sent))
+}
+
+/// Accepts `conns` connections: each served by a task of its own with `strategy`, or (the
+/// ring) handed over as std streams.
+async fn accept(
+    listener: TcpListener,
+    conns: usize,
+    strategy: Strategy,
+    pool: BufferPool,
+    expected: u64,
+) -> (Vec<tokio::task::JoinHandle<()>>, Vec<std::net::TcpStream>) {
+    let mut servers = Vec::with_capacity(conns);
+    let mut streams = Vec::new();
+    for _ in 0..conns {
+        let (s, _) = listener.accept().await.expect("accept");
+        s.set_nodelay(true).expect("nodelay");
+        if strategy == Strategy::Ring {
+            streams.push(s.into_std().expect("a std stream"));
+        } else {
+            servers.push(tokio::spawn(serve(s, strategy, pool.clone(), expected)));
+        }
+    }
+    (servers, streams)
+}
+
+/// Strategy (c): the ring's thread, returned once it has armed every receive.
+async fn start_ring(
+    streams: Vec<std::net::TcpStream>,
+    pool: BufferPool,
+    expected: u64,
+) -> Result<std::thread::JoinHandle<Result<tierpool::io::buf_ring::BufRingStats, String>>, String> {
+    let (armed, is_armed) = std::sync::mpsc::channel();
+    let t = std::thread::spawn(move || ring_server(streams, pool, expected, armed));
+    tokio::task::spawn_blocking(move || is_armed.recv())
+        .await
+        .expect("waiter")
+        .map_err(|_| "the ring server stopped before arming its receives".to_string())?;
+    Ok(t)
+}
+
+/// The peak of RSS read every 5 ms until `done` (reading it allocates nothing, so an
+/// allocation count meanwhile is the server's own).
+async fn rss_peak_until(done: Arc<AtomicBool>) -> u64 {
+    let mut rss_peak = 0u64;
+    while !done.load(Ordering::Relaxed) {
+        rss_peak = rss_peak.max(rss_bytes());
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    rss_peak
+}
+
+/// Accepts the client's connections, serves them with `strategy` while the client sends,
+/// and measures the server.
+async fn serve_and_measure(
+    quick: bool,
+    strategy: Strategy,
+    conns: usize,
+    pool: &BufferPool,
+) -> Result<Measured, String> {
+    use std::io::Write;
+    let expected = sum(&message());
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("address");
+    let mut client = spawn_client(quick, addr)?;
+    let mut to_client = client.stdin.take().expect("piped");
+    let from_client = std::io::BufReader::new(client.stdout.take().expect("piped"));
+    let acceptor = tokio::spawn(accept(listener, conns, strategy, pool.clone(), expected));
+    // The client says `ready` once every connection is made.
+    let (line, from_client) = client_line(from_client).await?;
+    if line.trim() != "ready" {
+        let _ = client.kill();
+        return Err(format!("the client did not get ready (it said {line:?})"));
+    }
+    let (servers, streams) = tokio::time::timeout(Duration::from_secs(60), acceptor)
+        .await
+        .map_err(|_| "the server did not accept every connection within 60 s".to_string())?
+        .expect("acceptor");
+    // Strategy (c): the ring's thread, once it has armed every receive.
+    let ring_thread = if strategy == Strategy::Ring {
+        Some(start_ring(streams, pool.clone(), expected).await?)
+    } else {
+        None
+    };
+    // Every connection open and idle: the baseline.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let idle_rss = rss_bytes();
+    let held_idle = {
+        let s = pool.stats();
+        (s.gets - s.returned) as usize * MSG
+    };
+    let done = Arc::new(AtomicBool::new(false));
+    // The bytes held come from the budget's exact peak afterwards.
+    let sampler = tokio::spawn(rss_peak_until(done.clone()));
+    let before = crate::alloc::counted();
+    crate::alloc::set_counting(true);
+    to_client.write_all(b"go\n").map_err(|e| e.to_string())?;
+    to_client.flush().map_err(|e| e.to_string())?;
+    let (line, _) = client_line(from_client).await?;
+    crate::alloc::set_counting(false);
+    let counted = crate::alloc::counted();
+    done.store(true, Ordering::Relaxed);
+    let rss_peak = sampler.await.expect("sampler");
+    let (elapsed, p50_us, p99_us, sent) = parse_done(&line)?;
+    let status = client.wait().map_err(|e| e.to_string())?;
+    if !status.success() {
+        return Err(format!("the client process failed: {status}"));
+    }
+    for s in servers {
+        s.await.expect("server"); // each saw the end of its stream
+    }
+    let ring = match ring_thread {
+        Some(t) => Some(t.join().expect("the ring server")?),
+        None => None,
+    };
+    Ok(Measured {
+        elapsed,
+        p50_us,
+        p99_us,
+        sent,
+        idle_rss,
+        held_idle,
+        rss_peak,
+        allocs: counted.allocs - before.allocs,
+        alloc_bytes: counted.bytes - before.bytes,
+        ring,
+    })
+}
+
+/// The record of one strategy's run; `peak` is the budget's peak of bytes in use.
+fn record(
+    ctx: &Ctx,
+    strategy: Strategy,
+    (conns, active): (usize, usize),
+    m: &Measured,
+    peak: usize,
+) -> Output {
+    let total = m.sent as f64;
+    let ns = m.elapsed.as_nanos() as f64 / total;
+    let mib = |b: f64| b / (1 << 20) as f64;
+    let mut extra = BTreeMap::new();
+    extra.insert("msgs/s".to_string(), total / m.elapsed.as_secs_f64());
+    extra.insert("p50 ms".to_string(), m.p50_us as f64 / 1e3);
+    extra.insert("p99 ms".to_string(), m.p99_us as f64 / 1e3);
     extra.insert("held MiB (peak)".to_string(), mib(peak as f64));
-    extra.insert("held MiB (idle)".to_string(), mib(held_idle as f64));
-    if let Some(r) = ring_stats {
+    extra.insert("held MiB (idle)".to_string(), mib(m.held_idle as f64));
+    if let Some(r) = &m.ring {
         // Receives that found the ring empty, and slots the pool could not refill.
         extra.insert("ring dry".to_string(), r.dry as f64);
         extra.insert("ring starved".to_string(), r.starved as f64);
@@ -529,10 +598,10 @@ pub fn run_one(ctx: &Ctx, strategy: Strategy) -> Result<Output, String> {
     );
     extra.insert(
         "RSS above idle MiB".to_string(),
-        mib(rss_peak.saturating_sub(baseline) as f64),
+        mib(m.rss_peak.saturating_sub(m.idle_rss) as f64),
     );
-    extra.insert("idle RSS MiB".to_string(), mib(baseline as f64));
-    Ok(Output {
+    extra.insert("idle RSS MiB".to_string(), mib(m.idle_rss as f64));
+    Output {
         records: vec![Record {
             workload: "connections".into(),
             contender: strategy.label().into(),
@@ -543,12 +612,12 @@ pub fn run_one(ctx: &Ctx, strategy: Strategy) -> Result<Output, String> {
             min: ns,
             max: ns,
             samples: 1,
-            allocs_per_op: Some(counted.0 as f64 / total),
-            bytes_per_op: Some(counted.1 as f64 / total),
+            allocs_per_op: Some(m.allocs as f64 / total),
+            bytes_per_op: Some(m.alloc_bytes as f64 / total),
             extra,
         }],
         timelines: vec![],
-    })
+    }
 }
 
 /// The `connections` workload.

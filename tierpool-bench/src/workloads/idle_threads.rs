@@ -105,55 +105,37 @@ fn fill(v: &mut Vec<u8>, byte: u8) {
     v.resize(v.capacity(), byte);
 }
 
-/// Runs one strategy with `threads` idle threads in this process.
-pub fn run_one(ctx: &Ctx, strategy: Strategy, threads: usize) -> Output {
-    let pool = tierpool::BufferPool::builder()
-        .decay_interval(INTERVAL)
-        .background_trim(strategy == Strategy::TierpoolBackground)
-        .trim_allocator(crate::contenders::purge_of(ctx.alloc))
-        .build()
-        .expect("a valid configuration");
-    let baseline = rss_bytes();
-    let ready = Arc::new(Barrier::new(threads + 1));
-    let release = Arc::new(Barrier::new(threads + 1));
-    let handles: Vec<_> = (0..threads)
-        .map(|i| {
-            let (pool, ready, release) = (pool.clone(), ready.clone(), release.clone());
-            std::thread::Builder::new()
-                .stack_size(64 << 10)
-                .spawn(move || {
-                    for &n in &SIZES {
-                        match strategy {
-                            Strategy::Tierpool | Strategy::TierpoolBackground => {
-                                let (mut a, mut b) = (pool.get(n), pool.get(n));
-                                fill(&mut a, i as u8);
-                                fill(&mut b, i as u8);
-                                drop((a, b));
-                            }
-                            Strategy::Vec => {
-                                let (mut a, mut b) = (Vec::with_capacity(n), Vec::with_capacity(n));
-                                fill(&mut a, i as u8);
-                                fill(&mut b, i as u8);
-                                drop((std::hint::black_box(a), std::hint::black_box(b)));
-                            }
-                        }
-                    }
-                    ready.wait();
-                    release.wait(); // idle from here on, never touching the pool again
-                })
-                .expect("a thread")
-        })
-        .collect();
-    ready.wait();
-    let idle_rss = rss_bytes();
-    let idle_retained = pool.stats().retained_bytes as u64;
-    // The rest of the program goes on at a low rate; memory is read two and ten intervals
-    // (plus a margin) after the last thread went idle.
-    let marks = [2 * INTERVAL + INTERVAL / 4, 10 * INTERVAL + INTERVAL / 4];
-    let mut readings = Vec::with_capacity(marks.len());
+/// Takes two buffers of `n` bytes, fills them, and lets them go.
+fn use_two(pool: &tierpool::BufferPool, strategy: Strategy, n: usize, byte: u8) {
+    match strategy {
+        Strategy::Tierpool | Strategy::TierpoolBackground => {
+            let (mut a, mut b) = (pool.get(n), pool.get(n));
+            fill(&mut a, byte);
+            fill(&mut b, byte);
+            drop((a, b));
+        }
+        Strategy::Vec => {
+            let (mut a, mut b) = (Vec::with_capacity(n), Vec::with_capacity(n));
+            fill(&mut a, byte);
+            fill(&mut b, byte);
+            drop((std::hint::black_box(a), std::hint::black_box(b)));
+        }
+    }
+}
+
+/// The rest of the program going on at a low rate (a 4 KiB buffer a millisecond) once every
+/// thread is idle: RSS and the pool's retained bytes, read at each of `intervals` decay
+/// intervals (plus a margin).
+fn go_on_slowly<const N: usize>(
+    pool: &tierpool::BufferPool,
+    strategy: Strategy,
+    intervals: [u32; N],
+) -> Vec<(u64, u64)> {
+    let mut readings = Vec::with_capacity(N);
     let started = Instant::now();
     let mut next = Duration::ZERO;
-    for mark in marks {
+    for n in intervals {
+        let mark = n * INTERVAL + INTERVAL / 4;
         while started.elapsed() < mark {
             if started.elapsed() >= next {
                 match strategy {
@@ -174,31 +156,35 @@ pub fn run_one(ctx: &Ctx, strategy: Strategy, threads: usize) -> Output {
         }
         readings.push((rss_bytes(), pool.stats().retained_bytes as u64));
     }
-    let (trim_rss, trim_retained) = if strategy.pooled() {
-        pool.trim();
-        (Some(rss_bytes()), Some(pool.stats().retained_bytes as u64))
-    } else {
-        (None, None)
-    };
-    release.wait();
-    for h in handles {
-        h.join().expect("an idle thread");
-    }
-    let label = strategy.label_under(ctx.alloc);
-    let record = |param: String, rss: u64, retained: Option<u64>| {
-        let above = rss.saturating_sub(baseline);
+    readings
+}
+
+/// What every row of one run shares.
+struct Rows<'a> {
+    ctx: &'a Ctx,
+    label: String,
+    pool: &'a tierpool::BufferPool,
+    strategy: Strategy,
+    /// RSS before any thread started.
+    baseline: u64,
+}
+
+impl Rows<'_> {
+    /// One row: RSS `rss` (and the pool's retained bytes) at the moment `param` names.
+    fn row(&self, param: String, rss: u64, retained: Option<u64>) -> Record {
+        let above = rss.saturating_sub(self.baseline);
         let mut extra = BTreeMap::from([
-            ("baseline RSS MiB".to_string(), mib(baseline)),
+            ("baseline RSS MiB".to_string(), mib(self.baseline)),
             ("above baseline MiB".to_string(), mib(above)),
         ]);
-        if strategy.pooled() {
+        if self.strategy.pooled() {
             extra.insert("retained MiB".into(), mib(retained.unwrap_or(0)));
-            extra.insert("cap MiB".into(), mib(pool.max_retained_bytes() as u64));
+            extra.insert("cap MiB".into(), mib(self.pool.max_retained_bytes() as u64));
         }
         Record {
             workload: "idle-threads".into(),
-            contender: label.clone(),
-            allocator: ctx.alloc.name().into(),
+            contender: self.label.clone(),
+            allocator: self.ctx.alloc.name().into(),
             param,
             metric: "RSS MiB".into(),
             median: mib(rss),
@@ -209,13 +195,65 @@ pub fn run_one(ctx: &Ctx, strategy: Strategy, threads: usize) -> Output {
             bytes_per_op: None,
             extra,
         }
+    }
+}
+
+/// Runs one strategy with `threads` idle threads in this process.
+pub fn run_one(ctx: &Ctx, strategy: Strategy, threads: usize) -> Output {
+    let pool = tierpool::BufferPool::builder()
+        .decay_interval(INTERVAL)
+        .background_trim(strategy == Strategy::TierpoolBackground)
+        .trim_allocator(crate::contenders::purge_of(ctx.alloc))
+        .build()
+        .expect("a valid configuration");
+    let baseline = rss_bytes();
+    let ready = Arc::new(Barrier::new(threads + 1));
+    let release = Arc::new(Barrier::new(threads + 1));
+    let handles: Vec<_> = (0..threads)
+        .map(|i| {
+            let (pool, ready, release) = (pool.clone(), ready.clone(), release.clone());
+            std::thread::Builder::new()
+                .stack_size(64 << 10)
+                .spawn(move || {
+                    for &n in &SIZES {
+                        use_two(&pool, strategy, n, i as u8);
+                    }
+                    ready.wait();
+                    release.wait(); // idle from here on, never touching the pool again
+                })
+                .expect("a thread")
+        })
+        .collect();
+    ready.wait();
+    let idle_rss = rss_bytes();
+    let idle_retained = pool.stats().retained_bytes as u64;
+    // Memory is read two and ten intervals after the last thread went idle.
+    let marks = [2, 10];
+    let readings = go_on_slowly(&pool, strategy, marks);
+    let (trim_rss, trim_retained) = if strategy.pooled() {
+        pool.trim();
+        (Some(rss_bytes()), Some(pool.stats().retained_bytes as u64))
+    } else {
+        (None, None)
     };
+    release.wait();
+    for h in handles {
+        h.join().expect("an idle thread");
+    }
+    let rows = Rows {
+        ctx,
+        label: strategy.label_under(ctx.alloc),
+        pool: &pool,
+        strategy,
+        baseline,
+    };
+    let record = |param: String, rss: u64, retained: Option<u64>| rows.row(param, rss, retained);
     let mut records = vec![record(
         format!("{threads} threads, all idle"),
         idle_rss,
         Some(idle_retained),
     )];
-    for (&(rss, retained), n) in readings.iter().zip([2, 10]) {
+    for (&(rss, retained), n) in readings.iter().zip(marks) {
         records.push(record(
             format!("{threads} threads, {n} intervals later"),
             rss,
@@ -232,7 +270,8 @@ pub fn run_one(ctx: &Ctx, strategy: Strategy, threads: usize) -> Output {
     if ctx.progress {
         let (later_rss, later_retained) = readings[0];
         eprintln!(
-            "  idle-threads {label}, {threads} threads: RSS +{:.1} MiB idle, +{:.1} MiB two intervals later (retained {:.1} MiB)",
+            "  idle-threads {}, {threads} threads: RSS +{:.1} MiB idle, +{:.1} MiB two intervals later (retained {:.1} MiB)",
+            rows.label,
             mib(idle_rss.saturating_sub(baseline)),
             mib(later_rss.saturating_sub(baseline)),
             mib(later_retained),

@@ -467,6 +467,34 @@ fn parse_strace_calls(summary: &str) -> u64 {
         .sum()
 }
 
+/// The rows of one round of one mode.
+struct Rows {
+    label: &'static str,
+    /// `TLS ` for a TLS server's rows.
+    prefix: &'static str,
+    /// How the progress line names the mode.
+    progress: String,
+    records: Vec<Record>,
+}
+
+impl Rows {
+    fn add(&mut self, param: &str, metric: &str, value: f64, extra: &[(&str, f64)]) {
+        self.records.push(Record::single(
+            "redis",
+            self.label,
+            "glibc",
+            format!("{}{param}", self.prefix),
+            metric,
+            value,
+            extra.iter().map(|&(k, v)| (k.to_string(), v)).collect(),
+        ));
+    }
+
+    fn progress(&self, what: &str) {
+        crate::progress::status(&format!("redis ({}): {what}", self.progress));
+    }
+}
+
 /// One round of one mode: every phase, its records.
 /// The trickle and the receive counts run in the first round only: they take the most time
 /// (millions of one-byte writes; a benchmark under strace) and vary the least.
@@ -481,32 +509,55 @@ fn run_mode(
     first: bool,
 ) -> Result<Vec<Record>, String> {
     let server = Server::start(mode, tls)?;
-    let label = mode.label();
-    let prefix = if tls { "TLS " } else { "" };
     let first = first && !tls;
-    let mut records = Vec::new();
-    let mut record = |param: &str, metric: &str, value: f64, extra: &[(&str, f64)]| {
-        records.push(Record::single(
-            "redis",
-            label,
-            "glibc",
-            format!("{prefix}{param}"),
-            metric,
-            value,
-            extra.iter().map(|&(k, v)| (k.to_string(), v)).collect(),
-        ));
-    };
-    let progress = |what: &str| {
-        crate::progress::status(&format!(
-            "redis ({}{}): {what}",
-            mode.arg(),
-            if tls { ", TLS" } else { "" }
-        ))
+    let mut rows = Rows {
+        label: mode.label(),
+        prefix: if tls { "TLS " } else { "" },
+        progress: format!("{}{}", mode.arg(), if tls { ", TLS" } else { "" }),
+        records: Vec::new(),
     };
     std::thread::sleep(Duration::from_millis(200));
+    idle_and_large(&server, tls, s, &mut rows)?;
+    if first {
+        trickle(&server, mode, s, quick, &mut rows)?;
+    }
+    // Throughput and CPU per request.
+    for (size, requests) in [(1024, s.requests.0), (LARGE, s.requests.1)] {
+        for test in ["set", "get"] {
+            rows.progress(&format!("redis-benchmark -t {test} -d {size}"));
+            let rate = throughput(&server, test, size, requests)?;
+            rows.add(
+                &rate.param,
+                "us/request (1/throughput)",
+                rate.us,
+                &rate.extra(),
+            );
+        }
+    }
+    // Receive system calls per request (strace attached: slower, so a run of its own).
+    if first {
+        rows.progress("receives per request (strace)");
+        let n = s.requests.0 / 4;
+        let calls = receives_during(server.pid(), || {
+            benchmark(server.port, false, "get", 1024, n).map(|_| ())
+        })?;
+        if let Some(calls) = calls {
+            rows.add(
+                "receives (GET 1 KiB under strace)",
+                "receive syscalls per request",
+                (calls as f64 / n as f64).max(f64::MIN_POSITIVE),
+                &[("receive syscalls", calls as f64)],
+            );
+        }
+    }
+    server.stop()?;
+    Ok(rows.records)
+}
 
-    // Idle connections.
-    progress(&format!("{} idle connections", s.idle));
+/// `idle` connections opened and left idle, then one large value set on `large` of them:
+/// RSS per idle connection, and what the large values leave behind.
+fn idle_and_large(server: &Server, tls: bool, s: &Shape, rows: &mut Rows) -> Result<(), String> {
+    rows.progress(&format!("{} idle connections", s.idle));
     let before = server.rss();
     let mut idle = Vec::with_capacity(s.idle);
     for _ in 0..s.idle {
@@ -521,7 +572,7 @@ fn run_mode(
     std::thread::sleep(2 * INTERVAL + Duration::from_millis(500));
     let with_idle = server.rss();
     let per_conn = with_idle.saturating_sub(before) as f64 / s.idle as f64;
-    record(
+    rows.add(
         &format!("{} idle connections", s.idle),
         "RSS bytes per idle connection",
         per_conn.max(1.0),
@@ -529,7 +580,7 @@ fn run_mode(
     );
 
     // One large value on each of `large` long-lived connections.
-    progress(&format!("a 64 KiB SET on each of {} connections", s.large));
+    rows.progress(&format!("a 64 KiB SET on each of {} connections", s.large));
     let set = set_command("big", LARGE);
     for c in idle.iter_mut().take(s.large) {
         c.write_all(&set).map_err(|e| e.to_string())?;
@@ -540,7 +591,7 @@ fn run_mode(
     std::thread::sleep(2 * INTERVAL + Duration::from_millis(500));
     let after_large = server.rss();
     let kept = after_large as f64 - with_idle as f64;
-    record(
+    rows.add(
         &format!("64 KiB SET on {} connections, 2 s later", s.large),
         "RSS MiB",
         after_large as f64 / MIB,
@@ -548,89 +599,62 @@ fn run_mode(
     );
     drop(idle);
     std::thread::sleep(Duration::from_millis(500));
+    Ok(())
+}
 
-    // Trickle: all but the last byte of a SET on each of `trickle` connections, one byte per
-    // write, in turn.
-    if first {
-        progress(&format!(
-            "{} connections trickling {} bytes",
-            s.trickle, s.trickle_bytes
-        ));
-        let base = server.rss();
-        let frame = set_of_length("trickle", s.trickle_bytes);
-        let frame = &frame[..];
-        let mut conns = (0..s.trickle)
-            .map(|_| connect(server.port, false))
-            .collect::<Result<Vec<_>, _>>()?;
-        for i in 0..frame.len() - 1 {
-            for c in &mut conns {
-                c.write_all(&frame[i..i + 1]).map_err(|e| e.to_string())?;
-            }
-        }
-        std::thread::sleep(Duration::from_millis(if quick { 300 } else { 1000 }));
-        let trickling = server.rss();
-        let pending = (frame.len() - 1) * s.trickle;
-        let mut extra = vec![
-            ("pending KiB", pending as f64 / 1024.0),
-            (
-                "RSS above idle MiB",
-                trickling.saturating_sub(base) as f64 / MIB,
-            ),
-        ];
-        if mode == Mode::Pooled {
-            let held = server.info("pool_in_use_bytes")?;
-            extra.push(("held KiB", held as f64 / 1024.0));
-            extra.push(("held / pending", held as f64 / pending as f64));
-        }
-        record(
-            &format!("{} connections trickling {} B", s.trickle, frame.len()),
-            "RSS MiB",
-            trickling as f64 / MIB,
-            &extra,
-        );
+/// All but the last byte of a SET on each of `trickle` connections, one byte per write, in
+/// turn: RSS, and what the pool holds for the pending bytes.
+fn trickle(
+    server: &Server,
+    mode: Mode,
+    s: &Shape,
+    quick: bool,
+    rows: &mut Rows,
+) -> Result<(), String> {
+    rows.progress(&format!(
+        "{} connections trickling {} bytes",
+        s.trickle, s.trickle_bytes
+    ));
+    let base = server.rss();
+    let frame = set_of_length("trickle", s.trickle_bytes);
+    let frame = &frame[..];
+    let mut conns = (0..s.trickle)
+        .map(|_| connect(server.port, false))
+        .collect::<Result<Vec<_>, _>>()?;
+    for i in 0..frame.len() - 1 {
         for c in &mut conns {
-            c.write_all(&frame[frame.len() - 1..])
-                .map_err(|e| e.to_string())?;
-        }
-        for c in &mut conns {
-            expect_line(c, b"+OK\r\n")?;
-        }
-        drop(conns);
-    }
-
-    // Throughput and CPU per request.
-    for (size, requests) in [(1024, s.requests.0), (LARGE, s.requests.1)] {
-        for test in ["set", "get"] {
-            progress(&format!("redis-benchmark -t {test} -d {size}"));
-            let rate = throughput(&server, test, size, requests)?;
-            record(
-                &rate.param,
-                "us/request (1/throughput)",
-                rate.us,
-                &rate.extra(),
-            );
+            c.write_all(&frame[i..i + 1]).map_err(|e| e.to_string())?;
         }
     }
-
-    // Receive system calls per request (strace attached: slower, so a run of its own).
-    if first {
-        progress("receives per request (strace)");
-        let n = s.requests.0 / 4;
-        let calls = receives_during(server.pid(), || {
-            benchmark(server.port, false, "get", 1024, n).map(|_| ())
-        })?;
-        if let Some(calls) = calls {
-            record(
-                "receives (GET 1 KiB under strace)",
-                "receive syscalls per request",
-                (calls as f64 / n as f64).max(f64::MIN_POSITIVE),
-                &[("receive syscalls", calls as f64)],
-            );
-        }
+    std::thread::sleep(Duration::from_millis(if quick { 300 } else { 1000 }));
+    let trickling = server.rss();
+    let pending = (frame.len() - 1) * s.trickle;
+    let mut extra = vec![
+        ("pending KiB", pending as f64 / 1024.0),
+        (
+            "RSS above idle MiB",
+            trickling.saturating_sub(base) as f64 / MIB,
+        ),
+    ];
+    if mode == Mode::Pooled {
+        let held = server.info("pool_in_use_bytes")?;
+        extra.push(("held KiB", held as f64 / 1024.0));
+        extra.push(("held / pending", held as f64 / pending as f64));
     }
-    let _ = quick;
-    server.stop()?;
-    Ok(records)
+    rows.add(
+        &format!("{} connections trickling {} B", s.trickle, frame.len()),
+        "RSS MiB",
+        trickling as f64 / MIB,
+        &extra,
+    );
+    for c in &mut conns {
+        c.write_all(&frame[frame.len() - 1..])
+            .map_err(|e| e.to_string())?;
+    }
+    for c in &mut conns {
+        expect_line(c, b"+OK\r\n")?;
+    }
+    Ok(())
 }
 
 /// What one `redis-benchmark` run measured: its row's name, the time per request

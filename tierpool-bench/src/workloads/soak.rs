@@ -394,6 +394,118 @@ fn sample(server: &Server, since: Instant, stop: &AtomicBool, into: &Mutex<Vec<(
 
 const MIB: f64 = (1 << 20) as f64;
 
+/// The bound on what the server may hold, read once the slowloris and huge-claim
+/// connections are open and nothing else runs.
+struct Bounds {
+    /// Bytes sent on the holding connections (pending at the server), and what the pool has
+    /// out for them.
+    pending: f64,
+    held: f64,
+    /// `max(2P, T0)` summed over the holding connections.
+    held_bound: f64,
+    connections: f64,
+    /// RSS with the holders open, the configured caps, and RSS's bound from them (MiB).
+    base: f64,
+    max_retained: f64,
+    max_in_use: f64,
+    rss_bound: f64,
+}
+
+fn bounds(server: &Server, s: &Shape, holders: &Holders) -> Result<Bounds, String> {
+    let pending = holders.pending.load(Ordering::Relaxed) as f64;
+    let held = server.info("pool_in_use_bytes")? as f64;
+    // kv_server runs the default tiers.
+    let floor = tierpool::Builder::DEFAULT_MIN_TIER as f64;
+    let connections = (s.slowloris + s.huge) as f64;
+    let base = super::process_rss(server.pid()) as f64 / MIB;
+    let max_retained = server.info("pool_max_retained_bytes")? as f64 / MIB;
+    let max_in_use = server.info("pool_max_in_use_bytes")? as f64 / MIB;
+    Ok(Bounds {
+        pending,
+        held,
+        held_bound: 2.0 * pending + floor * connections,
+        connections,
+        base,
+        max_retained,
+        max_in_use,
+        rss_bound: base + max_in_use + max_retained,
+    })
+}
+
+/// What the hostile phase saw: the well-behaved clients in each half and how long each half
+/// lasted, what the flooders read wrong, and what the hostile peers left.
+struct Hostile {
+    unflooded: Seen,
+    half: Duration,
+    flooded: Seen,
+    rest: Duration,
+    flood_wrong: u64,
+    churned: u64,
+    slow: Vec<(TcpStream, Vec<u8>, usize)>,
+    /// (ms since the phase began, RSS MiB, pool bytes in use MiB) every 200 ms.
+    samples: Vec<(f64, f64, f64)>,
+}
+
+/// The hostile phase, in two halves: every hostile peer but the floods, then the floods as
+/// well; the well-behaved clients among them, counted apart in each half.
+fn hostile(server: &Server, tls: bool, s: &Shape, holders: Holders) -> Result<Hostile, String> {
+    let port = server.port;
+    let since = Instant::now();
+    let stop = Arc::new(AtomicBool::new(false));
+    let samples = Mutex::new(Vec::new());
+    let first_half = Arc::new(AtomicBool::new(false));
+    let clients = good_clients(port, tls, s.good, &first_half);
+    let trickler = trickle(holders.slow, holders.pending, Arc::clone(&stop));
+    let churner = churn(port, tls, Arc::clone(&stop));
+    let count = s.pipelines;
+    // Opened on a thread of their own: each may wait a second for the server to stop reading.
+    let piped = std::thread::spawn(move || pipelines(port, count));
+    let seen = std::thread::scope(|scope| {
+        let sampler = scope.spawn(|| sample(server, since, &stop, &samples));
+        std::thread::sleep((s.hostile / 2).saturating_sub(since.elapsed()));
+        first_half.store(true, Ordering::Relaxed);
+        let unflooded = clients.join().map_err(|_| "the clients panicked")??;
+        let half = since.elapsed();
+        let clients = good_clients(port, tls, s.good, &stop);
+        let flooders = floods(port, tls, s.floods, &stop);
+        std::thread::sleep(s.hostile.saturating_sub(since.elapsed()));
+        stop.store(true, Ordering::Relaxed);
+        let _ = sampler.join();
+        let flooded = clients.join().map_err(|_| "the clients panicked")??;
+        let rest = since.elapsed() - half;
+        let mut flood_wrong = 0;
+        for f in flooders {
+            flood_wrong += f.join().map_err(|_| "a flooder panicked")?;
+        }
+        Ok::<_, String>((unflooded, half, flooded, rest, flood_wrong))
+    });
+    let (unflooded, half, flooded, rest, flood_wrong) = seen?;
+    let slow = trickler.join().map_err(|_| "the trickler panicked")?;
+    let churned = churner.join().map_err(|_| "the churner panicked")?;
+    drop(piped.join().map_err(|_| "the pipelines panicked")?);
+    Ok(Hostile {
+        unflooded,
+        half,
+        flooded,
+        rest,
+        flood_wrong,
+        churned,
+        slow,
+        samples: samples.into_inner().unwrap(),
+    })
+}
+
+/// The server once every hostile peer is gone (the one asking aside).
+struct Aftermath {
+    /// Slowloris and huge-claim connections the server still served at the end of the hostile
+    /// phase (under TLS it drops a handshake that takes more than 10 s).
+    holders_left: f64,
+    in_use: f64,
+    clients: f64,
+    rss: f64,
+    panics: f64,
+}
+
 /// One soak of a server (plain or TLS): its rows and its RSS over time.
 fn soak(tls: bool, s: &Shape) -> Result<(Vec<Record>, Timeline), String> {
     let budget = BUDGET.to_string();
@@ -415,97 +527,67 @@ fn soak(tls: bool, s: &Shape) -> Result<(Vec<Record>, Timeline), String> {
     let clients = good_clients(port, tls, s.good, &stop);
     std::thread::sleep(quiet);
     stop.store(true, Ordering::Relaxed);
-    let mut calm = clients.join().map_err(|_| "the clients panicked")??;
+    let calm = clients.join().map_err(|_| "the clients panicked")??;
 
     // The connections that stay, then the bound on RSS from what the server says it may hold.
     crate::progress::status(&format!(
         "soak {kind}: opening {} slowloris and {} huge-claim connections",
         s.slowloris, s.huge
     ));
-    let holders = open_holders(port, tls, s)?;
+    let mut holders = open_holders(port, tls, s)?;
     std::thread::sleep(Duration::from_millis(500));
-    // With only them connected: what the pool has out for their pending bytes.
-    let pending = holders.pending.load(Ordering::Relaxed) as f64;
-    let held = server.info("pool_in_use_bytes")? as f64;
-    // kv_server runs the default tiers.
-    let floor = tierpool::Builder::DEFAULT_MIN_TIER as f64;
-    let connections = (s.slowloris + s.huge) as f64;
-    let held_bound = 2.0 * pending + floor * connections;
-    let base = super::process_rss(server.pid()) as f64 / MIB;
-    let max_retained = server.info("pool_max_retained_bytes")? as f64 / MIB;
-    let max_in_use = server.info("pool_max_in_use_bytes")? as f64 / MIB;
-    let bound = base + max_in_use + max_retained;
+    let bounds = bounds(&server, s, &holders)?;
+    let huge = std::mem::take(&mut holders.huge);
 
-    // Hostile, in two halves: every hostile peer but the floods, then the floods as well;
-    // the well-behaved clients among them, counted apart in each half.
     crate::progress::status(&format!("soak {kind}: hostile, {} s", s.hostile.as_secs()));
-    let since = Instant::now();
-    let stop = Arc::new(AtomicBool::new(false));
-    let samples = Arc::new(Mutex::new(Vec::new()));
-    let first_half = Arc::new(AtomicBool::new(false));
-    let clients = good_clients(port, tls, s.good, &first_half);
-    let trickler = trickle(
-        holders.slow,
-        Arc::clone(&holders.pending),
-        Arc::clone(&stop),
-    );
-    let churner = churn(port, tls, Arc::clone(&stop));
-    let count = s.pipelines;
-    // Opened on a thread of their own: each may wait a second for the server to stop reading.
-    let piped = std::thread::spawn(move || pipelines(port, count));
-    let hostile_result = std::thread::scope(|scope| {
-        let sampler = scope.spawn(|| sample(&server, since, &stop, &samples));
-        std::thread::sleep((s.hostile / 2).saturating_sub(since.elapsed()));
-        first_half.store(true, Ordering::Relaxed);
-        let unflooded = clients.join().map_err(|_| "the clients panicked")??;
-        let half = since.elapsed();
-        let clients = good_clients(port, tls, s.good, &stop);
-        let flooders = floods(port, tls, s.floods, &stop);
-        std::thread::sleep(s.hostile.saturating_sub(since.elapsed()));
-        stop.store(true, Ordering::Relaxed);
-        let _ = sampler.join();
-        let flooded = clients.join().map_err(|_| "the clients panicked")??;
-        let rest = since.elapsed() - half;
-        let slow = trickler.join().map_err(|_| "the trickler panicked")?;
-        let churned = churner.join().map_err(|_| "the churner panicked")?;
-        let mut flood_wrong = 0;
-        for f in flooders {
-            flood_wrong += f.join().map_err(|_| "a flooder panicked")?;
-        }
-        Ok::<_, String>((unflooded, half, flooded, rest, slow, churned, flood_wrong))
-    });
-    let (mut unflooded, half, mut flooded, rest, slow, churned, flood_wrong) = hostile_result?;
-    drop(piped.join().map_err(|_| "the pipelines panicked")?);
-
-    // Of the slowloris and huge-claim connections, those the server still serves (under TLS
-    // it drops a handshake that takes more than 10 s), the one asking aside.
+    let mut h = hostile(&server, tls, s, holders)?;
     std::thread::sleep(Duration::from_millis(500));
     let holders_left = server.info("connected_clients")?.saturating_sub(1) as f64;
 
     // Every peer gone: the pool's account, the connections the server still counts (the one
     // asking among them), the RSS.
-    drop(slow);
-    drop(holders.huge);
+    drop(huge);
+    drop(std::mem::take(&mut h.slow));
     std::thread::sleep(Duration::from_millis(2500));
-    let after_in_use = server.info("pool_in_use_bytes")? as f64;
-    let after_clients = server.info("connected_clients")?.saturating_sub(1) as f64;
-    let after_rss = super::process_rss(server.pid()) as f64 / MIB;
-    let panics = server.panics() as f64;
+    let after = Aftermath {
+        holders_left,
+        in_use: server.info("pool_in_use_bytes")? as f64,
+        clients: server.info("connected_clients")?.saturating_sub(1) as f64,
+        rss: super::process_rss(server.pid()) as f64 / MIB,
+        panics: server.panics() as f64,
+    };
     server.stop()?;
+    let timeline = Timeline {
+        contender: format!("{CONTENDER}, {kind}"),
+        t_ms: h.samples.iter().map(|x| x.0).collect(),
+        rss_mib: h.samples.iter().map(|x| x.1).collect(),
+        // The pool's bytes in use are not its retained bytes: the peak is a row's figure.
+        retained_mib: None,
+    };
+    Ok((rows(kind, s, calm, quiet, h, &bounds, &after), timeline))
+}
 
-    let samples = samples.lock().unwrap().clone();
-    let peak = samples.iter().map(|x| x.1).fold(base, f64::max);
-    let peak_in_use = samples.iter().map(|x| x.2).fold(0.0, f64::max);
+/// The soak's rows (a table: one entry per row, its figure and the figures beside it).
+fn rows(
+    kind: &str,
+    s: &Shape,
+    mut calm: Seen,
+    quiet: Duration,
+    mut h: Hostile,
+    b: &Bounds,
+    after: &Aftermath,
+) -> Vec<Record> {
+    let peak = h.samples.iter().map(|x| x.1).fold(b.base, f64::max);
+    let peak_in_use = h.samples.iter().map(|x| x.2).fold(0.0, f64::max);
     let rate = |seen: &Seen, d: Duration| seen.requests as f64 / d.as_secs_f64();
     let calm_rate = rate(&calm, quiet);
-    let unflooded_rate = rate(&unflooded, half);
-    let flooded_rate = rate(&flooded, rest);
+    let unflooded_rate = rate(&h.unflooded, h.half);
+    let flooded_rate = rate(&h.flooded, h.rest);
     let calm_p99 = p99_us(&mut calm.latencies);
-    let unflooded_p99 = p99_us(&mut unflooded.latencies);
-    let flooded_p99 = p99_us(&mut flooded.latencies);
-    let wrong = (calm.wrong + unflooded.wrong + flooded.wrong + flood_wrong) as f64;
-    let checked = calm.requests + unflooded.requests + flooded.requests;
-
+    let unflooded_p99 = p99_us(&mut h.unflooded.latencies);
+    let flooded_p99 = p99_us(&mut h.flooded.latencies);
+    let wrong = (calm.wrong + h.unflooded.wrong + h.flooded.wrong + h.flood_wrong) as f64;
+    let checked = calm.requests + h.unflooded.requests + h.flooded.requests;
     let row = |param: &str, metric: &str, value: f64, extra: &[(&str, f64)]| {
         Record::single(
             "soak",
@@ -517,12 +599,12 @@ fn soak(tls: bool, s: &Shape) -> Result<(Vec<Record>, Timeline), String> {
             extra.iter().map(|&(k, v)| (k.to_string(), v)).collect(),
         )
     };
-    let records = vec![
+    vec![
         row(
             "replies checked (wrong replies, server panics: must be 0)",
             "requests",
             checked as f64,
-            &[("wrong replies", wrong), ("server panics", panics)],
+            &[("wrong replies", wrong), ("server panics", after.panics)],
         ),
         row(
             "well-behaved requests/s among every hostile peer but the floods, over quiet",
@@ -549,49 +631,41 @@ fn soak(tls: bool, s: &Shape) -> Result<(Vec<Record>, Timeline), String> {
         row(
             "peak server RSS over its bound",
             "ratio (must be <= 1)",
-            peak / bound,
+            peak / b.rss_bound,
             &[
                 ("peak RSS MiB", peak),
-                ("bound MiB", bound),
-                ("RSS with the holders open MiB", base),
-                ("budget MiB", max_in_use),
-                ("retained cap MiB", max_retained),
+                ("bound MiB", b.rss_bound),
+                ("RSS with the holders open MiB", b.base),
+                ("budget MiB", b.max_in_use),
+                ("retained cap MiB", b.max_retained),
                 ("peak pool in use MiB", peak_in_use),
             ],
         ),
         row(
             "pool bytes out for slowloris and huge claims over max(2P, T0) each",
             "ratio (must be <= 1)",
-            held / held_bound.max(1.0),
+            b.held / b.held_bound.max(1.0),
             &[
-                ("held KiB", held / 1024.0),
-                ("pending KiB", pending / 1024.0),
-                ("bound KiB", held_bound / 1024.0),
-                ("connections", connections),
-                ("still served at the end", holders_left),
+                ("held KiB", b.held / 1024.0),
+                ("pending KiB", b.pending / 1024.0),
+                ("bound KiB", b.held_bound / 1024.0),
+                ("connections", b.connections),
+                ("still served at the end", after.holders_left),
             ],
         ),
         row(
             "once every peer left (pool bytes in use, connections counted: must be 0)",
             "server RSS MiB",
-            after_rss,
+            after.rss,
             &[
-                ("pool bytes in use", after_in_use),
-                ("connections still counted", after_clients),
-                ("churned connections", churned as f64),
+                ("pool bytes in use", after.in_use),
+                ("connections still counted", after.clients),
+                ("churned connections", h.churned as f64),
                 ("pipelines", s.pipelines as f64),
                 ("floods", s.floods as f64),
             ],
         ),
-    ];
-    let timeline = Timeline {
-        contender: format!("{CONTENDER}, {kind}"),
-        t_ms: samples.iter().map(|x| x.0).collect(),
-        rss_mib: samples.iter().map(|x| x.1).collect(),
-        // The pool's bytes in use are not its retained bytes: the peak is a row's figure.
-        retained_mib: None,
-    };
-    Ok((records, timeline))
+    ]
 }
 
 /// The `soak` workload.

@@ -167,34 +167,46 @@ pub fn direct_io_alignment(path: impl AsRef<Path>) -> Result<DirectIoAlignment, 
             source: AlignmentSource::Statx,
         });
     }
-    if kind.is_block_device() {
+    match guessed_alignment(path, kind.is_block_device(), &sx) {
+        Ok(Some(alignment)) => Ok(alignment),
+        Ok(None) => Err(DirectIoError::Unsupported {
+            path: path.to_owned(),
+        }),
+        Err(e) => Err(io_err(e)),
+    }
+}
+
+/// The alignment of a file or block device whose kernel does not report it (`statx` without
+/// `STATX_DIOALIGN`, before Linux 6.1): the device's logical block size where there is a
+/// device, else the filesystem's block size. `None` on tmpfs, which has nothing to bypass.
+fn guessed_alignment(
+    path: &Path,
+    block_device: bool,
+    sx: &libc::statx,
+) -> io::Result<Option<DirectIoAlignment>> {
+    let both = |block: usize, source| DirectIoAlignment {
+        memory: block,
+        offset: block,
+        source,
+    };
+    if block_device {
         // The device itself (its node lives on devtmpfs, whose `statfs` says nothing of it).
-        let block = logical_block_size(sx.stx_rdev_major, sx.stx_rdev_minor).map_err(io_err)?;
-        return Ok(DirectIoAlignment {
-            memory: block,
-            offset: block,
-            source: AlignmentSource::LogicalBlockSize,
-        });
+        let block = logical_block_size(sx.stx_rdev_major, sx.stx_rdev_minor)?;
+        return Ok(Some(both(block, AlignmentSource::LogicalBlockSize)));
     }
     let (major, minor) = (sx.stx_dev_major, sx.stx_dev_minor);
-    let fs = statfs(path).map_err(io_err)?;
+    let fs = statfs(path)?;
     // The field's and the constant's types differ between targets (both hold a small
     // positive magic number).
     #[allow(clippy::unnecessary_cast)]
     if fs.f_type as i64 == libc::TMPFS_MAGIC as i64 {
         // Linux 6.6 and later open tmpfs files with O_DIRECT, but tmpfs is the page cache
         // itself: there is nothing to bypass and no device to align to.
-        return Err(DirectIoError::Unsupported {
-            path: path.to_owned(),
-        });
+        return Ok(None);
     }
     if major != 0 {
         if let Ok(block) = logical_block_size(major, minor) {
-            return Ok(DirectIoAlignment {
-                memory: block,
-                offset: block,
-                source: AlignmentSource::LogicalBlockSize,
-            });
+            return Ok(Some(both(block, AlignmentSource::LogicalBlockSize)));
         }
     }
     // An anonymous device number (btrfs, ZFS, overlays, network filesystems) or no sysfs: the
@@ -206,11 +218,7 @@ pub fn direct_io_alignment(path: impl AsRef<Path>) -> Result<DirectIoAlignment, 
     } else {
         4096
     };
-    Ok(DirectIoAlignment {
-        memory: block,
-        offset: block,
-        source: AlignmentSource::FilesystemBlockSize,
-    })
+    Ok(Some(both(block, AlignmentSource::FilesystemBlockSize)))
 }
 
 /// `statfs` of `path`: the filesystem's type and block size.

@@ -376,23 +376,23 @@ fn poll_once(s: &mut FramedRead<Script, U32Decoder>) -> Poll<Option<io::Result<u
     s.poll_next_unpin(&mut Context::from_waker(&waker))
 }
 
+/// Asserts that the next poll gives the frame `want`.
+#[track_caller]
+fn assert_frame(s: &mut FramedRead<Script, U32Decoder>, want: u32) {
+    assert_eq!(
+        poll_once(s).map(|o| o.map(Result::unwrap)),
+        Poll::Ready(Some(want))
+    );
+}
+
 #[test]
 fn read_multi_frame_in_packet() {
     let (mut s, _pool) = framed(vec![Op::Data(
         b"\x00\x00\x00\x00\x00\x00\x00\x01\x00\x00\x00\x02".to_vec(),
     )]);
-    assert_eq!(
-        poll_once(&mut s).map(|o| o.map(Result::unwrap)),
-        Poll::Ready(Some(0))
-    );
-    assert_eq!(
-        poll_once(&mut s).map(|o| o.map(Result::unwrap)),
-        Poll::Ready(Some(1))
-    );
-    assert_eq!(
-        poll_once(&mut s).map(|o| o.map(Result::unwrap)),
-        Poll::Ready(Some(2))
-    );
+    assert_frame(&mut s, 0);
+    assert_frame(&mut s, 1);
+    assert_frame(&mut s, 2);
     assert!(matches!(poll_once(&mut s), Poll::Ready(None)));
 }
 
@@ -404,10 +404,7 @@ fn read_multi_frame_across_packets() {
         Op::Data(b"\x00\x00\x00\x02".to_vec()),
     ]);
     for want in 0..3 {
-        assert_eq!(
-            poll_once(&mut s).map(|o| o.map(Result::unwrap)),
-            Poll::Ready(Some(want))
-        );
+        assert_frame(&mut s, want);
     }
     assert!(matches!(poll_once(&mut s), Poll::Ready(None)));
 }
@@ -420,14 +417,8 @@ fn read_not_ready() {
         Op::Data(b"\x00\x00\x00\x01".to_vec()),
     ]);
     assert!(poll_once(&mut s).is_pending());
-    assert_eq!(
-        poll_once(&mut s).map(|o| o.map(Result::unwrap)),
-        Poll::Ready(Some(0))
-    );
-    assert_eq!(
-        poll_once(&mut s).map(|o| o.map(Result::unwrap)),
-        Poll::Ready(Some(1))
-    );
+    assert_frame(&mut s, 0);
+    assert_frame(&mut s, 1);
     assert!(matches!(poll_once(&mut s), Poll::Ready(None)));
 }
 
@@ -440,10 +431,7 @@ fn read_partial_then_not_ready() {
     ]);
     assert!(poll_once(&mut s).is_pending());
     for want in 0..3 {
-        assert_eq!(
-            poll_once(&mut s).map(|o| o.map(Result::unwrap)),
-            Poll::Ready(Some(want))
-        );
+        assert_frame(&mut s, want);
     }
     assert!(matches!(poll_once(&mut s), Poll::Ready(None)));
 }
@@ -510,10 +498,7 @@ fn huge_size() {
 #[test]
 fn data_remaining_is_error() {
     let (mut s, _pool) = framed(vec![Op::Data(b"\x00\x00\x00\x00\x00".to_vec())]);
-    assert_eq!(
-        poll_once(&mut s).map(|o| o.map(Result::unwrap)),
-        Poll::Ready(Some(0))
-    );
+    assert_frame(&mut s, 0);
     assert!(matches!(poll_once(&mut s), Poll::Ready(Some(Err(_)))));
 }
 
@@ -553,15 +538,9 @@ fn read_eof_then_resume() {
         Op::Data(Vec::new()),
     ]);
     // An empty chunk is an end of stream; tokio-util's stream ends and may be read again.
-    assert_eq!(
-        poll_once(&mut s).map(|o| o.map(Result::unwrap)),
-        Poll::Ready(Some(1))
-    );
+    assert_frame(&mut s, 1);
     assert!(matches!(poll_once(&mut s), Poll::Ready(None)));
-    assert_eq!(
-        poll_once(&mut s).map(|o| o.map(Result::unwrap)),
-        Poll::Ready(Some(2))
-    );
+    assert_frame(&mut s, 2);
     assert!(matches!(poll_once(&mut s), Poll::Ready(None)));
     assert!(matches!(poll_once(&mut s), Poll::Ready(None)));
 }

@@ -34,15 +34,13 @@
 //!
 //! # Parked caches
 //!
-//! A thread that exits gives its cache's buffers, reservations and stack storage back
-//! (`policy/service.rs`, `retire`) and, once the budget's refunds of that are settled,
-//! detaches it (`local.rs`): a cache that no longer counts owes the account nothing, so the
-//! figures are exact once no thread uses the pool. Rather than free it, the list keeps up to
-//! [`MAX_PARKED`] such empty caches, and the pool's next new thread takes one
-//! ([`Caches::unpark`]) instead of allocating its own: a program that starts threads for
-//! batches of work (`std::thread::scope`, a runtime's blocking pool) paid four allocations
-//! per thread and pool for them (the cache's block, its cold state and, in building them, a
-//! vector and a copy), the `mixed` workload's two threads per sample among them. A parked
+//! A thread that exits gives its cache's buffers, reservations and stack storage back and
+//! then detaches it (`local.rs`, `retire`, which says in what order and why). Rather than
+//! free it, the list keeps up to [`MAX_PARKED`] such empty caches, and the pool's next new
+//! thread takes one ([`Caches::unpark`]) instead of allocating its own: a program that starts
+//! threads for batches of work (`std::thread::scope`, a runtime's blocking pool) would
+//! otherwise pay four allocations per thread and pool (the cache's block, its cold state and,
+//! in building them, a vector and a copy). A parked
 //! cache is taken only through `Arc::get_mut`: when nothing else refers to it (the exited
 //! thread's table has dropped it, and no reclaimer that listed it before it left still holds
 //! it), so that [`Cache::reset`] races with nothing. Parked caches that stay so a whole

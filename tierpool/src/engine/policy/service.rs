@@ -111,12 +111,8 @@ pub(super) fn kill(o: &Owner<'_>, pool: &PoolState) {
 }
 
 /// The thread is exiting (or its table is being dropped): hand everything to the depot, as
-/// far as the allowance lets it, and free the rest. The caller detaches the cache once this
-/// owner is gone and its refunds are settled ([`finish`](super::finish)), so that a cache
-/// that no longer counts has given back every charge ([`Caches::detach`] folds its counts
-/// into the pool's).
-///
-/// [`Caches::detach`]: crate::engine::cache::reclaim::Caches::detach
+/// far as the allowance lets it, and free the rest. The caller (`local.rs`, `retire`, which
+/// says why) detaches the cache afterwards.
 pub(crate) fn retire(o: &Owner<'_>, pool: &PoolState) {
     if !o.is_dead() {
         give_up_all(o, pool);

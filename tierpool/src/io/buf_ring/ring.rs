@@ -383,30 +383,10 @@ impl BufRing {
         let res = cqe.result();
         let last = !cqueue::more(flags);
         let Some(bid) = cqueue::buffer_select(flags) else {
-            if res > 0 {
-                return Err(RecvError::NotFromRing { bid: None });
-            }
-            self.finished(last);
-            return match res {
-                0 => Ok(None),
-                r if r == -libc::ENOBUFS => {
-                    self.stats.dry += 1;
-                    Err(RecvError::Dry)
-                }
-                r => Err(RecvError::Io(io::Error::from_raw_os_error(-r))),
-            };
+            return self.complete_without_buffer(res, last);
         };
         let n = usize::try_from(res).unwrap_or(0);
-        match self.slots.get(usize::from(bid)) {
-            None | Some(Slot::Empty) => return Err(RecvError::NotFromRing { bid: Some(bid) }),
-            Some(Slot::Whole(buf)) if n > buf.capacity() => {
-                return Err(RecvError::NotFromRing { bid: Some(bid) })
-            }
-            Some(Slot::Shared { consumed, cap, .. }) if *consumed + n > *cap => {
-                return Err(RecvError::NotFromRing { bid: Some(bid) })
-            }
-            Some(_) => {}
-        }
+        self.check_lent(bid, n)?;
         self.finished(last);
         // Whether the kernel is done with the buffer. With bytes, without incremental
         // consumption, it is (the entry was consumed when it was selected or at this
@@ -464,6 +444,42 @@ impl BufRing {
                 Ok(Some(b))
             }
             None => Ok(None),
+        }
+    }
+
+    /// A completion that names no buffer: the end of the stream, the ring run dry, or an
+    /// error (data without a buffer is not this ring's).
+    fn complete_without_buffer(
+        &mut self,
+        res: i32,
+        last: bool,
+    ) -> Result<Option<PooledBytes>, RecvError> {
+        if res > 0 {
+            return Err(RecvError::NotFromRing { bid: None });
+        }
+        self.finished(last);
+        match res {
+            0 => Ok(None),
+            r if r == -libc::ENOBUFS => {
+                self.stats.dry += 1;
+                Err(RecvError::Dry)
+            }
+            r => Err(RecvError::Io(io::Error::from_raw_os_error(-r))),
+        }
+    }
+
+    /// Whether buffer `bid` is lent to the kernel with room for the `n` bytes a completion
+    /// says it received into it.
+    fn check_lent(&self, bid: u16, n: usize) -> Result<(), RecvError> {
+        let fits = match self.slots.get(usize::from(bid)) {
+            None | Some(Slot::Empty) => false,
+            Some(Slot::Whole(buf)) => n <= buf.capacity(),
+            Some(Slot::Shared { consumed, cap, .. }) => *consumed + n <= *cap,
+        };
+        if fits {
+            Ok(())
+        } else {
+            Err(RecvError::NotFromRing { bid: Some(bid) })
         }
     }
 

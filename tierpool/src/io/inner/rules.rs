@@ -247,6 +247,18 @@ impl<S: Store> Core<S> {
                 return Poll::Ready(Ok(n));
             }
         }
+        self.poll_read_fresh(cx, io, want, limit)
+    }
+
+    /// One read of at most `want` bytes into a buffer taken for it, when the one held has no
+    /// room: the buffer goes straight back if nothing is read.
+    fn poll_read_fresh<R: AsyncRead + ?Sized>(
+        &mut self,
+        cx: &mut Context<'_>,
+        io: Pin<&mut R>,
+        want: usize,
+        limit: usize,
+    ) -> Poll<io::Result<usize>> {
         // A buffer for this read: of the size recent frames needed, if they needed more (not
         // under a budget, where a read waits for room for what it offers only).
         let size = if self.slot.is_none() && self.pool.max_in_use_bytes().is_none() {
