@@ -270,6 +270,99 @@ pub struct ClientResult {
 
 type Pending = Arc<Mutex<HashMap<u64, oneshot::Sender<Msg>>>>;
 
+/// Opens `conns` connections to `addr`, each with a writer task (sending the requests whose
+/// ids come through its channel) and a reader task (handing each response to the stream
+/// waiting for its id).
+async fn connect(
+    addr: SocketAddr,
+    strategy: Strategy,
+    pool: &BufferPool,
+    conns: usize,
+    streams: usize,
+    req: usize,
+    resp: usize,
+) -> (Vec<mpsc::Sender<u64>>, Vec<Pending>) {
+    let body: Arc<[u8]> = pattern(req - 8);
+    let mut senders = Vec::new();
+    let mut pendings = Vec::new();
+    for _ in 0..conns {
+        let sock = TcpStream::connect(addr).await.expect("connect");
+        let _ = sock.set_nodelay(true);
+        let (rd, mut wr) = sock.into_split();
+        let pending: Pending = Arc::new(Mutex::new(HashMap::new()));
+        let (tx, mut rx) = mpsc::channel::<u64>(streams.max(1));
+        let body = body.clone();
+        tokio::spawn(async move {
+            while let Some(id) = rx.recv().await {
+                if send(&mut wr, id, &body).await.is_err() {
+                    return;
+                }
+            }
+        });
+        let mut receiver = Receiver::new(strategy, rd, pool);
+        let p = pending.clone();
+        tokio::spawn(async move {
+            while let Ok(Some(msg)) = receiver.recv().await {
+                let id = check(msg.as_slice(), resp);
+                let waiter = p.lock().expect("pending").remove(&id);
+                if let Some(w) = waiter {
+                    let _ = w.send(msg);
+                }
+            }
+        });
+        senders.push(tx);
+        pendings.push(pending);
+    }
+    (senders, pendings)
+}
+
+/// The client's measured window, shared by its streams.
+#[derive(Clone)]
+struct Window {
+    /// The warm-up's end and the window's.
+    measure_from: Instant,
+    end: Instant,
+    /// Set while the caller measures (from `measure_from` on).
+    counting: Arc<AtomicBool>,
+    /// Round trips counted.
+    done: Arc<AtomicU64>,
+}
+
+/// Stream `s`: one request at a time until the window's end, each response checked; the
+/// round trips in the window go into its histogram and the window's count.
+async fn ping_pong(
+    s: usize,
+    tx: mpsc::Sender<u64>,
+    pending: Pending,
+    resp: usize,
+    w: Window,
+) -> Histogram<u64> {
+    let mut hist = Histogram::<u64>::new(3).expect("histogram");
+    let mut seq = 0u64;
+    loop {
+        let now = Instant::now();
+        if now >= w.end {
+            return hist;
+        }
+        let id = ((s as u64) << 32) | seq;
+        seq += 1;
+        let (wtx, wrx) = oneshot::channel();
+        pending.lock().expect("pending").insert(id, wtx);
+        tx.send(id).await.expect("connection writer");
+        let msg = wrx.await.expect("response");
+        assert_eq!(
+            check(msg.as_slice(), resp),
+            id,
+            "response for another stream"
+        );
+        drop(msg); // on this task's thread: often not the reader's
+        if now >= w.measure_from && w.counting.load(Relaxed) {
+            let _ = hist.record(now.elapsed().as_micros() as u64);
+            w.done.fetch_add(1, Relaxed);
+        }
+    }
+}
+
 /// Client: `streams` streams over `conns` connections to `addr`, for `warmup` (not measured)
 /// and then `duration` (measured).
 ///
@@ -288,81 +381,27 @@ pub async fn run_client(
     duration: Duration,
     measuring: impl Fn(bool) + Send + 'static,
 ) -> ClientResult {
-    let body: Arc<[u8]> = pattern(req - 8);
-    let mut senders = Vec::new();
-    let mut pendings = Vec::new();
-    for _ in 0..conns {
-        let sock = TcpStream::connect(addr).await.expect("connect");
-        let _ = sock.set_nodelay(true);
-        let (rd, mut wr) = sock.into_split();
-        let pending: Pending = Arc::new(Mutex::new(HashMap::new()));
-        let (tx, mut rx) = mpsc::channel::<u64>(streams.max(1));
-        let body = body.clone();
-        tokio::spawn(async move {
-            while let Some(id) = rx.recv().await {
-                if send(&mut wr, id, &body).await.is_err() {
-                    return;
-                }
-            }
-        });
-        let mut receiver = Receiver::new(strategy, rd, &pool);
-        let p = pending.clone();
-        tokio::spawn(async move {
-            while let Ok(Some(msg)) = receiver.recv().await {
-                let id = check(msg.as_slice(), resp);
-                let waiter = p.lock().expect("pending").remove(&id);
-                if let Some(w) = waiter {
-                    let _ = w.send(msg);
-                }
-            }
-        });
-        senders.push(tx);
-        pendings.push(pending);
-    }
-    let counting = Arc::new(AtomicBool::new(false));
-    let done = Arc::new(AtomicU64::new(0));
-    let start = Instant::now();
-    let measure_from = start + warmup;
-    let end = measure_from + duration;
+    let (senders, pendings) = connect(addr, strategy, &pool, conns, streams, req, resp).await;
+    let measure_from = Instant::now() + warmup;
+    let w = Window {
+        measure_from,
+        end: measure_from + duration,
+        counting: Arc::new(AtomicBool::new(false)),
+        done: Arc::new(AtomicU64::new(0)),
+    };
     let mut tasks = Vec::new();
     for s in 0..streams {
         let tx = senders[s % conns].clone();
         let pending = pendings[s % conns].clone();
-        let (counting, done) = (counting.clone(), done.clone());
-        tasks.push(tokio::spawn(async move {
-            let mut hist = Histogram::<u64>::new(3).expect("histogram");
-            let mut seq = 0u64;
-            loop {
-                let now = Instant::now();
-                if now >= end {
-                    return hist;
-                }
-                let id = ((s as u64) << 32) | seq;
-                seq += 1;
-                let (wtx, wrx) = oneshot::channel();
-                pending.lock().expect("pending").insert(id, wtx);
-                tx.send(id).await.expect("connection writer");
-                let msg = wrx.await.expect("response");
-                assert_eq!(
-                    check(msg.as_slice(), resp),
-                    id,
-                    "response for another stream"
-                );
-                drop(msg); // on this task's thread: often not the reader's
-                if now >= measure_from && counting.load(Relaxed) {
-                    let _ = hist.record(now.elapsed().as_micros() as u64);
-                    done.fetch_add(1, Relaxed);
-                }
-            }
-        }));
+        tasks.push(tokio::spawn(ping_pong(s, tx, pending, resp, w.clone())));
     }
-    tokio::time::sleep_until(measure_from.into()).await;
+    tokio::time::sleep_until(w.measure_from.into()).await;
     measuring(true);
-    counting.store(true, Relaxed);
+    w.counting.store(true, Relaxed);
     let window = Instant::now();
-    tokio::time::sleep_until(end.into()).await;
+    tokio::time::sleep_until(w.end.into()).await;
     let elapsed = window.elapsed();
-    let round_trips = done.load(Relaxed);
+    let round_trips = w.done.load(Relaxed);
     measuring(false);
     let mut latency = Histogram::<u64>::new(3).expect("histogram");
     for t in tasks {

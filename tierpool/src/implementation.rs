@@ -329,7 +329,7 @@
 //! | reclaim for room | the allowance is spent: caches quiet since the last tick are emptied | `tick::reclaim_quiet` |
 //! | after the operation | refunds, the tick, reclaiming for room run once the owner is gone | `tick::finish` |
 //! | pool-wide | `trim()`, closing, a budget waiter's sweep: every cache reclaimed and acted on | `pool_wide::reclaim_all` |
-//! | thread exit | a cache gives everything to the depot and is parked for the next thread | `service::retire`, `Caches::detach` |
+//! | thread exit | a cache gives everything to the depot, then, its refunds settled, is detached and parked for the next thread | `local::retire` (`service::retire`, `Caches::detach`) |
 //! | the budget's charges | a refill charges its batch, everything leaving a stack refunds | `PoolState::charge`, `Owner::defer_refund` |
 //!
 //! ## Words
@@ -369,7 +369,8 @@
 //! | *trim* | release everything retained now (`BufferPool::trim`) |
 //! | *spares* | stack storage caches gave up, kept for the next cache's stacks |
 //! | *parked cache* | an exited thread's empty cache, kept for the next thread |
-//! | *retire* | fold a cache's counts into the pool's when its thread exits or the pool closes |
+//! | *retire* | an exiting thread's cache gives everything back: its stacks to the depot, its room and storage freed |
+//! | *detach* | take a cache off the pool's list once its refunds are settled, folding its counts into the pool's (an empty one is parked) |
 //! | *close* | the last pool handle went away: every cache releases its buffers and keeps none from then on |
 //! | *key*, *tag* | the two words a buffer carries: its pool (resolved through the registry), and its tier or charge |
 //! | *budget*, *charge*, *refund* | the cap on bytes in use; what a buffer counts against it; giving that back |

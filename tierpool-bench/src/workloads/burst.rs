@@ -70,24 +70,43 @@ struct OneBurst<'a> {
     allocator: &'a str,
 }
 
+/// RSS (and the pool's retained bytes, for a pool) over time, their room allocated before the
+/// burst so that it does not sit above the burst's memory in the heap and stop the allocator
+/// from giving it back.
+struct Samples {
+    t_ms: Vec<f64>,
+    rss: Vec<f64>,
+    retained: Option<Vec<f64>>,
+}
+
+impl Samples {
+    fn with_room<C: Contender>(c: &C, points: usize) -> Self {
+        Samples {
+            t_ms: Vec::with_capacity(points),
+            rss: Vec::with_capacity(points),
+            retained: c.retained_bytes().map(|_| Vec::with_capacity(points)),
+        }
+    }
+
+    fn push<C: Contender>(&mut self, c: &C, t_ms: f64, rss: u64) {
+        self.t_ms.push(t_ms);
+        self.rss.push(mib(rss));
+        if let (Some(v), Some(r)) = (self.retained.as_mut(), c.retained_bytes()) {
+            v.push(mib(r));
+        }
+    }
+}
+
 impl Visit for OneBurst<'_> {
     type Out = Output;
 
     fn visit<C: Contender>(self, c: C) -> Output {
         let s = self.shape;
-        // Everything the measurement keeps is allocated before the burst, so that it does not
-        // sit above the burst's memory in the heap and stop the allocator from giving it back.
         let points = (s.quiet.as_micros() / s.sample_every.as_micros()) as usize + 8;
-        let mut t_ms = Vec::with_capacity(points);
-        let mut rss = Vec::with_capacity(points);
-        let mut retained = c.retained_bytes().map(|_| Vec::with_capacity(points));
+        let mut samples = Samples::with_room(&c, points);
         let began = Instant::now();
         let baseline = rss_bytes();
-        t_ms.push(0.0);
-        rss.push(mib(baseline));
-        if let (Some(v), Some(r)) = (retained.as_mut(), c.retained_bytes()) {
-            v.push(mib(r));
-        }
+        samples.push(&c, 0.0, baseline);
         // The burst: every buffer taken and written in full, then all released.
         let mut bufs = Vec::with_capacity(s.burst);
         let take = timed(|| {
@@ -98,49 +117,12 @@ impl Visit for OneBurst<'_> {
             }
         });
         let peak = rss_bytes();
-        t_ms.push(began.elapsed().as_secs_f64() * 1e3);
-        rss.push(mib(peak));
-        if let (Some(v), Some(r)) = (retained.as_mut(), c.retained_bytes()) {
-            v.push(mib(r));
-        }
+        samples.push(&c, began.elapsed().as_secs_f64() * 1e3, peak);
         let release = timed(|| drop(std::mem::take(&mut bufs)));
         let released = Instant::now();
-        let mut sample = || {
-            t_ms.push(began.elapsed().as_secs_f64() * 1e3);
-            rss.push(mib(rss_bytes()));
-            if let (Some(v), Some(r)) = (retained.as_mut(), c.retained_bytes()) {
-                v.push(mib(r));
-            }
-        };
-        sample();
+        samples.push(&c, began.elapsed().as_secs_f64() * 1e3, rss_bytes());
         let retained_at_release = c.retained_bytes();
-        let mut after: Option<(u64, Option<u64>)> = None;
-        let mut next_sample = s.sample_every;
-        let mut sampled = 3;
-        let mut next_op = s.period;
-        loop {
-            let now = released.elapsed();
-            if now >= s.quiet {
-                break;
-            }
-            if now >= next_op {
-                let mut b = c.get(SIZE);
-                fill_all(&mut b, SIZE, 7);
-                drop(b);
-                next_op += s.period;
-            }
-            if now >= next_sample && sampled < points {
-                sample();
-                sampled += 1;
-                next_sample += s.sample_every;
-            }
-            if after.is_none() && now >= s.after {
-                after = Some((rss_bytes(), c.retained_bytes()));
-            }
-            std::thread::sleep(Duration::from_micros(200));
-        }
-        let (after_rss, after_retained) =
-            after.unwrap_or_else(|| (rss_bytes(), c.retained_bytes()));
+        let (after_rss, after_retained) = quiet(&c, &s, began, released, &mut samples, points);
         let record = |param: &str, metric: &str, value: f64, extra: BTreeMap<String, f64>| {
             Record::single(
                 "burst",
@@ -184,12 +166,50 @@ impl Visit for OneBurst<'_> {
             records,
             timelines: vec![Timeline {
                 contender: self.label.into(),
-                t_ms,
-                rss_mib: rss,
-                retained_mib: retained,
+                t_ms: samples.t_ms,
+                rss_mib: samples.rss,
+                retained_mib: samples.retained,
             }],
         }
     }
+}
+
+/// The quiet time after the burst: one get/put per period, RSS sampled (up to `points` in
+/// all); returns RSS and the retained bytes at `s.after` past `released`.
+fn quiet<C: Contender>(
+    c: &C,
+    s: &Shape,
+    began: Instant,
+    released: Instant,
+    samples: &mut Samples,
+    points: usize,
+) -> (u64, Option<u64>) {
+    let mut after: Option<(u64, Option<u64>)> = None;
+    let mut next_sample = s.sample_every;
+    let mut sampled = 3;
+    let mut next_op = s.period;
+    loop {
+        let now = released.elapsed();
+        if now >= s.quiet {
+            break;
+        }
+        if now >= next_op {
+            let mut b = c.get(SIZE);
+            fill_all(&mut b, SIZE, 7);
+            drop(b);
+            next_op += s.period;
+        }
+        if now >= next_sample && sampled < points {
+            samples.push(c, began.elapsed().as_secs_f64() * 1e3, rss_bytes());
+            sampled += 1;
+            next_sample += s.sample_every;
+        }
+        if after.is_none() && now >= s.after {
+            after = Some((rss_bytes(), c.retained_bytes()));
+        }
+        std::thread::sleep(Duration::from_micros(200));
+    }
+    after.unwrap_or_else(|| (rss_bytes(), c.retained_bytes()))
 }
 
 /// Runs the burst for one contender in this process (the parent starts one process per

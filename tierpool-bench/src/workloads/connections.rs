@@ -18,10 +18,13 @@
 //! the server's allocations per message (counted while the traffic runs).
 
 use std::collections::BTreeMap;
+use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use io_uring::{cqueue, opcode, types, IoUring};
+use tierpool::io::buf_ring::{BufRing, RecvError};
 use tierpool::BufferPool;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -126,6 +129,85 @@ async fn serve(mut s: TcpStream, strategy: Strategy, pool: BufferPool, expected:
 /// Entries in the ring of strategy (c).
 const RING_ENTRIES: u32 = 256;
 
+/// Each connection's message of strategy (c) as it arrives: its views until its 16 KiB are in.
+struct Messages {
+    parts: Vec<Vec<tierpool::PooledBytes>>,
+    have: Vec<usize>,
+    expected: u64,
+}
+
+impl Messages {
+    fn new(conns: usize, expected: u64) -> Self {
+        Messages {
+            parts: (0..conns).map(|_| Vec::with_capacity(2)).collect(),
+            have: vec![0; conns],
+            expected,
+        }
+    }
+
+    /// Adds bytes received on connection `k`: true once its message is whole and checked
+    /// (its buffers then go back to the pool).
+    fn add(&mut self, k: usize, v: tierpool::PooledBytes) -> Result<bool, String> {
+        self.have[k] += v.len();
+        self.parts[k].push(v);
+        if self.have[k] > MSG {
+            return Err("more than a message before the answer".into());
+        }
+        if self.have[k] < MSG {
+            return Ok(false);
+        }
+        let got: u64 = self.parts[k].iter().map(|p| sum(p)).sum();
+        if got != self.expected {
+            return Err("a message's bytes".into());
+        }
+        self.parts[k].clear();
+        self.have[k] = 0;
+        Ok(true)
+    }
+
+    /// True if part of a message has arrived on connection `k`.
+    fn started(&self, k: usize) -> bool {
+        self.have[k] != 0
+    }
+}
+
+/// Pushes `entry` onto the submission queue, submitting what is queued first if it is full.
+///
+/// # Safety
+/// What `entry` points at (a ring's buffers, the static answer) stays valid until its
+/// completion.
+unsafe fn push_entry(uring: &mut IoUring, entry: &io_uring::squeue::Entry) -> Result<(), String> {
+    // SAFETY: the caller's contract.
+    unsafe {
+        if uring.submission().push(entry).is_err() {
+            uring.submit().map_err(|e| e.to_string())?;
+            uring
+                .submission()
+                .push(entry)
+                .map_err(|_| "no room after submitting")?;
+        }
+    }
+    Ok(())
+}
+
+/// Submits what is queued and waits for a completion; while receives wait for buffers
+/// (`rearming`), for 1 ms at most, so that they are looked at again.
+fn submit_and_wait(uring: &mut IoUring, rearming: bool) -> Result<(), String> {
+    let waited = if rearming {
+        let ts = types::Timespec::new().nsec(1_000_000);
+        let args = types::SubmitArgs::new().timespec(&ts);
+        uring.submitter().submit_with_args(1, &args)
+    } else {
+        uring.submit_and_wait(1)
+    };
+    match waited {
+        Err(x) if !matches!(x.raw_os_error(), Some(libc::ETIME | libc::EINTR)) => {
+            Err(x.to_string())
+        }
+        _ => Ok(()),
+    }
+}
+
 /// The server of strategy (c): every connection's messages through one provided-buffer ring,
 /// on this thread. Says on `armed` once every receive is submitted; returns the ring's
 /// counters once every connection has ended.
@@ -135,11 +217,6 @@ fn ring_server(
     expected: u64,
     armed: std::sync::mpsc::Sender<()>,
 ) -> Result<tierpool::io::buf_ring::BufRingStats, String> {
-    use std::os::fd::AsRawFd;
-
-    use io_uring::{cqueue, opcode, squeue, types, IoUring};
-    use tierpool::io::buf_ring::{BufRing, RecvError};
-
     /// `user_data` of an answer's send (else the connection's index).
     const SEND: u64 = 1 << 63;
     static ACK: [u8; 1] = [1];
@@ -150,49 +227,21 @@ fn ring_server(
         .buf_size(MSG)
         .build(&uring)
         .map_err(|e| e.to_string())?;
-    let push = |uring: &mut IoUring, entry: &squeue::Entry| -> Result<(), String> {
-        // SAFETY: receives name the ring's buffers (kept until their completions) and sends
-        // the static `ACK`.
-        unsafe {
-            if uring.submission().push(entry).is_err() {
-                uring.submit().map_err(e)?;
-                uring
-                    .submission()
-                    .push(entry)
-                    .map_err(|_| "no room after submitting")?;
-            }
-        }
-        Ok(())
-    };
-    let n = streams.len();
     let fds: Vec<i32> = streams.iter().map(|s| s.as_raw_fd()).collect();
-    for (k, &fd) in fds.iter().enumerate() {
-        push(&mut uring, &ring.recv_multishot(fd).user_data(k as u64))?;
+    let receive = |ring: &mut BufRing, k: usize| ring.recv_multishot(fds[k]).user_data(k as u64);
+    for k in 0..fds.len() {
+        // SAFETY: a receive names the ring's buffers, which the ring keeps until its
+        // completions.
+        unsafe { push_entry(&mut uring, &receive(&mut ring, k))? };
     }
     uring.submit().map_err(e)?;
     let _ = armed.send(());
-    // A message's views until its 16 KiB are in.
-    let mut parts: Vec<Vec<tierpool::PooledBytes>> =
-        (0..n).map(|_| Vec::with_capacity(2)).collect();
-    let mut have = vec![0usize; n];
-    let mut open = n;
+    let mut messages = Messages::new(fds.len(), expected);
+    let mut open = fds.len();
     let mut rearm: Vec<usize> = Vec::new();
     let mut cqes: Vec<cqueue::Entry> = Vec::with_capacity(8192);
-    let ts = types::Timespec::new().nsec(1_000_000);
     while open > 0 {
-        let waited = if rearm.is_empty() {
-            uring.submit_and_wait(1)
-        } else {
-            // Receives wait for buffers: look again in 1 ms.
-            let args = types::SubmitArgs::new().timespec(&ts);
-            uring.submitter().submit_with_args(1, &args)
-        };
-        match waited {
-            Err(x) if !matches!(x.raw_os_error(), Some(libc::ETIME | libc::EINTR)) => {
-                return Err(x.to_string())
-            }
-            _ => {}
-        }
+        submit_and_wait(&mut uring, !rearm.is_empty())?;
         cqes.clear();
         cqes.extend(uring.completion());
         for cqe in &cqes {
@@ -209,32 +258,19 @@ fn ring_server(
             // ring built, and each is passed once.
             match unsafe { ring.complete(cqe) } {
                 Ok(Some(v)) => {
-                    have[k] += v.len();
-                    parts[k].push(v);
-                    if have[k] == MSG {
-                        let got: u64 = parts[k].iter().map(|p| sum(p)).sum();
-                        if got != expected {
-                            return Err("a message's bytes".into());
-                        }
-                        parts[k].clear(); // the buffers go back to the pool
-                        have[k] = 0;
+                    if messages.add(k, v)? {
                         let send = opcode::Send::new(types::Fd(fds[k]), ACK.as_ptr(), 1)
                             .build()
                             .user_data(SEND | k as u64);
-                        push(&mut uring, &send)?;
-                    } else if have[k] > MSG {
-                        return Err("more than a message before the answer".into());
+                        // SAFETY: the send names the static `ACK`.
+                        unsafe { push_entry(&mut uring, &send)? };
                     }
                     if last {
                         rearm.push(k);
                     }
                 }
-                Ok(None) => {
-                    if have[k] != 0 {
-                        return Err("a message cut short".into());
-                    }
-                    open -= 1;
-                }
+                Ok(None) if messages.started(k) => return Err("a message cut short".into()),
+                Ok(None) => open -= 1,
                 Err(RecvError::Dry) => rearm.push(k),
                 Err(x) => return Err(format!("connection {k}: {x}")),
             }
@@ -242,14 +278,15 @@ fn ring_server(
         ring.replenish();
         if ring.stats().in_ring > 0 {
             for k in rearm.drain(..) {
-                push(&mut uring, &ring.recv_multishot(fds[k]).user_data(k as u64))?;
+                // SAFETY: as for the first receives.
+                unsafe { push_entry(&mut uring, &receive(&mut ring, k))? };
             }
         }
     }
     let stats = ring.stats();
-    let closed = ring.close();
-    if closed.leaked != 0 {
-        return Err(format!("{} ring buffers kept back", closed.leaked));
+    let leaked = ring.close().leaked;
+    if leaked != 0 {
+        return Err(format!("{leaked} ring buffers kept back"));
     }
     drop(streams);
     Ok(stats)

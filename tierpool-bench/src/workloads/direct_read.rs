@@ -276,6 +276,19 @@ fn stretch(quick: bool) -> usize {
     }
 }
 
+/// What the timed stretches of one run measured.
+struct Stretches {
+    /// Each stretch's wall and CPU time.
+    times: Vec<std::time::Duration>,
+    cpu: Vec<std::time::Duration>,
+    /// Blocks in the timed stretches, and the minor page faults, allocations and bytes
+    /// allocated while they ran.
+    blocks: usize,
+    faults: u64,
+    allocs: u64,
+    bytes: u64,
+}
+
 /// Runs one strategy and shape in this process. `None` if io_uring or direct I/O is refused.
 pub fn run_one(ctx: &Ctx, strategy: Strategy, shape: (Op, usize)) -> Option<Output> {
     let (_, block) = shape;
@@ -286,7 +299,6 @@ pub fn run_one(ctx: &Ctx, strategy: Strategy, shape: (Op, usize)) -> Option<Outp
             return None;
         }
     };
-    let size = file_size(ctx.quick);
     let path = file_path(ctx.quick);
     let align = match alignment(&path) {
         Ok(a) => a,
@@ -296,63 +308,95 @@ pub fn run_one(ctx: &Ctx, strategy: Strategy, shape: (Op, usize)) -> Option<Outp
         }
     };
     let pool = AlignedPool::with_alignment(align).expect("a valid alignment");
-    let mut reused = Some(AlignedAlloc::new(block, align));
+    let reused = AlignedAlloc::new(block, align);
     let stretch = stretch(ctx.quick);
-    let (times, blocks, faults, cpu, counted) = rt.block_on(async {
-        let mut o = compio::fs::OpenOptions::new();
-        o.read(true).write(true).custom_flags(libc::O_DIRECT);
-        let mut file = o.open(&path).await.expect("the workload's file");
-        // Warm-up: one stretch (the pool's buffers, the runtime's rings).
-        for pos in (0..stretch).step_by(block) {
-            one_block(&mut file, shape, pos, strategy, &pool, &mut reused).await;
+    let m = rt.block_on(timed_stretches(
+        &path,
+        file_size(ctx.quick),
+        stretch,
+        (strategy, shape),
+        &pool,
+        reused,
+    ));
+    Some(record(ctx, strategy, shape, stretch, &m))
+}
+
+/// One stretch of the file to warm up (the pool's buffers, the runtime's rings), then the
+/// whole file in timed stretches.
+async fn timed_stretches(
+    path: &Path,
+    size: usize,
+    stretch: usize,
+    (strategy, shape): (Strategy, (Op, usize)),
+    pool: &AlignedPool,
+    reused: AlignedAlloc,
+) -> Stretches {
+    let block = shape.1;
+    let mut reused = Some(reused);
+    let mut o = compio::fs::OpenOptions::new();
+    o.read(true).write(true).custom_flags(libc::O_DIRECT);
+    let mut file = o.open(path).await.expect("the workload's file");
+    for pos in (0..stretch).step_by(block) {
+        one_block(&mut file, shape, pos, strategy, pool, &mut reused).await;
+    }
+    let (mut times, mut cpu) = (Vec::new(), Vec::new());
+    let faults0 = minor_faults();
+    let before = alloc::counted();
+    alloc::set_counting(true);
+    for start in (0..size).step_by(stretch) {
+        let (t, c) = (Instant::now(), crate::measure::cpu_time());
+        for pos in (start..start + stretch).step_by(block) {
+            one_block(&mut file, shape, pos, strategy, pool, &mut reused).await;
         }
-        let (mut times, mut cpu) = (Vec::new(), Vec::new());
-        let faults0 = minor_faults();
-        let before = alloc::counted();
-        alloc::set_counting(true);
-        for start in (0..size).step_by(stretch) {
-            let (t, c) = (Instant::now(), crate::measure::cpu_time());
-            for pos in (start..start + stretch).step_by(block) {
-                one_block(&mut file, shape, pos, strategy, &pool, &mut reused).await;
-            }
-            times.push(t.elapsed());
-            cpu.push(crate::measure::cpu_time() - c);
-        }
-        alloc::set_counting(false);
-        let after = alloc::counted();
-        (
-            times,
-            size / block,
-            minor_faults() - faults0,
-            cpu,
-            (after.allocs - before.allocs, after.bytes - before.bytes),
-        )
-    });
+        times.push(t.elapsed());
+        cpu.push(crate::measure::cpu_time() - c);
+    }
+    alloc::set_counting(false);
+    let after = alloc::counted();
+    Stretches {
+        times,
+        cpu,
+        blocks: size / block,
+        faults: minor_faults() - faults0,
+        allocs: after.allocs - before.allocs,
+        bytes: after.bytes - before.bytes,
+    }
+}
+
+/// The record of one run: the time per block of the stretches, CPU per MiB of the median
+/// stretch (a VM's hiccup lands in one stretch, not all).
+fn record(
+    ctx: &Ctx,
+    strategy: Strategy,
+    shape: (Op, usize),
+    stretch: usize,
+    m: &Stretches,
+) -> Output {
+    let block = shape.1;
     let per_stretch = (stretch / block) as f64;
-    let ns: Vec<f64> = times
+    let ns: Vec<f64> = m
+        .times
         .iter()
         .map(|t| t.as_nanos() as f64 / per_stretch)
         .collect();
     let s = crate::measure::Summary::of(ns);
-    // CPU time per MiB: the median stretch (a VM's hiccup lands in one stretch, not all).
     let mib = stretch as f64 / (1 << 20) as f64;
     let cpu = crate::measure::Summary::of(
-        cpu.iter()
+        m.cpu
+            .iter()
             .map(|c| c.as_nanos() as f64 / 1e3 / mib)
             .collect(),
     );
+    let blocks = m.blocks as f64;
     let mut extra = BTreeMap::new();
     extra.insert("MB/s".to_string(), block as f64 / s.median * 1e3);
     extra.insert("CPU us/MiB".to_string(), cpu.median);
-    extra.insert(
-        "page faults/block".to_string(),
-        faults as f64 / blocks as f64,
-    );
+    extra.insert("page faults/block".to_string(), m.faults as f64 / blocks);
     extra.insert(
         "peak RSS MiB".to_string(),
         peak_rss_bytes() as f64 / (1 << 20) as f64,
     );
-    Some(Output {
+    Output {
         records: vec![Record {
             workload: "direct-read".into(),
             contender: strategy.label().into(),
@@ -362,13 +406,13 @@ pub fn run_one(ctx: &Ctx, strategy: Strategy, shape: (Op, usize)) -> Option<Outp
             median: s.median,
             min: s.min,
             max: s.max,
-            samples: times.len(),
-            allocs_per_op: Some(counted.0 as f64 / blocks as f64),
-            bytes_per_op: Some(counted.1 as f64 / blocks as f64),
+            samples: m.times.len(),
+            allocs_per_op: Some(m.allocs as f64 / blocks),
+            bytes_per_op: Some(m.bytes as f64 / blocks),
             extra,
         }],
         timelines: vec![],
-    })
+    }
 }
 
 /// The `direct-read` workload.

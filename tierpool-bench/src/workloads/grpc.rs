@@ -16,7 +16,7 @@ use tonic::transport::Channel;
 
 use super::{process_cpu, process_minor_faults, process_rss, size_label, Ctx, Entry};
 use crate::grpc::stock::benchmark_service_client::BenchmarkServiceClient;
-use crate::grpc::{Payload, SimpleRequest};
+use crate::grpc::{Payload, SimpleRequest, SimpleResponse};
 use crate::report::{Output, Record};
 
 /// The server's two modes.
@@ -363,6 +363,23 @@ fn runtime() -> tokio::runtime::Runtime {
 /// per round trip, with QPS, latency, the server's CPU and allocations per message, its peak
 /// RSS.
 #[allow(clippy::too_many_arguments)]
+/// The server's CPU time, counters and minor page faults at one moment.
+struct Reading {
+    cpu: Duration,
+    stats: Stats,
+    faults: u64,
+}
+
+impl Reading {
+    fn of(server: &Server) -> Result<Self, String> {
+        Ok(Reading {
+            cpu: process_cpu(server.pid()),
+            stats: server.stats()?,
+            faults: process_minor_faults(server.pid()),
+        })
+    }
+}
+
 fn throughput<F, Fut>(
     exe: &Path,
     mode: Mode,
@@ -383,15 +400,13 @@ where
     let trips = Arc::new(Trips::default());
     let running = rt.spawn(load(client, counting.clone(), stop.clone(), trips.clone()));
     std::thread::sleep(s.warmup);
-    let (cpu0, stats0) = (process_cpu(server.pid()), server.stats()?);
-    let faults0 = process_minor_faults(server.pid());
+    let r0 = Reading::of(&server)?;
     let start = Instant::now();
     counting.store(true, Ordering::Relaxed);
     std::thread::sleep(s.measure);
     counting.store(false, Ordering::Relaxed);
     let elapsed = start.elapsed();
-    let (cpu1, stats1) = (process_cpu(server.pid()), server.stats()?);
-    let faults1 = process_minor_faults(server.pid());
+    let r1 = Reading::of(&server)?;
     stop.store(true, Ordering::Relaxed);
     rt.block_on(running).map_err(|e| e.to_string())??;
     let peak = server.peak_rss();
@@ -403,7 +418,7 @@ where
         .unwrap()
         .take()
         .unwrap_or_else(histogram);
-    let messages = (stats1.requests - stats0.requests).max(1) as f64;
+    let messages = (r1.stats.requests - r0.stats.requests).max(1) as f64;
     let ns = elapsed.as_nanos() as f64 / n;
     let extra = [
         ("QPS", n / elapsed.as_secs_f64()),
@@ -411,21 +426,21 @@ where
         ("p99 ms", h.value_at_quantile(0.99) as f64 / 1e3),
         (
             "server CPU us/round trip",
-            (cpu1 - cpu0).as_secs_f64() * 1e6 / n,
+            (r1.cpu - r0.cpu).as_secs_f64() * 1e6 / n,
         ),
         (
             "server allocs/message",
-            (stats1.allocs - stats0.allocs) as f64 / messages,
+            (r1.stats.allocs - r0.stats.allocs) as f64 / messages,
         ),
         // Fresh pages the server touched per message: what allocating (or a pool letting go
         // of buffers at its cap) costs beyond the allocator's own time.
         (
             "server page faults/message",
-            (faults1 - faults0) as f64 / messages,
+            (r1.faults - r0.faults) as f64 / messages,
         ),
         (
             "server pool misses/message",
-            (stats1.pool_misses - stats0.pool_misses) as f64 / messages,
+            (r1.stats.pool_misses - r0.stats.pool_misses) as f64 / messages,
         ),
         ("server peak RSS MiB", peak as f64 / MIB),
     ];
@@ -439,8 +454,8 @@ where
         min: ns,
         max: ns,
         samples: 1,
-        allocs_per_op: Some((stats1.allocs - stats0.allocs) as f64 / messages),
-        bytes_per_op: Some((stats1.bytes - stats0.bytes) as f64 / messages),
+        allocs_per_op: Some((r1.stats.allocs - r0.stats.allocs) as f64 / messages),
+        bytes_per_op: Some((r1.stats.bytes - r0.stats.bytes) as f64 / messages),
         extra: extra.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
     })
 }
@@ -540,6 +555,67 @@ fn memory_record(
     )
 }
 
+/// An open bidi stream: where its requests go, and its answers.
+type OpenStream = (
+    tokio::sync::mpsc::Sender<SimpleRequest>,
+    tonic::Streaming<SimpleResponse>,
+);
+
+/// Opens `streams` bidi streams spread over `clients`' connections, none sending yet.
+async fn open_idle_streams(
+    clients: &[BenchmarkServiceClient<Channel>],
+    streams: usize,
+) -> Result<Vec<OpenStream>, String> {
+    let mut calls = Vec::new();
+    for i in 0..streams {
+        let (tx, rx) = tokio::sync::mpsc::channel::<SimpleRequest>(1);
+        let requests =
+            futures_util::stream::unfold(
+                rx,
+                |mut rx| async move { rx.recv().await.map(|m| (m, rx)) },
+            );
+        let mut client = clients[i % clients.len()].clone();
+        calls.push(tokio::spawn(async move {
+            let answers = client
+                .streaming_call(requests)
+                .await
+                .map_err(|e| format!("opening an idle stream: {e}"))?
+                .into_inner();
+            Ok::<_, String>((tx, answers))
+        }));
+    }
+    let mut open = Vec::new();
+    for c in calls {
+        open.push(c.await.map_err(|e| e.to_string())??);
+    }
+    Ok(open)
+}
+
+/// Sends `big` on each stream, each answered with one byte; the streams stay open.
+async fn one_message_each(
+    streams: impl Iterator<Item = OpenStream>,
+    big: Bytes,
+) -> Result<Vec<OpenStream>, String> {
+    let mut tasks = Vec::new();
+    for (tx, mut answers) in streams {
+        let big = big.clone();
+        tasks.push(tokio::spawn(async move {
+            tx.send(request(&big, 1)).await.map_err(|e| e.to_string())?;
+            answers
+                .message()
+                .await
+                .map_err(|e| e.to_string())?
+                .ok_or("the stream ended")?;
+            Ok::<_, String>((tx, answers))
+        }));
+    }
+    let mut kept = Vec::new();
+    for t in tasks {
+        kept.push(t.await.map_err(|e| e.to_string())??);
+    }
+    Ok(kept)
+}
+
 /// Bytes per idle stream: `conns` x `per` bidi streams opened and left idle; then one 1 MiB
 /// message (answered with one byte) on a tenth of them, which stay open.
 fn idle(exe: &Path, mode: Mode, s: &Shape) -> Result<Vec<Record>, String> {
@@ -553,55 +629,14 @@ fn idle(exe: &Path, mode: Mode, s: &Shape) -> Result<Vec<Record>, String> {
     }
     std::thread::sleep(Duration::from_millis(200));
     let before = process_rss(server.pid());
-    let open = rt.block_on(async {
-        let mut calls = Vec::new();
-        for i in 0..streams {
-            let (tx, rx) = tokio::sync::mpsc::channel::<SimpleRequest>(1);
-            let requests = futures_util::stream::unfold(rx, |mut rx| async move {
-                rx.recv().await.map(|m| (m, rx))
-            });
-            let mut client = clients[i % conns].clone();
-            calls.push(tokio::spawn(async move {
-                let answers = client
-                    .streaming_call(requests)
-                    .await
-                    .map_err(|e| format!("opening an idle stream: {e}"))?
-                    .into_inner();
-                Ok::<_, String>((tx, answers))
-            }));
-        }
-        let mut open = Vec::new();
-        for c in calls {
-            open.push(c.await.map_err(|e| e.to_string())??);
-        }
-        Ok::<_, String>(open)
-    })?;
+    let open = rt.block_on(open_idle_streams(&clients, streams))?;
     std::thread::sleep(Duration::from_millis(500));
     let idle_rss = process_rss(server.pid());
     // One 1 MiB message on every tenth stream, each answered with one byte; all stay open.
     let big = Bytes::from(vec![5u8; 1 << 20]);
     let (busy, rest): (Vec<_>, Vec<_>) =
         open.into_iter().enumerate().partition(|(i, _)| i % 10 == 0);
-    let busy = rt.block_on(async {
-        let mut tasks = Vec::new();
-        for (_, (tx, mut answers)) in busy {
-            let big = big.clone();
-            tasks.push(tokio::spawn(async move {
-                tx.send(request(&big, 1)).await.map_err(|e| e.to_string())?;
-                answers
-                    .message()
-                    .await
-                    .map_err(|e| e.to_string())?
-                    .ok_or("the stream ended")?;
-                Ok::<_, String>((tx, answers))
-            }));
-        }
-        let mut kept = Vec::new();
-        for t in tasks {
-            kept.push(t.await.map_err(|e| e.to_string())??);
-        }
-        Ok::<_, String>(kept)
-    })?;
+    let busy = rt.block_on(one_message_each(busy.into_iter().map(|(_, o)| o), big))?;
     std::thread::sleep(s.settle);
     let after_rss = process_rss(server.pid());
     drop((busy, rest));

@@ -443,6 +443,67 @@ pub fn start_server(
     Ok((rt, addr))
 }
 
+/// One client run against `url`, the server measured meanwhile (its allocations, CPU time and
+/// page faults).
+fn measured(client: Client, url: &str, seconds: u32) -> Result<Run, String> {
+    let before = crate::alloc::counted();
+    let cpu = crate::measure::cpu_time();
+    let faults = crate::alloc::minor_faults();
+    crate::alloc::set_counting(true);
+    let result = client.run(url, seconds);
+    crate::alloc::set_counting(false);
+    let (rps, requests, p99) = result?;
+    let cpu = crate::measure::cpu_time() - cpu;
+    let faults = crate::alloc::minor_faults().saturating_sub(faults);
+    let after = crate::alloc::counted();
+    Ok(Run {
+        rps,
+        requests,
+        p99,
+        allocs: after.allocs - before.allocs,
+        bytes: after.bytes - before.bytes,
+        cpu_us: cpu.as_secs_f64() * 1e6 / requests.max(1.0),
+        faults: faults as f64 / requests.max(1.0),
+    })
+}
+
+/// The record of one (client, size, strategy) from its rounds' runs: the median rate, and
+/// the medians of the other figures.
+fn record(ctx: &Ctx, client: Client, size: usize, s: Strategy, runs: &[Run]) -> Record {
+    let us: Vec<f64> = runs.iter().map(|r| 1e9 / r.rps).collect();
+    let m = crate::measure::Summary::of(us);
+    let median = |v: Vec<f64>| crate::measure::Summary::of(v).median;
+    let requests: f64 = runs.iter().map(|r| r.requests).sum();
+    let mut extra = BTreeMap::new();
+    extra.insert("requests/s".to_string(), 1e9 / m.median);
+    let p99s: Vec<f64> = runs.iter().filter_map(|r| r.p99).collect();
+    if !p99s.is_empty() {
+        extra.insert("p99 ms".to_string(), median(p99s));
+    }
+    extra.insert(
+        "server CPU us/request".to_string(),
+        median(runs.iter().map(|r| r.cpu_us).collect()),
+    );
+    extra.insert(
+        "page faults/request".to_string(),
+        median(runs.iter().map(|r| r.faults).collect()),
+    );
+    Record {
+        workload: "http".into(),
+        contender: s.label().into(),
+        allocator: ctx.alloc.name().into(),
+        param: client.param(size),
+        metric: "ns/request (1/throughput)".into(),
+        median: m.median,
+        min: m.min,
+        max: m.max,
+        samples: runs.len(),
+        allocs_per_op: Some(runs.iter().map(|r| r.allocs as f64).sum::<f64>() / requests),
+        bytes_per_op: Some(runs.iter().map(|r| r.bytes as f64).sum::<f64>() / requests),
+        extra,
+    }
+}
+
 /// Runs the workload in this process: the server on a thread of its own, wrk, h2load and
 /// curl as child processes.
 pub fn run(ctx: &Ctx) -> Result<Output, String> {
@@ -477,13 +538,7 @@ pub fn run(ctx: &Ctx) -> Result<Output, String> {
                         continue;
                     }
                     let url = format!("http://{addr}/{}/{size}", s.id());
-                    let before = crate::alloc::counted();
-                    let cpu = crate::measure::cpu_time();
-                    let faults = crate::alloc::minor_faults();
-                    crate::alloc::set_counting(true);
-                    let result = client.run(&url, seconds);
-                    crate::alloc::set_counting(false);
-                    let (rps, requests, p99) = match result {
+                    let run = match measured(client, &url, seconds) {
                         Ok(r) => r,
                         Err(e) if client == Client::H2load => {
                             h2_failed = Some(e);
@@ -491,18 +546,7 @@ pub fn run(ctx: &Ctx) -> Result<Output, String> {
                         }
                         Err(e) => return Err(e),
                     };
-                    let cpu = crate::measure::cpu_time() - cpu;
-                    let faults = crate::alloc::minor_faults().saturating_sub(faults);
-                    let after = crate::alloc::counted();
-                    samples.entry((client, size, k)).or_default().push(Run {
-                        rps,
-                        requests,
-                        p99,
-                        allocs: after.allocs - before.allocs,
-                        bytes: after.bytes - before.bytes,
-                        cpu_us: cpu.as_secs_f64() * 1e6 / requests.max(1.0),
-                        faults: faults as f64 / requests.max(1.0),
-                    });
+                    samples.entry((client, size, k)).or_default().push(run);
                 }
             }
         }
@@ -518,42 +562,10 @@ pub fn run(ctx: &Ctx) -> Result<Output, String> {
             "pooled buffers still out after the server closed: {st}"
         ));
     }
-    let mut records = Vec::new();
-    for ((client, size, k), runs) in samples {
-        let s = Strategy::ALL[k];
-        let us: Vec<f64> = runs.iter().map(|r| 1e9 / r.rps).collect();
-        let m = crate::measure::Summary::of(us);
-        let median = |mut v: Vec<f64>| crate::measure::Summary::of(std::mem::take(&mut v)).median;
-        let requests: f64 = runs.iter().map(|r| r.requests).sum();
-        let mut extra = BTreeMap::new();
-        extra.insert("requests/s".to_string(), 1e9 / m.median);
-        let p99s: Vec<f64> = runs.iter().filter_map(|r| r.p99).collect();
-        if !p99s.is_empty() {
-            extra.insert("p99 ms".to_string(), median(p99s));
-        }
-        extra.insert(
-            "server CPU us/request".to_string(),
-            median(runs.iter().map(|r| r.cpu_us).collect()),
-        );
-        extra.insert(
-            "page faults/request".to_string(),
-            median(runs.iter().map(|r| r.faults).collect()),
-        );
-        records.push(Record {
-            workload: "http".into(),
-            contender: s.label().into(),
-            allocator: ctx.alloc.name().into(),
-            param: client.param(size),
-            metric: "ns/request (1/throughput)".into(),
-            median: m.median,
-            min: m.min,
-            max: m.max,
-            samples: runs.len(),
-            allocs_per_op: Some(runs.iter().map(|r| r.allocs as f64).sum::<f64>() / requests),
-            bytes_per_op: Some(runs.iter().map(|r| r.bytes as f64).sum::<f64>() / requests),
-            extra,
-        });
-    }
+    let records = samples
+        .into_iter()
+        .map(|((client, size, k), runs)| record(ctx, client, size, Strategy::ALL[k], &runs))
+        .collect();
     Ok(Output {
         records,
         timelines: vec![],

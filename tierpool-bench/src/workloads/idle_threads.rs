@@ -198,6 +198,32 @@ impl Rows<'_> {
     }
 }
 
+/// `threads` threads that each use two buffers of every size, say so on `ready`, then stay
+/// idle until `release`, never touching the pool again.
+fn spawn_workers(
+    pool: &tierpool::BufferPool,
+    strategy: Strategy,
+    threads: usize,
+    ready: &Arc<Barrier>,
+    release: &Arc<Barrier>,
+) -> Vec<std::thread::JoinHandle<()>> {
+    (0..threads)
+        .map(|i| {
+            let (pool, ready, release) = (pool.clone(), ready.clone(), release.clone());
+            std::thread::Builder::new()
+                .stack_size(64 << 10)
+                .spawn(move || {
+                    for &n in &SIZES {
+                        use_two(&pool, strategy, n, i as u8);
+                    }
+                    ready.wait();
+                    release.wait();
+                })
+                .expect("a thread")
+        })
+        .collect()
+}
+
 /// Runs one strategy with `threads` idle threads in this process.
 pub fn run_one(ctx: &Ctx, strategy: Strategy, threads: usize) -> Output {
     let pool = tierpool::BufferPool::builder()
@@ -209,21 +235,7 @@ pub fn run_one(ctx: &Ctx, strategy: Strategy, threads: usize) -> Output {
     let baseline = rss_bytes();
     let ready = Arc::new(Barrier::new(threads + 1));
     let release = Arc::new(Barrier::new(threads + 1));
-    let handles: Vec<_> = (0..threads)
-        .map(|i| {
-            let (pool, ready, release) = (pool.clone(), ready.clone(), release.clone());
-            std::thread::Builder::new()
-                .stack_size(64 << 10)
-                .spawn(move || {
-                    for &n in &SIZES {
-                        use_two(&pool, strategy, n, i as u8);
-                    }
-                    ready.wait();
-                    release.wait(); // idle from here on, never touching the pool again
-                })
-                .expect("a thread")
-        })
-        .collect();
+    let handles = spawn_workers(&pool, strategy, threads, &ready, &release);
     ready.wait();
     let idle_rss = rss_bytes();
     let idle_retained = pool.stats().retained_bytes as u64;

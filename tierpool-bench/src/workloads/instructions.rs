@@ -319,38 +319,61 @@ pub fn feature_costs(quick: bool) -> Vec<Record> {
     }
 }
 
+/// Builds tierpool-probe's `hot_loop` with `features` into `dir` (cargo, release), and gives
+/// the path of a copy named for them.
+fn build_hot_loop(
+    root: &std::path::Path,
+    dir: &std::path::Path,
+    features: &str,
+) -> Result<std::path::PathBuf, String> {
+    crate::progress::status(&format!(
+        "instructions: building hot_loop with features '{features}'"
+    ));
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut cmd = Command::new(&cargo);
+    cmd.current_dir(root)
+        .args(["build", "--release", "--quiet", "-p", "tierpool-probe"])
+        .args(["--bin", "hot_loop", "--target-dir"])
+        .arg(dir)
+        .stdout(Stdio::null());
+    if !features.is_empty() {
+        cmd.args(["--features", features]);
+    }
+    let status = cmd.status().map_err(|e| format!("cannot run cargo: {e}"))?;
+    if !status.success() {
+        return Err(format!(
+            "cargo build of hot_loop ({features:?}) failed: {status}"
+        ));
+    }
+    let to = dir.join(format!("hot_loop-{}", features.replace(',', "-")));
+    std::fs::copy(dir.join("release/hot_loop"), &to).map_err(|e| e.to_string())?;
+    Ok(to)
+}
+
+/// `hot_loop`'s own timing of `iters` get+puts of `n` bytes with `HOT_LOOP=mode`, in ns.
+fn hot_loop_ns(exe: &std::path::Path, mode: &str, n: usize, iters: usize) -> Result<f64, String> {
+    let o = Command::new(exe)
+        .args([n.to_string(), iters.to_string()])
+        .env("HOT_LOOP", mode)
+        .output()
+        .map_err(|e| e.to_string())?;
+    if !o.status.success() {
+        return Err(format!("hot_loop ({mode:?}) failed: {}", o.status));
+    }
+    let out = String::from_utf8_lossy(&o.stdout);
+    out.split_whitespace()
+        .next()
+        .and_then(|x| x.parse().ok())
+        .ok_or_else(|| format!("hot_loop said {out:?}"))
+}
+
 fn try_feature_costs(quick: bool) -> Result<Vec<Record>, String> {
-    use std::path::{Path, PathBuf};
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
         .ok_or("no workspace root")?;
     let dir = root.join("target").join("feature-costs");
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let build = |features: &str| -> Result<PathBuf, String> {
-        crate::progress::status(&format!(
-            "instructions: building hot_loop with features '{features}'"
-        ));
-        let mut cmd = Command::new(&cargo);
-        cmd.current_dir(root)
-            .args(["build", "--release", "--quiet", "-p", "tierpool-probe"])
-            .args(["--bin", "hot_loop", "--target-dir"])
-            .arg(&dir)
-            .stdout(Stdio::null());
-        if !features.is_empty() {
-            cmd.args(["--features", features]);
-        }
-        let status = cmd.status().map_err(|e| format!("cannot run cargo: {e}"))?;
-        if !status.success() {
-            return Err(format!(
-                "cargo build of hot_loop ({features:?}) failed: {status}"
-            ));
-        }
-        let to = dir.join(format!("hot_loop-{}", features.replace(',', "-")));
-        std::fs::copy(dir.join("release/hot_loop"), &to).map_err(|e| e.to_string())?;
-        Ok(to)
-    };
-    let plain = build("")?;
-    let with = build("holders,metrics")?;
+    let plain = build_hot_loop(root, &dir, "")?;
+    let with = build_hot_loop(root, &dir, "holders,metrics")?;
     let n = 4096;
     let counted = iterations(quick);
     let mut records = Vec::new();
@@ -364,21 +387,7 @@ fn try_feature_costs(quick: bool) -> Result<Vec<Record>, String> {
                 (false, "holders1") => 500_000,
                 (false, _) => 5_000_000,
             };
-            let o = Command::new(exe)
-                .args([n.to_string(), iters.to_string()])
-                .env("HOT_LOOP", mode)
-                .output()
-                .map_err(|e| e.to_string())?;
-            if !o.status.success() {
-                return Err(format!("hot_loop ({mode:?}) failed: {}", o.status));
-            }
-            let out = String::from_utf8_lossy(&o.stdout);
-            let ns: f64 = out
-                .split_whitespace()
-                .next()
-                .and_then(|x| x.parse().ok())
-                .ok_or_else(|| format!("hot_loop said {out:?}"))?;
-            times[i].push(ns);
+            times[i].push(hot_loop_ns(exe, mode, n, iters)?);
         }
     }
     for (i, &(features, mode, label)) in FEATURE_CASES.iter().enumerate() {
