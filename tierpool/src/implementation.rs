@@ -180,7 +180,7 @@
 //! What it costs: nothing beyond a plain pool's. An aligned buffer is allocated with the
 //! pool's alignment and its tier's size (`Layout::from_size_align`), so it has no bytes beyond
 //! its tier, and an `AlignedBuf` is a `PooledBuf` that cannot grow: the same 32-byte handle and
-//! the same get and return (65.4 instructions per get+put, as a plain pool's; BENCHMARKS.md). The machinery
+//! the same get and return (the same instructions per get+put as a plain pool's; BENCHMARKS.md). The machinery
 //! frees every one of its buffers with the pool's alignment (`sys/alloc.rs`; a buffer that
 //! outlives its pool finds it in its key), which Miri checks on every way a buffer goes back
 //! (`tests/aligned_layouts.rs`). An `AlignedBuf`
@@ -436,8 +436,9 @@
 //!
 //! The repository's `BENCHMARKS.md` has every measured figure, each with the command that
 //! produced it, from the comparison report (`cargo run --release -p tierpool-bench`). `.ci/run`
-//! fails if a tierpool get+put at 4 KiB, with or without a budget, costs more than 64
-//! instructions (`cargo run --release -p tierpool-bench -- --count tierpool 4096`).
+//! fails if a tierpool get+put at 4 KiB or 16 MiB, with or without a budget, costs more than 64
+//! instructions (callgrind on `examples/hot_loop.rs`, whose loop is the report's; one figure:
+//! `cargo run --release -p tierpool-bench -- --count tierpool 4096`).
 
 // The names the docs above link to.
 #[allow(unused_imports)]
