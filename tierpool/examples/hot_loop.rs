@@ -11,7 +11,7 @@
 //! (with `--toggle-collect='*counted_try*'`) or `HOT_LOOP=get_zeroed` (`'*counted_zeroed*'`)
 //! count the other two ways to get a buffer; `HOT_LOOP=budget` runs `counted_loop` on a pool
 //! with a 256 MiB budget on bytes in use (`Builder::max_in_use_bytes`; the report's
-//! budgeted tierpool's), built with
+//! budgeted tierpool's); built with
 //! `--features holders`, `HOT_LOOP=holders128` (or any N) on a pool that tracks one get in N
 //! (`Builder::track_holders`), `holders0` on one built with the feature that tracks none;
 //! `HOT_LOOP=aligned` (the same `--toggle-collect='*counted_loop*'`, which matches

@@ -96,7 +96,13 @@ pub fn run_one(ctx: &Ctx, budget: Option<usize>) -> Output {
         builder = builder.max_in_use_bytes(b);
     }
     let pool = builder.build().expect("valid configuration");
-    let held_peak = Arc::new(AtomicUsize::new(0));
+    let payload: Arc<Vec<u8>> = Arc::new((0..FRAME).map(|i| (i * 7) as u8).collect());
+    let f = Flood {
+        expected: checksum(&payload),
+        payload,
+        held: Arc::new(AtomicUsize::new(0)),
+        held_peak: Arc::new(AtomicUsize::new(0)),
+    };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -104,14 +110,14 @@ pub fn run_one(ctx: &Ctx, budget: Option<usize>) -> Output {
         .expect("tokio runtime");
     let before = crate::alloc::counted();
     crate::alloc::set_counting(true);
-    let (elapsed, hist) = rt.block_on(flood(&pool, conns, frames, &held_peak));
+    let (elapsed, hist) = rt.block_on(flood(&pool, conns, frames, &f));
     crate::alloc::set_counting(false);
     let counted = crate::alloc::counted();
     drop(rt);
     let run = Flooded {
         elapsed,
         hist,
-        held_peak: held_peak.load(Ordering::Relaxed),
+        held_peak: f.held_peak.load(Ordering::Relaxed),
         allocs: counted.allocs - before.allocs,
         bytes: counted.bytes - before.bytes,
     };
@@ -130,19 +136,27 @@ struct Flooded {
     bytes: u64,
 }
 
+/// What the flood sends and counts, made before the counted run (its allocations are not the
+/// flood's).
+struct Flood {
+    /// Every frame's payload, and its checksum.
+    payload: Arc<Vec<u8>>,
+    expected: u64,
+    /// Payloads read and not yet handled, and the most at once.
+    held: Arc<AtomicUsize>,
+    held_peak: Arc<AtomicUsize>,
+}
+
 /// `conns` loopback connections each send `frames` frames as fast as they can; a reader task
 /// per connection reads them into pooled buffers for one slow handler thread. Returns the
-/// time it took and the readers' latencies per frame (µs); `held_peak` gets the most
-/// payloads held at once.
+/// time it took and the readers' latencies per frame (µs).
 async fn flood(
     pool: &BufferPool,
     conns: usize,
     frames: usize,
-    held_peak: &Arc<AtomicUsize>,
+    f: &Flood,
 ) -> (Duration, hdrhistogram::Histogram<u64>) {
-    let payload: Arc<Vec<u8>> = Arc::new((0..FRAME).map(|i| (i * 7) as u8).collect());
-    let expected = checksum(&payload);
-    let held = Arc::new(AtomicUsize::new(0));
+    let (payload, expected, held, held_peak) = (&f.payload, f.expected, &f.held, &f.held_peak);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind");

@@ -359,10 +359,6 @@ fn runtime() -> tokio::runtime::Runtime {
         .expect("tokio runtime")
 }
 
-/// Runs `load` against a fresh server in `mode` for the shape's warm-up and measured window:
-/// per round trip, with QPS, latency, the server's CPU and allocations per message, its peak
-/// RSS.
-#[allow(clippy::too_many_arguments)]
 /// The server's CPU time, counters and minor page faults at one moment.
 struct Reading {
     cpu: Duration,
@@ -380,6 +376,9 @@ impl Reading {
     }
 }
 
+/// Runs `load` against a fresh server in `mode` for the shape's warm-up and measured window:
+/// per round trip, with QPS, latency, the server's CPU and allocations per message, its peak
+/// RSS.
 fn throughput<F, Fut>(
     exe: &Path,
     mode: Mode,

@@ -546,8 +546,8 @@ fn soak(tls: bool, s: &Shape) -> Result<(Vec<Record>, Timeline), String> {
 
     // Every peer gone: the pool's account, the connections the server still counts (the one
     // asking among them), the RSS.
-    drop(huge);
     drop(std::mem::take(&mut h.slow));
+    drop(huge);
     std::thread::sleep(Duration::from_millis(2500));
     let after = Aftermath {
         holders_left,
