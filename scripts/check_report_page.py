@@ -23,6 +23,7 @@ Exits 0 when all hold, 1 with a message saying which did not, 2 on bad arguments
 Chromium as root with --no-sandbox, and nothing from the network (the page needs none).
 """
 
+import argparse
 import json
 import os
 import re
@@ -146,25 +147,23 @@ def sampled_pixels(path, samples=300):
     return width, height, len(rows), pixels
 
 
-def usage():
-    print(__doc__.strip().splitlines()[2].strip(), file=sys.stderr)
-    sys.exit(2)
+def max_height_arg(text):
+    """`--max-height`'s value: whole pixels, 1 to MAX_HEIGHT."""
+    value = int(text)
+    if not 0 < value <= MAX_HEIGHT:
+        raise ValueError(text)
+    return value
 
 
 def main():
-    args = sys.argv[1:]
-    max_height = MAX_HEIGHT
-    if len(args) == 4 and args[2] == "--max-height":
-        try:
-            max_height = int(args[3])
-        except ValueError:
-            usage()
-        if not 0 < max_height <= MAX_HEIGHT:
-            usage()
-        args = args[:2]
-    if len(args) != 2:
-        usage()
-    folder, shot = args
+    parser = argparse.ArgumentParser(
+        usage=__doc__.strip().splitlines()[2].strip(), add_help=False
+    )
+    parser.add_argument("folder")
+    parser.add_argument("shot")
+    parser.add_argument("--max-height", type=max_height_arg, default=MAX_HEIGHT)
+    args = parser.parse_args()  # exits 2 with a message on bad arguments
+    folder, shot, max_height = args.folder, args.shot, args.max_height
     index = os.path.join(folder, "index.html")
     if not os.path.exists(index):
         fail(f"{index} does not exist (the report writes it beside report.md)")
