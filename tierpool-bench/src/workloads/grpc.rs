@@ -2,6 +2,10 @@
 //! streams ping-ponging 1 MiB messages on one connection): grpc's own benchmark service on
 //! tonic, stock against pooled (`grpc_server --mode stock|pooled`), driven from this process by
 //! one tonic client (tonic's generated client, its own prost codec) for both modes.
+//!
+//! `TIERPOOL_GRPC_SECS` sets each throughput row's measured window (4 s by default): at 1 MiB
+//! x 150 streams the server makes about 300 round trips a second, so the default window's p99
+//! is its dozen slowest; a longer one tells this machine's noise from a difference.
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -71,12 +75,16 @@ struct Shape {
 }
 
 fn shape(quick: bool) -> Shape {
+    let secs = std::env::var("TIERPOOL_GRPC_SECS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .map(Duration::from_secs);
     if quick {
         Shape {
             streams: 8,
             sizes: vec![64 << 10],
             warmup: Duration::from_millis(100),
-            measure: Duration::from_millis(300),
+            measure: secs.unwrap_or(Duration::from_millis(300)),
             rounds: 1,
             retained: 8,
             first: 3 << 20,
@@ -93,7 +101,7 @@ fn shape(quick: bool) -> Shape {
             // arrives), so that the window measures the seed's steady ping-pong rather than
             // streams starting.
             warmup: Duration::from_secs(2),
-            measure: Duration::from_secs(4),
+            measure: secs.unwrap_or(Duration::from_secs(4)),
             rounds: 3,
             retained: 200,
             first: 3 << 20,
