@@ -20,9 +20,11 @@ struct Server {
 }
 
 impl Server {
-    fn start(mode: &str) -> Server {
+    /// Starts one with these arguments besides its address (`--mode ...`).
+    fn start(args: &[&str]) -> Server {
         let mut child = Command::new(env!("CARGO_BIN_EXE_grpc_server"))
-            .args(["--addr", "127.0.0.1:0", "--mode", mode])
+            .args(["--addr", "127.0.0.1:0"])
+            .args(args)
             .stdout(Stdio::piped())
             .spawn()
             .expect("grpc_server starts");
@@ -160,8 +162,8 @@ fn grpcio_client(addr: &str) {
     );
 }
 
-fn serves_tonic_and_grpcio(mode: &str) {
-    let mut server = Server::start(mode);
+fn serves_tonic_and_grpcio(args: &[&str]) {
+    let mut server = Server::start(args);
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -175,10 +177,16 @@ fn serves_tonic_and_grpcio(mode: &str) {
 
 #[test]
 fn the_stock_server_answers_tonic_and_grpcio() {
-    serves_tonic_and_grpcio("stock");
+    serves_tonic_and_grpcio(&["--mode", "stock"]);
 }
 
 #[test]
 fn the_pooled_server_answers_tonic_and_grpcio() {
-    serves_tonic_and_grpcio("pooled");
+    serves_tonic_and_grpcio(&["--mode", "pooled"]);
+}
+
+/// `UnaryCall` through `PooledMethods::unary` instead of the codec.
+#[test]
+fn the_pooled_server_with_the_unary_reader_answers_tonic_and_grpcio() {
+    serves_tonic_and_grpcio(&["--mode", "pooled", "--unary", "reader"]);
 }

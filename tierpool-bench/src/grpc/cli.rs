@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use super::{serve, Mode, Served};
+use super::{serve, Mode, Served, Unary};
 use crate::alloc;
 use clap::Parser;
 use tokio::signal::unix::{signal, SignalKind};
@@ -22,6 +22,10 @@ struct Args {
     /// stock: plain tonic (tonic_prost::ProstCodec); pooled: every method through tierpool::io::grpc
     #[arg(long, value_parser = ["stock", "pooled"], default_value = "pooled")]
     mode: String,
+    /// How the pooled mode serves UnaryCall: codec (the generated service with PooledCodec:
+    /// tonic's buffer, then a pooled one) or reader (PooledMethods::unary: one copy)
+    #[arg(long, value_parser = ["codec", "reader"], default_value = "codec")]
+    unary: String,
 }
 
 fn stats(served: &Served) {
@@ -52,6 +56,11 @@ pub fn server_main(args: impl IntoIterator<Item = String>) -> ExitCode {
     } else {
         Mode::Pooled
     };
+    let unary = if args.unary == "reader" {
+        Unary::Reader
+    } else {
+        Unary::Codec
+    };
     let _ = crate::nofile::raise_nofile(0);
     alloc::set_counting(true);
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -79,7 +88,7 @@ pub fn server_main(args: impl IntoIterator<Item = String>) -> ExitCode {
                 }
             }
         };
-        serve(listener, mode, served.clone(), shutdown)
+        serve(listener, mode, unary, served.clone(), shutdown)
             .await
             .map_err(|e| e.to_string())
     });

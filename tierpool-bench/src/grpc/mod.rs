@@ -4,7 +4,8 @@
 //! - **stock**: plain tonic, generated with tonic's own prost codec (`tonic_prost::ProstCodec`);
 //! - **pooled**: every method through `tierpool::io::grpc`: the generated service with
 //!   `PooledCodec` for the unary and server-streaming methods, and `PooledMethods` (the pooled
-//!   reader and body) for the client-streaming and bidi ones.
+//!   reader and body) for the client-streaming and bidi ones; with `--unary reader`, the unary
+//!   method through `PooledMethods::unary` as well.
 //!
 //! Both answer as grpc's benchmark servers do: a `SimpleResponse` whose payload is
 //! `response_size` zero bytes (a view of one static block: no allocation per response, in
@@ -17,7 +18,7 @@ mod service;
 pub use cli::server_main;
 
 pub use messages::{Payload, SimpleRequest, SimpleResponse};
-pub use service::{serve, Mode, Served, MAX_RESPONSE};
+pub use service::{serve, Mode, Served, Unary, MAX_RESPONSE};
 
 /// The service tonic-build generated with tonic's own prost codec.
 #[allow(missing_docs, missing_debug_implementations, clippy::all)]

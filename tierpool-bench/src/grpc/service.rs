@@ -11,7 +11,7 @@ use tierpool::io::grpc::{PooledMethods, PooledStreaming};
 use tonic::{Request, Response, Status, Streaming};
 
 use super::messages::{Payload, SimpleRequest, SimpleResponse};
-use super::{pooled, stock, BOTH_WAYS, FROM_CLIENT, STREAMING};
+use super::{pooled, stock, BOTH_WAYS, FROM_CLIENT, STREAMING, UNARY};
 
 /// The largest `response_size` answered: tonic's default receive limit.
 pub const MAX_RESPONSE: usize = 4 << 20;
@@ -36,6 +36,18 @@ impl Mode {
             Mode::Pooled => "pooled",
         }
     }
+}
+
+/// How the pooled mode serves `UnaryCall`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Unary {
+    /// Through the generated service and `PooledCodec`: tonic reads the request into its own
+    /// buffer and the codec copies it into a pooled one (two copies).
+    #[default]
+    Codec,
+    /// Through `PooledMethods::unary`: the pooled reader copies the request from h2's frames
+    /// into a pooled buffer (one copy).
+    Reader,
 }
 
 /// Requests the server has received, every method together.
@@ -238,10 +250,12 @@ impl pooled::benchmark_service_server::BenchmarkService for Bench {
 
 /// Serves the benchmark service in `mode` on `listener` until `shutdown` completes, counting
 /// requests into `served`. The pooled mode uses the process-wide pool
-/// (`tierpool::default_pool()`, which trims in the background).
+/// (`tierpool::default_pool()`, which trims in the background) and serves `UnaryCall` as
+/// `unary` says (the stock mode ignores it).
 pub async fn serve(
     listener: tokio::net::TcpListener,
     mode: Mode,
+    unary: Unary,
     served: Arc<Served>,
     shutdown: impl Future<Output = ()> + Send,
 ) -> Result<(), tonic::transport::Error> {
@@ -260,8 +274,8 @@ pub async fn serve(
             let pool = tierpool::default_pool().clone();
             let generated =
                 pooled::benchmark_service_server::BenchmarkServiceServer::new(bench.clone());
-            let (b1, b2, b3) = (bench.clone(), bench.clone(), bench);
-            let service = PooledMethods::new(generated, pool)
+            let (b1, b2, b3, b4) = (bench.clone(), bench.clone(), bench.clone(), bench);
+            let mut service = PooledMethods::new(generated, pool)
                 .streaming(STREAMING, move |r: PooledStreaming<SimpleRequest>| {
                     let responses = b1.ping_pong(r.into_inner());
                     async move { Ok(Response::new(responses)) }
@@ -277,6 +291,12 @@ pub async fn serve(
                     let bench = b3.clone();
                     async move { bench.both_ways(r.into_inner()).await.map(Response::new) }
                 });
+            if unary == Unary::Reader {
+                service = service.unary(UNARY, move |r: Request<SimpleRequest>| {
+                    b4.count();
+                    std::future::ready(answer(r.get_ref()).map(Response::new))
+                });
+            }
             server
                 .add_service(service)
                 .serve_with_incoming_shutdown(incoming, shutdown)

@@ -28,15 +28,21 @@ use crate::report::{Output, Record};
 enum Mode {
     Stock,
     Pooled,
+    /// The pooled server with `UnaryCall` through `PooledMethods::unary` (the unary row only).
+    UnaryReader,
 }
 
 impl Mode {
     const ALL: [Mode; 2] = [Mode::Stock, Mode::Pooled];
+    /// The unary row's contenders: the codec, and the pooled reader a unary method may use.
+    const UNARY: [Mode; 3] = [Mode::Stock, Mode::Pooled, Mode::UnaryReader];
 
-    fn arg(self) -> &'static str {
+    /// `grpc_server`'s arguments for the mode.
+    fn args(self) -> &'static [&'static str] {
         match self {
-            Mode::Stock => "stock",
-            Mode::Pooled => "pooled",
+            Mode::Stock => &["--mode", "stock"],
+            Mode::Pooled => &["--mode", "pooled"],
+            Mode::UnaryReader => &["--mode", "pooled", "--unary", "reader"],
         }
     }
 
@@ -44,6 +50,7 @@ impl Mode {
         match self {
             Mode::Stock => "tonic",
             Mode::Pooled => "tonic + tierpool",
+            Mode::UnaryReader => "tonic + tierpool, PooledMethods::unary",
         }
     }
 
@@ -51,6 +58,7 @@ impl Mode {
         match self {
             Mode::Stock => "grpc workload: grpc_server --mode stock: tonic 0.14 as generated with tonic_prost::ProstCodec (a Streaming<T> per request stream, its BytesMut grown to the largest message)",
             Mode::Pooled => "grpc workload: grpc_server --mode pooled: the generated service with tierpool::io::grpc::PooledCodec (unary, server-streaming) and PooledMethods (client-streaming, bidi): messages read into the default pool's buffers, nothing held between them; responses from pooled buffers",
+            Mode::UnaryReader => "grpc workload, the unary row: grpc_server --mode pooled --unary reader: UnaryCall through PooledMethods::unary (the pooled reader and body: the request copied once, from h2's frames into a pooled buffer) instead of the codec",
         }
     }
 }
@@ -136,7 +144,8 @@ struct Stats {
 impl Server {
     fn start(exe: &Path, mode: Mode) -> Result<Server, String> {
         let mut child = Command::new(exe)
-            .args(["grpc-server", "--addr", "127.0.0.1:0", "--mode", mode.arg()])
+            .args(["grpc-server", "--addr", "127.0.0.1:0"])
+            .args(mode.args())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
@@ -681,7 +690,7 @@ impl super::Scenario for Grpc {
     }
 
     fn describe(&self) -> &'static str {
-        "gRPC under tonic, the seeds' own protocol: grpc's BenchmarkService (grpc_server, run as a child of the report's binary) stock (tonic as generated, its own prost codec) and pooled (tierpool::io::grpc: the codec for unary and server-streaming, PooledMethods for client-streaming and bidi), driven from this process by tonic's generated client for both modes, one fresh server per row and mode, 3 interleaved rounds. The seed's shape: 150 bidi StreamingCall streams on one connection, each ping-ponging 1 MiB (also 64 KiB and 4 KiB) messages: per round trip, QPS, p50/p99 latency, the server's CPU per round trip and allocations per message received, its peak RSS. Unary 1 MiB calls, 64 at a time, through the codec alone. Retention: 200 client-streaming streams on 4 connections each send one 3 MiB message then three of 100 bytes and stay open: the server's RSS above its start per open stream, 5 s later and at once. Idle: 10,000 bidi streams (100 connections x 100) opened and left idle: bytes per idle stream; then one 1 MiB message on a tenth of them."
+        "gRPC under tonic, the seeds' own protocol: grpc's BenchmarkService (grpc_server, run as a child of the report's binary) stock (tonic as generated, its own prost codec) and pooled (tierpool::io::grpc: the codec for unary and server-streaming, PooledMethods for client-streaming and bidi), driven from this process by tonic's generated client for both modes, one fresh server per row and mode, 3 interleaved rounds. The seed's shape: 150 bidi StreamingCall streams on one connection, each ping-ponging 1 MiB (also 64 KiB and 4 KiB) messages: per round trip, QPS, p50/p99 latency, the server's CPU per round trip and allocations per message received, its peak RSS. Unary 1 MiB calls, 64 at a time, through the codec alone (tonic's buffer, then a pooled one), and through PooledMethods::unary (the pooled reader: one copy). Retention: 200 client-streaming streams on 4 connections each send one 3 MiB message then three of 100 bytes and stay open: the server's RSS above its start per open stream, 5 s later and at once. Idle: 10,000 bidi streams (100 connections x 100) opened and left idle: bytes per idle stream; then one 1 MiB message on a tenth of them."
     }
 
     fn weight(&self) -> u64 {
@@ -689,7 +698,7 @@ impl super::Scenario for Grpc {
     }
 
     fn contenders(&self) -> Vec<Entry> {
-        Mode::ALL
+        Mode::UNARY
             .iter()
             .map(|m| Entry::new(m.label(), m.setup()))
             .collect()
@@ -709,7 +718,7 @@ impl super::Scenario for Grpc {
                     crate::progress::status(&format!(
                         "grpc round {round}/{}: {} ping-pong {}",
                         s.rounds,
-                        mode.arg(),
+                        mode.label(),
                         size_label(size)
                     ));
                     let streams = s.streams;
@@ -725,11 +734,11 @@ impl super::Scenario for Grpc {
                     )?);
                 }
             }
-            for mode in Mode::ALL {
+            for mode in Mode::UNARY {
                 crate::progress::status(&format!(
                     "grpc round {round}/{}: {} unary",
                     s.rounds,
-                    mode.arg()
+                    mode.label()
                 ));
                 let calls = s.unary;
                 records.push(throughput(
@@ -747,7 +756,7 @@ impl super::Scenario for Grpc {
                 crate::progress::status(&format!(
                     "grpc round {round}/{}: {} retention",
                     s.rounds,
-                    mode.arg()
+                    mode.label()
                 ));
                 records.push(retention(&exe, mode, &s)?);
                 records.extend(idle(&exe, mode, &s)?);
