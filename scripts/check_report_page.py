@@ -149,9 +149,14 @@ def sampled_pixels(path, samples=300):
 
 def max_height_arg(text):
     """`--max-height`'s value: whole pixels, 1 to MAX_HEIGHT."""
-    value = int(text)
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
     if not 0 < value <= MAX_HEIGHT:
-        raise ValueError(text)
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: whole pixels, 1 to {MAX_HEIGHT}"
+        )
     return value
 
 

@@ -23,7 +23,8 @@ struct Args {
     #[arg(long, value_parser = ["stock", "pooled"], default_value = "pooled")]
     mode: String,
     /// How the pooled mode serves UnaryCall: codec (the generated service with PooledCodec:
-    /// tonic's buffer, then a pooled one) or reader (PooledMethods::unary: one copy)
+    /// tonic's buffer, then a pooled one) or reader (PooledMethods::unary: one copy; --mode
+    /// pooled only)
     #[arg(long, value_parser = ["codec", "reader"], default_value = "codec")]
     unary: String,
 }
@@ -61,6 +62,12 @@ pub fn server_main(args: impl IntoIterator<Item = String>) -> ExitCode {
     } else {
         Unary::Codec
     };
+    if mode == Mode::Stock && unary == Unary::Reader {
+        eprintln!(
+            "grpc_server: --unary reader needs --mode pooled (the stock mode is plain tonic)"
+        );
+        return ExitCode::from(2);
+    }
     let _ = crate::nofile::raise_nofile(0);
     alloc::set_counting(true);
     let rt = tokio::runtime::Builder::new_multi_thread()

@@ -3,9 +3,10 @@
 //! tonic, stock against pooled (`grpc_server --mode stock|pooled`), driven from this process by
 //! one tonic client (tonic's generated client, its own prost codec) for both modes.
 //!
-//! `TIERPOOL_GRPC_SECS` sets each throughput row's measured window (4 s by default): at 1 MiB
-//! x 150 streams the server makes about 300 round trips a second, so the default window's p99
-//! is its dozen slowest; a longer one tells this machine's noise from a difference.
+//! `TIERPOOL_GRPC_SECS` sets each throughput row's measured window in whole seconds (4 s by
+//! default, 300 ms with `--quick`, which it overrides too): at 1 MiB x 150 streams the server
+//! makes about 300 round trips a second, so the default window's p99 is its dozen slowest; a
+//! longer one tells this machine's noise from a difference.
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -82,11 +83,20 @@ struct Shape {
     unary: usize,
 }
 
-fn shape(quick: bool) -> Shape {
-    let secs = std::env::var("TIERPOOL_GRPC_SECS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .map(Duration::from_secs);
+/// `TIERPOOL_GRPC_SECS`, if set: whole seconds, at least one.
+fn window() -> Result<Option<Duration>, String> {
+    match std::env::var("TIERPOOL_GRPC_SECS") {
+        Err(_) => Ok(None),
+        Ok(v) => match v.parse::<u64>() {
+            Ok(secs) if secs > 0 => Ok(Some(Duration::from_secs(secs))),
+            _ => Err(format!(
+                "TIERPOOL_GRPC_SECS={v:?}: the measured window is whole seconds, at least 1"
+            )),
+        },
+    }
+}
+
+fn shape(quick: bool, secs: Option<Duration>) -> Shape {
     if quick {
         Shape {
             streams: 8,
@@ -709,7 +719,7 @@ impl super::Scenario for Grpc {
     }
 
     fn run(&self, quick: bool) -> Result<Output, String> {
-        let s = shape(quick);
+        let s = shape(quick, window()?);
         let exe = server_exe()?;
         let mut records = Vec::new();
         for round in 1..=s.rounds {
@@ -736,7 +746,7 @@ impl super::Scenario for Grpc {
             }
             for mode in Mode::UNARY {
                 crate::progress::status(&format!(
-                    "grpc round {round}/{}: {} unary",
+                    "grpc round {round}/{}: unary, {}",
                     s.rounds,
                     mode.label()
                 ));
