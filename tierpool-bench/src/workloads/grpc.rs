@@ -4,9 +4,9 @@
 //! one tonic client (tonic's generated client, its own prost codec) for both modes.
 //!
 //! `TIERPOOL_GRPC_SECS` sets each throughput row's measured window in whole seconds (4 s by
-//! default, 300 ms with `--quick`, which it overrides too): at 1 MiB x 150 streams the server
-//! makes about 300 round trips a second, so the default window's p99 is its dozen slowest; a
-//! longer one tells this machine's noise from a difference.
+//! default, 300 ms with `--quick`, which it overrides too): at 1 MiB x 150 streams each stream
+//! makes only a few round trips a second, so the default window's p99 rests on its few slowest
+//! round trips, and a longer window tells this machine's noise from a difference.
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
