@@ -210,13 +210,24 @@ impl Server {
 
     /// `INFO`'s field `name`.
     pub(super) fn info(&self, name: &str) -> Result<u64, String> {
+        Ok(self.infos([name])?[0])
+    }
+
+    /// `INFO`'s fields `names`, from one reply (so they describe one moment, and one asking
+    /// connection is counted in `connected_clients`).
+    pub(super) fn infos<const N: usize>(&self, names: [&str; N]) -> Result<[u64; N], String> {
         let mut c = connect(self.port, self.tls)?;
         c.write_all(b"*1\r\n$4\r\nINFO\r\n")
             .map_err(|e| e.to_string())?;
         let text = read_bulk(&mut c)?;
-        text.lines()
-            .find_map(|l| l.strip_prefix(&format!("{name}:"))?.trim().parse().ok())
-            .ok_or_else(|| format!("INFO has no {name}: {text}"))
+        let mut values = [0; N];
+        for (value, name) in values.iter_mut().zip(names) {
+            *value = text
+                .lines()
+                .find_map(|l| l.strip_prefix(&format!("{name}:"))?.trim().parse().ok())
+                .ok_or_else(|| format!("INFO has no {name}: {text}"))?;
+        }
+        Ok(values)
     }
 
     pub(super) fn stop(mut self) -> Result<(), String> {

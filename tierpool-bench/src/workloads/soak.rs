@@ -83,6 +83,9 @@ fn shape(quick: bool) -> Shape {
 
 const CONTENDER: &str = "kv_server pooled, under a budget";
 
+/// How long the server may take, once every peer has gone, to see their closes.
+const SETTLE: Duration = Duration::from_secs(10);
+
 /// The slowloris frame's length.
 const SLOW_FRAME: usize = 4_000;
 
@@ -413,13 +416,18 @@ struct Bounds {
 
 fn bounds(server: &Server, s: &Shape, holders: &Holders) -> Result<Bounds, String> {
     let pending = holders.pending.load(Ordering::Relaxed) as f64;
-    let held = server.info("pool_in_use_bytes")? as f64;
+    let [held, max_retained, max_in_use] = server.infos([
+        "pool_in_use_bytes",
+        "pool_max_retained_bytes",
+        "pool_max_in_use_bytes",
+    ])?;
+    let held = held as f64;
     // kv_server runs the default tiers.
     let floor = tierpool::Builder::DEFAULT_MIN_TIER as f64;
     let connections = (s.slowloris + s.huge) as f64;
     let base = super::process_rss(server.pid()) as f64 / MIB;
-    let max_retained = server.info("pool_max_retained_bytes")? as f64 / MIB;
-    let max_in_use = server.info("pool_max_in_use_bytes")? as f64 / MIB;
+    let max_retained = max_retained as f64 / MIB;
+    let max_in_use = max_in_use as f64 / MIB;
     Ok(Bounds {
         pending,
         held,
@@ -544,15 +552,25 @@ fn soak(tls: bool, s: &Shape) -> Result<(Vec<Record>, Timeline), String> {
     std::thread::sleep(Duration::from_millis(500));
     let holders_left = server.info("connected_clients")?.saturating_sub(1) as f64;
 
-    // Every peer gone: the pool's account, the connections the server still counts (the one
-    // asking among them), the RSS.
+    // Every peer gone: the pool's account and the connections the server still counts (the
+    // one asking aside), once the server has seen every close, and the RSS then. The server
+    // sees a close when its task next polls the socket, and an earlier `INFO`'s connection is
+    // one of them, so the two are read until they reach zero or `SETTLE` passes.
     drop(std::mem::take(&mut h.slow));
     drop(huge);
-    std::thread::sleep(Duration::from_millis(2500));
+    let deadline = Instant::now() + SETTLE;
+    let (in_use, clients) = loop {
+        let [in_use, clients] = server.infos(["pool_in_use_bytes", "connected_clients"])?;
+        let clients = clients.saturating_sub(1);
+        if (in_use == 0 && clients == 0) || Instant::now() >= deadline {
+            break (in_use, clients);
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
     let after = Aftermath {
         holders_left,
-        in_use: server.info("pool_in_use_bytes")? as f64,
-        clients: server.info("connected_clients")?.saturating_sub(1) as f64,
+        in_use: in_use as f64,
+        clients: clients as f64,
         rss: super::process_rss(server.pid()) as f64 / MIB,
         panics: server.panics() as f64,
     };
