@@ -235,8 +235,8 @@ impl Cache {
     /// the housekeeping clocks at `epoch` and `trim_gen`. What stays is what the pool fixed
     /// when it made it: the tiers' sizes and capacities, the lookup table, `cache_bytes`,
     /// the allowance, and the stacks' storage (empty stacks: the next thread's first use of
-    /// a tier the exited one used allocates nothing). Returns false, and changes nothing, if
-    /// the cache is not empty or not `key`'s. `&mut`: nothing else refers to the cache
+    /// a tier the exited one used allocates nothing). Returns false, and changes nothing, if the cache is
+    /// not empty or not `key`'s. `&mut`: nothing else refers to the cache
     /// (`Arc::get_mut`), so the stores race with nothing.
     pub(crate) fn reset(&mut self, key: Key, epoch: u64, trim_gen: u64) -> bool {
         if !self.is_empty() || self.head.own_key != key {

@@ -34,18 +34,18 @@
 //!
 //! # Parked caches
 //!
-//! A thread that exits gives its cache's buffers and reservations back and then detaches it
-//! (`local.rs`, `retire`, which says in what order and why). Rather than free it, the list
-//! keeps up to [`MAX_PARKED`] such empty caches, and the pool's next new thread takes one
-//! ([`Caches::unpark`]) instead of allocating its own: a program that starts threads for
-//! batches of work (`std::thread::scope`, a runtime's blocking pool) would otherwise pay four
-//! allocations per thread and pool (the cache's block, its cold state and, in building them,
-//! a vector and a copy), and one more per tier it uses (a stack's storage, which stays with
-//! the parked cache). A parked cache is taken only through `Arc::get_mut`: when nothing else
-//! refers to it (the exited thread's table has dropped it, and no reclaimer that listed it
-//! before it left still holds it), so that [`Cache::reset`] races with nothing. Parked
-//! caches that stay so a whole interval are freed at the pool's tick (the pool's one idle
-//! rule, `engine/idle.rs`); `trim` frees them all, and a closed pool keeps none.
+//! A thread that exits gives its cache's buffers and reservations back and then detaches it (`local.rs`, `retire`, which says in what order and why). Rather than
+//! free it, the list keeps up to [`MAX_PARKED`] such empty caches, and the pool's next new
+//! thread takes one ([`Caches::unpark`]) instead of allocating its own: a program that starts
+//! threads for batches of work (`std::thread::scope`, a runtime's blocking pool) would
+//! otherwise pay four allocations per thread and pool (the cache's block, its cold state and,
+//! in building them, a vector and a copy), and one more per tier it uses (a stack's storage,
+//! which stays with the parked cache). A parked
+//! cache is taken only through `Arc::get_mut`: when nothing else refers to it (the exited
+//! thread's table has dropped it, and no reclaimer that listed it before it left still holds
+//! it), so that [`Cache::reset`] races with nothing. Parked caches that stay so a whole
+//! interval are freed at the pool's tick (the pool's one idle rule, `engine/idle.rs`); `trim`
+//! frees them all, and a closed pool keeps none.
 
 use super::block::Cache;
 use super::owner::{Owner, Seized};
