@@ -263,9 +263,9 @@
 //!   the pool's tick reclaims idle caches.
 //! - **Thread exit**: a thread-local destructor gives each cache's buffers to its depot, with
 //!   the room they had (so the depot takes all of them), and folds its counters into the
-//!   pool's. The emptied cache, its stacks' storage with it, is parked (up to 8 per pool,
-//!   freed after a whole interval unused) and the thread's emptied table kept: the next
-//!   thread to start takes both over, and allocates nothing to use the pool.
+//!   pool's. The emptied cache is parked (up to 8 per pool, freed after a whole interval
+//!   unused) and the thread's emptied table kept: the next thread to start takes both over,
+//!   and allocates nothing to use the pool.
 //!
 //! # Metrics
 //!
@@ -324,7 +324,7 @@
 //! | retrieval | a get its stack and a refill cannot serve: a larger buffer filed under its tier, or a loan of a larger tier's | `retrieve::retrieve` |
 //! | housekeeping | every slow operation counts; a rung doorbell or a due count looks at the pool | `service::housekeeping`, `Owner::pace` |
 //! | service | what the pool asks of a cache: closed, trimmed, budget pressure, a new interval | `service::service` |
-//! | the idle rule | what stayed unused through an interval is released: cache stacks (and their storage), the depot, parked caches | `service::decay`, `IdleStack::decay` (`engine/idle.rs`) |
+//! | the idle rule | what stayed unused through an interval is released: cache stacks, the depot, spare storage, parked caches | `service::decay`, `IdleStack::decay` (`engine/idle.rs`) |
 //! | the tick | once per interval, by one thread: the depot's decay, idle caches reclaimed, metrics | `tick::tick` |
 //! | reclaim for room | the allowance is spent: caches quiet since the last tick are emptied | `tick::reclaim_quiet` |
 //! | after the operation | refunds, the tick, reclaiming for room run once the owner is gone | `tick::finish` |
@@ -367,6 +367,7 @@
 //! | *tick* | the pool's once-per-interval work: depot decay, reclaiming idle caches, publishing metrics |
 //! | *release* | free buffers to the allocator (decay, trim, the cap); counted by reason |
 //! | *trim* | release everything retained now (`BufferPool::trim`) |
+//! | *spares* | stack storage caches gave up, kept for the next cache's stacks |
 //! | *parked cache* | an exited thread's empty cache, kept for the next thread |
 //! | *retire* | an exiting thread's cache gives everything back: its stacks to the depot, its room and storage freed |
 //! | *detach* | take a cache off the pool's list once its refunds are settled, folding its counts into the pool's (an empty one is parked) |
@@ -387,6 +388,7 @@
 //! | `engine/cache/block.rs` | builds a cache's one allocation (head, then the tiers) with a custom layout, and frees it as a `Box` | the layout computed once; every slot written once | Miri (every test that makes a cache) |
 //! | `engine/cache/fast.rs` | the fast path: from the doorbell's address to the table and the tier at constant offsets | the block's layout; the owner's busy mark | Miri, loom, the callgrind guard |
 //! | `engine/cache/stack.rs`, `tier_ops.rs`, `owner.rs` | reading and writing a stack's slots between its bounds; rebuilding a `Vec` from a slot's pointer (`tier_ops.rs`); the two ways to become a cache's owner (`owner.rs`) | `head <= len <= cap`; a slot holds a buffer of exactly its tier; Dekker's protocol with both fences on the rare side (`owner.rs` docs) | Miri, loom (with the owner's fence removed, loom finds both sides on one stack), stress and soak under TSan |
+//! | `engine/cache/spare.rs` | keeps slot arrays that stacks gave up (raw pointers from `alloc_slots`), nulls them, hands them to the next stack of the same length, frees them | `give` is `unsafe`: an array of that length, given once, with every pointer to it cleared first (`Owner::free_storage`, a cache's drop) | Miri (lib: its unit test, and every test that makes caches), `tests/alloc_free.rs` |
 //! | `engine/cache/reclaim.rs`, `engine/policy/tests.rs` | taking a seized cache's `Owner` after the heavy fence; a cache nothing else reaches | the fence ran after every seize; the caller is inside no operation | loom, Miri (reclaim), TSan (reclaim) |
 //! | `engine/class.rs` | indexing the bucket table and the size list without bounds checks | every index proved valid at construction (`debug_assert!`s) | Miri, the exhaustive lookup tests |
 //! | `sys/fence.rs` | the heavy fence: Linux's `membarrier` system call, Windows' `FlushProcessWriteBuffers` | two integers (no arguments on Windows), no memory of ours | `fence::tests`, the whole suite once without it; on Windows the library's tests under Wine, whose `FlushProcessWriteBuffers` returns without a barrier (RELIABILITY.md) |

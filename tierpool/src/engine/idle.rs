@@ -6,8 +6,9 @@
 //! An [`IdleStack`] keeps items newest on top and remembers its *low-water mark*: the fewest
 //! items it held since the last decay. Items are taken from the top (or, by a search, from
 //! anywhere), so the ones below the mark are exactly those that sat there through the whole
-//! interval, and [`IdleStack::decay`] releases them. The depot's stacks of buffers and the
-//! parked caches of exited threads are each an `IdleStack`; a thread cache's own stacks follow the same rule with raw pointers, which the
+//! interval, and [`IdleStack::decay`] releases them. The depot's stacks of buffers, the spare
+//! stack storage of thread caches and the parked caches of exited threads are each an
+//! `IdleStack`; a thread cache's own stacks follow the same rule with raw pointers, which the
 //! fast path needs (`cache/stack.rs`).
 
 /// A stack whose items that stayed untouched through an interval can be told apart (module

@@ -18,8 +18,8 @@
 //! or made on first use), else, when the thread is exiting or the call is re-entrant, the
 //! pool without a cache (its depot and the allocator), else (the pool is gone) nothing. A
 //! second thread-local (`GUARD`) exists only to run a destructor at thread exit, which retires
-//! every cache: its buffers go to the depot, its counts to the pool, the emptied cache (its
-//! stacks' storage with it) to the pool's parked ones and the emptied table to `SPARE_TABLES`, for the next threads.
+//! every cache: its buffers go to the depot, its counts to the pool, the emptied cache to the
+//! pool's parked ones and the emptied table to `SPARE_TABLES`, for the next threads.
 //!
 //! # Soundness
 //!

@@ -6,6 +6,7 @@ use crate::base::key::{Key, Tag};
 use crate::base::sync::{Arc, AtomicBool, AtomicU64, Mutex, Ordering};
 use crate::engine::budget::{Budget, CACHE_SHARE};
 use crate::engine::cache::reclaim::Caches;
+use crate::engine::cache::spare::SpareSlots;
 use crate::engine::cache::{offset_table, Cache};
 use crate::engine::class::{Classes, ALL_BUCKETS};
 use crate::engine::clock::Clock;
@@ -62,6 +63,8 @@ pub(crate) struct PoolState {
     /// What thread caches reserve their room from: `allowance`, or, where caches cannot be
     /// reclaimed (`fence.rs`), an unbounded one of their own.
     cache_allowance: Arc<Allowance>,
+    /// Stack storage thread caches gave up, for the next caches' stacks (`cache/spare.rs`).
+    spares: Arc<SpareSlots>,
     pub(crate) depot: Depot,
     /// Set once, by `close`, before it rings the caches (see [`Cache::ring`]).
     pub(crate) closed: AtomicBool,
@@ -112,6 +115,7 @@ impl PoolState {
         };
         PoolState {
             cache_allowance,
+            spares: Arc::new(SpareSlots::new()),
             depot: Depot::new(config.classes.sizes(), allowance, config.align.max(1)),
             cache_table: offset_table(&config.classes),
             caches: Caches::new(config.classes.sizes()),
@@ -177,6 +181,7 @@ impl PoolState {
             epoch,
             trim_gen,
             &self.cache_allowance,
+            &self.spares,
         )
     }
 
@@ -272,14 +277,16 @@ impl PoolState {
                 .is_ok();
         if won {
             self.allocator_trim.released(self.depot.decay(), Why::Decay);
+            self.spares.decay(false);
             self.caches.decay_parked(false);
         }
         won
     }
 
-    /// Frees every parked cache (`trim`).
-    pub(crate) fn trim_parked(&self) {
+    /// Frees every spare stack array and parked cache (`trim`).
+    pub(crate) fn trim_spares(&self) {
         self.caches.decay_parked(true);
+        self.spares.decay(true);
     }
 
     /// Starts a trim: bumps the generation (each cache acts on it when reclaimed or at its
@@ -296,6 +303,7 @@ impl PoolState {
         self.closed.store(true, Ordering::Release);
         self.depot.close();
         self.caches.close_parked();
+        self.spares.close();
         // Release: see `closed_pools`.
         CLOSED_POOLS.fetch_add(1, std::sync::atomic::Ordering::Release);
     }

@@ -414,7 +414,7 @@ impl<K: Kind> BufferPool<K> {
             None => local::slow(self.core.key, TrimOwn),
         };
         let bytes = caches + state.depot.trim();
-        state.trim_parked();
+        state.trim_spares();
         state.allocator_trim.released(bytes, Why::Trim);
         state.allocator_trim.run_now();
         bytes

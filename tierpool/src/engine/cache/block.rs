@@ -5,7 +5,8 @@
 
 use std::mem::{align_of, size_of};
 
-use super::stack::{free_all, free_slots, stack_cap, Tier, TierCold, MIN_CHECK_EVERY};
+use super::spare::SpareSlots;
+use super::stack::{free_all, stack_cap, Tier, TierCold, MIN_CHECK_EVERY};
 use crate::base::key::{Key, RUNG, TIER_STRIDE};
 use crate::base::sync::{Arc, AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Mutex, Ordering};
 use crate::engine::class::{Classes, ALL_BUCKETS};
@@ -62,6 +63,8 @@ pub(crate) struct Head {
     pub(in crate::engine) large: AtomicUsize,
     /// The pool's allowance, which every reservation is drawn from.
     pub(in crate::engine) allowance: Arc<Allowance>,
+    /// The pool's spare stack storage, where this cache's stacks get and leave theirs.
+    pub(in crate::engine) spares: Arc<SpareSlots>,
     pub(in crate::engine) wipe: bool,
     pub(in crate::engine) dead: AtomicBool,
     /// Slow operations until the next housekeeping.
@@ -89,8 +92,8 @@ pub(crate) struct Head {
 
 impl Head {
     /// A head for a cache of the pool with key `key`: its doorbell armed, the pool's fixed
-    /// parts (the lookup table, the tiers' cold state, the room, the allowance), the
-    /// housekeeping clocks at `(epoch, trim_gen)`, every counter and flag at its
+    /// parts (the lookup table, the tiers' cold state, the room, the allowance, the spare
+    /// store), the housekeeping clocks at `(epoch, trim_gen)`, every counter and flag at its
     /// start. [`Cache::new`] and [`Cache::reset`] both make theirs here.
     #[allow(clippy::too_many_arguments)]
     fn new(
@@ -102,6 +105,7 @@ impl Head {
         wipe: bool,
         (epoch, trim_gen): (u64, u64),
         allowance: Arc<Allowance>,
+        spares: Arc<SpareSlots>,
     ) -> Self {
         Head {
             bell: Doorbell {
@@ -117,6 +121,7 @@ impl Head {
             reserved: AtomicUsize::new(0),
             large: AtomicUsize::new(0),
             allowance,
+            spares,
             wipe,
             dead: AtomicBool::new(false),
             countdown: AtomicU32::new(SLOW_CHECK_EVERY),
@@ -165,6 +170,7 @@ impl Cache {
         epoch: u64,
         trim_gen: u64,
         allowance: &Arc<Allowance>,
+        spares: &Arc<SpareSlots>,
     ) -> Arc<Cache> {
         debug_assert_ne!(key.raw(), RUNG);
         let tiers: Vec<Tier> = classes
@@ -187,6 +193,7 @@ impl Cache {
             wipe,
             (epoch, trim_gen),
             Arc::clone(allowance),
+            Arc::clone(spares),
         );
         Arc::from(assemble(head, tiers))
     }
@@ -217,25 +224,24 @@ impl Cache {
         self.head.dead.load(Relaxed)
     }
 
-    /// True if the cache holds nothing of the pool's: no buffer, no reservation, no large
-    /// slot, and it is not dead (its stacks' storage may stay: it is the cache's own). What an
-    /// exiting thread's cache is once it gave everything back (`policy/service.rs`,
-    /// `retire`): such a cache may be parked for the next thread
-    /// ([`Caches::detach`](super::reclaim::Caches::detach)). Read by its owner, by its
-    /// exiting thread once it gave everything back, or by a holder of the only reference.
+    /// True if the cache holds nothing of the pool's: no stack storage (so no buffer), no
+    /// reservation, no large slot, and it is not dead. What an exiting thread's cache is
+    /// once it gave everything back (`policy/service.rs`, `retire`): such a cache may be parked for the
+    /// next thread ([`Caches::detach`](super::reclaim::Caches::detach)). Read by its owner,
+    /// by its exiting thread once it gave everything back, or by a holder of the only
+    /// reference.
     pub(crate) fn is_empty(&self) -> bool {
         !self.is_dead()
             && self.head.reserved.load(Relaxed) == 0
             && self.head.large.load(Relaxed) == 0
-            && (self.tiers.iter().zip(self.head.cold.iter())).all(|(t, c)| c.len(t) == 0)
+            && self.tiers.iter().all(|t| t.end.load(Relaxed).is_null())
     }
 
     /// Makes an empty cache (an exited thread's, [`Self::is_empty`]) what [`Cache::new`]
     /// makes for the same pool: doorbell armed with `key`, every counter and flag as new,
     /// the housekeeping clocks at `epoch` and `trim_gen`. What stays is what the pool fixed
     /// when it made it: the tiers' sizes and capacities, the lookup table, `cache_bytes`,
-    /// the allowance, and the stacks' storage (empty stacks: the next thread's first use of
-    /// a tier the exited one used allocates nothing). Returns false, and changes nothing, if the cache is
+    /// the allowance and the spare store. Returns false, and changes nothing, if the cache is
     /// not empty or not `key`'s. `&mut`: nothing else refers to the cache
     /// (`Arc::get_mut`), so the stores race with nothing.
     pub(crate) fn reset(&mut self, key: Key, epoch: u64, trim_gen: u64) -> bool {
@@ -243,11 +249,7 @@ impl Cache {
             return false;
         }
         for t in self.tiers.iter_mut() {
-            let end = t.end.load(Relaxed);
             *t = Tier::new(t.size);
-            for p in [&t.head, &t.low, &t.full, &t.end] {
-                p.store(end, Relaxed);
-            }
         }
         let mut cold = std::mem::take(&mut self.head.cold);
         for c in cold.iter_mut() {
@@ -265,6 +267,7 @@ impl Cache {
             h.wipe,
             (epoch, trim_gen),
             Arc::clone(&h.allowance),
+            Arc::clone(&h.spares),
         );
         true
     }
@@ -343,9 +346,9 @@ impl Drop for Cache {
     fn drop(&mut self) {
         for (tier, cold) in self.tiers.iter().zip(self.head.cold.iter()) {
             if let Some((slots, cap)) = free_all(tier, cold, self.head.own_key.align()) {
-                // SAFETY: the tier's array, allocated for its `cap` (`Owner::ensure_storage`);
+                // SAFETY: the tier's array, taken for its `cap` (`Owner::ensure_storage`);
                 // the cache is being dropped, so nothing refers to it afterwards.
-                unsafe { free_slots(slots, cap) };
+                unsafe { self.head.spares.give(slots, cap) };
             }
         }
         let large = self.head.large.load(Relaxed);

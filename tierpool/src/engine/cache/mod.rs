@@ -4,6 +4,7 @@
 //! | file | what it owns |
 //! |---|---|
 //! | `stack.rs` | a tier's stack of raw pointers: its storage, its counters, its capacity |
+//! | `spare.rs` | stack storage caches gave up, kept (bounded, decayed) for the next cache's stacks |
 //! | `block.rs` | the cache's memory: one allocation, the doorbell first, everything at constant offsets |
 //! | `counters.rs` | what other threads read: counts for `stats()`, bytes held, the activity signature |
 //! | `fast.rs` | the fast path: a get or a return in one visit, reached from the doorbell's address |
@@ -46,6 +47,7 @@
 //! with a lock, a ring and a `membarrier`. `owner.rs` has the protocol and why it holds.
 
 pub(super) mod stack;
+pub(crate) mod spare;
 pub(super) mod block;
 mod counters;
 pub(super) mod fast;

@@ -34,13 +34,13 @@
 //!
 //! # Parked caches
 //!
-//! A thread that exits gives its cache's buffers and reservations back and then detaches it (`local.rs`, `retire`, which says in what order and why). Rather than
+//! A thread that exits gives its cache's buffers, reservations and stack storage back and
+//! then detaches it (`local.rs`, `retire`, which says in what order and why). Rather than
 //! free it, the list keeps up to [`MAX_PARKED`] such empty caches, and the pool's next new
 //! thread takes one ([`Caches::unpark`]) instead of allocating its own: a program that starts
 //! threads for batches of work (`std::thread::scope`, a runtime's blocking pool) would
 //! otherwise pay four allocations per thread and pool (the cache's block, its cold state and,
-//! in building them, a vector and a copy), and one more per tier it uses (a stack's storage,
-//! which stays with the parked cache). A parked
+//! in building them, a vector and a copy). A parked
 //! cache is taken only through `Arc::get_mut`: when nothing else refers to it (the exited
 //! thread's table has dropped it, and no reclaimer that listed it before it left still holds
 //! it), so that [`Cache::reset`] races with nothing. Parked caches that stay so a whole
@@ -65,11 +65,9 @@ pub(crate) enum Turn {
     Try,
 }
 
-/// The most empty caches of exited threads a pool keeps for the next threads: 8. With the
-/// default 56 tiers a cache is about 12 KiB (4 KiB of lookup table, a 64-byte line and 72
-/// bytes of cold state per tier) and holds no buffer or reservation; the stacks' storage of
-/// the tiers its thread used stays with it, 8 bytes a slot, at most 21 KiB (every tier
-/// used). So the parked caches keep at most about 270 KiB, and no longer than an interval.
+/// The most empty caches of exited threads a pool keeps for the next threads: 8, about
+/// 94 KiB with the default 56 tiers (a cache is 4 KiB of lookup table, a 64-byte line and
+/// 72 bytes of cold state per tier, and holds no buffer, reservation or stack storage).
 #[cfg(not(loom))]
 pub(crate) const MAX_PARKED: usize = 8;
 

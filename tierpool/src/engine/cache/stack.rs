@@ -193,7 +193,7 @@ pub(in crate::engine) fn count_return(tier: &Tier) -> u64 {
 
 /// Frees every buffer on `tier`'s stack (the cache is being dropped: no owner is left) with
 /// the pool's alignment `align`, and returns the stack's storage, if it has any: its slots
-/// and their number, for the caller to free.
+/// and their number, for the caller to give to the pool's spares.
 pub(in crate::engine) fn free_all(
     tier: &Tier,
     cold: &TierCold,
@@ -223,12 +223,10 @@ pub(in crate::engine) fn alloc_slots(cap: u32) -> *mut Slot {
 }
 
 /// Frees slots made by [`alloc_slots`]`(cap)`.
-///
-/// # Safety
-/// `slots` came from [`alloc_slots`]`(cap)`, is freed once, and nothing uses it afterwards.
-pub(in crate::engine) unsafe fn free_slots(slots: *mut Slot, cap: u32) {
+pub(in crate::engine) fn free_slots(slots: *mut Slot, cap: u32) {
     let slice = std::ptr::slice_from_raw_parts_mut(slots, cap as usize);
-    // SAFETY: `Box::into_raw` of a slice of `cap` entries (the caller's contract), freed once.
+    // SAFETY: `slots` came from `alloc_slots(cap)` (`Box::into_raw` of a slice of `cap`
+    // entries) and is freed once: callers reset or drop the field holding it.
     drop(unsafe { Box::from_raw(slice) });
 }
 

@@ -6,10 +6,7 @@
 use std::mem::size_of;
 
 use super::owner::Owner;
-use super::stack::{
-    alloc_slots, count_return, fold, free_slots, place, publish, pushes, Count, Slot,
-    MAX_LOCAL_PER_TIER,
-};
+use super::stack::{count_return, fold, place, publish, pushes, Count, Slot, MAX_LOCAL_PER_TIER};
 use crate::base::key::TIER_STRIDE;
 use crate::base::sync::Ordering;
 use crate::observe::stats::bump;
@@ -80,12 +77,17 @@ impl Owner<'_> {
     }
 
     /// Gives tier `t` its slots if it has none yet (a limit was just set above 0, or is about
-    /// to be: `policy/exchange.rs`, `refill`). They offer the fast path no room until
-    /// [`Self::set_full`] gives it the limit's.
+    /// to be: `policy/exchange.rs`, `refill`): spare ones of the pool's (`spare.rs`) or fresh ones. They
+    /// offer the fast path no room until [`Self::set_full`] gives it the limit's.
     pub(in crate::engine) fn ensure_storage(&self, t: usize) {
         let (tier, cold) = self.cache.tier(t);
         if tier.end.load(Relaxed).is_null() {
-            let end = alloc_slots(cold.cap).wrapping_add(cold.cap as usize);
+            let end = self
+                .cache
+                .head
+                .spares
+                .take(cold.cap)
+                .wrapping_add(cold.cap as usize);
             // `Release`: a reader that sees the stack's top sees its end (`counters.rs`).
             tier.end.store(end, Release);
             tier.head.store(end, Release);
@@ -115,10 +117,10 @@ impl Owner<'_> {
         cold.limit.load(Relaxed) == 0 && tier.end.load(Relaxed).is_null()
     }
 
-    /// Frees tier `t`'s storage if it has no limit and holds nothing (decay of an idle tier,
-    /// `trim`, close, a sweep): it was allocated while buffers came in, so it may sit above
-    /// them in the heap and pin it (glibc trims only the top). An exiting thread's cache
-    /// keeps its storage, for the next thread if it is parked (`policy/service.rs`, `retire`).
+    /// Gives up tier `t`'s storage if it has no limit and holds nothing (decay of an idle tier,
+    /// `trim`, close, thread exit), to the pool's spares (`spare.rs`), which keep a bounded
+    /// amount for the next cache and free the rest: it was allocated while buffers came in,
+    /// so it may sit above them in the heap and pin it (glibc trims only the top).
     pub(crate) fn free_storage(&self, t: usize) {
         let (tier, cold) = self.cache.tier(t);
         if cold.limit.load(Relaxed) != 0 || cold.len(tier) != 0 {
@@ -132,10 +134,9 @@ impl Owner<'_> {
         }
         let end = tier.end.swap(std::ptr::null_mut(), Release);
         if !end.is_null() {
-            // SAFETY: the array `end` closes was allocated by `ensure_storage` for this tier's
-            // `cap` (which never changes); every pointer into it was just cleared, and the
-            // readers of other threads (`counters.rs`) read the pointers, never the slots.
-            unsafe { free_slots(end.wrapping_sub(cold.cap as usize), cold.cap) };
+            // SAFETY: the array `end` closes was taken by `ensure_storage` for this tier's
+            // `cap` (which never changes); every pointer into it was just cleared.
+            unsafe { (self.cache.head.spares).give(end.wrapping_sub(cold.cap as usize), cold.cap) };
         }
     }
 

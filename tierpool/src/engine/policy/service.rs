@@ -93,19 +93,13 @@ pub(crate) fn release_all(o: &Owner<'_>, pool: &PoolState) -> usize {
 }
 
 /// Gives every stack to the depot, with its room (a closed depot frees them), refunding the
-/// charges, and frees the stacks' storage: a budget waiter's sweep.
+/// charges: a budget waiter's sweep, thread exit.
 pub(super) fn give_up_all(o: &Owner<'_>, pool: &PoolState) {
-    give_up_stacks(o, pool);
     for t in (0..o.tiers()).filter(|&t| !o.is_bare(t)) {
+        if o.limit(t) > 0 {
+            give_up(o, pool, t);
+        }
         o.free_storage(t);
-    }
-}
-
-/// Gives every stack to the depot, with its room, refunding the charges; the stacks' storage
-/// stays.
-fn give_up_stacks(o: &Owner<'_>, pool: &PoolState) {
-    for t in (0..o.tiers()).filter(|&t| o.limit(t) > 0) {
-        give_up(o, pool, t);
     }
 }
 
@@ -118,10 +112,9 @@ pub(super) fn kill(o: &Owner<'_>, pool: &PoolState) {
 
 /// The thread is exiting (or its table is being dropped): hand everything to the depot, as
 /// far as the allowance lets it, and free the rest. The caller (`local.rs`, `retire`, which
-/// says why) detaches the cache afterwards, which parks it for the next thread (its stacks'
-/// storage with it) or lets it be freed.
+/// says why) detaches the cache afterwards.
 pub(crate) fn retire(o: &Owner<'_>, pool: &PoolState) {
     if !o.is_dead() {
-        give_up_stacks(o, pool);
+        give_up_all(o, pool);
     }
 }

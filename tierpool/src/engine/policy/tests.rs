@@ -728,7 +728,7 @@ fn parked_caches_are_taken_over_as_new_and_decay() {
     exit(&d, &state);
     drop(d);
     assert_eq!(state.caches.parked(), 1);
-    state.trim_parked();
+    state.trim_spares();
     assert_eq!(state.caches.parked(), 0);
     let e = state.new_cache(key);
     state.close();
