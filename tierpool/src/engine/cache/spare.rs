@@ -9,11 +9,18 @@
 //! per sample over about 30 tiers each, made 0.5 allocations per packet that way, beside the
 //! thread start-up itself. Now an exiting thread's arrays serve the next thread.
 //!
+//! Apart from the parked caches (`reclaim.rs`), which recycle a cache's block: an array here
+//! serves any tier whose stack has its length, and most tiers' stacks have one length (64
+//! slots). A parked cache that kept its own arrays would serve only the tiers its exited
+//! thread used, and a new thread that uses others (the `mixed` workload's two threads each
+//! run a different stream) would allocate a stack for each of them (measured in
+//! `docs/benchmarks-history.md`, "One recycler of stack storage, tried").
+//!
 //! Bounded: at most [`MAX_SPARE_SLOTS`] slots (64 KiB) wait here. And decayed by the pool's
 //! one idle rule (`engine/idle.rs`): at each pool tick the arrays that stayed here through
-//! the whole interval since the last tick are freed (`decay`). `trim` frees those here at the time (caches trimmed later,
-//! at their owners' next operation, give theirs afterwards), and once the pool is closed
-//! nothing is kept.
+//! the whole interval since the last tick are freed (`decay`). `trim` frees those here at
+//! the time (caches trimmed later, at their owners' next operation, give theirs
+//! afterwards), and once the pool is closed nothing is kept.
 
 use super::stack::{alloc_slots, free_slots, Slot};
 use crate::base::sync::{lock, Mutex, Ordering::Relaxed};
@@ -100,7 +107,9 @@ impl SpareSlots {
         let mut s = lock(&self.spares);
         if s.closed || s.slots + cap as usize > MAX_SPARE_SLOTS {
             drop(s);
-            free_slots(slots, cap);
+            // SAFETY: an array of `cap` slots from `alloc_slots` that nothing uses any more
+            // (the caller's contract), not kept here.
+            unsafe { free_slots(slots, cap) };
             return;
         }
         s.slots += cap as usize;
@@ -122,7 +131,8 @@ impl SpareSlots {
         let mut s = lock(&self.spares);
         let mut freed = 0;
         s.arrays.decay(all, false, |a| {
-            free_slots(a.slots, a.cap);
+            // SAFETY: a kept array of `a.cap` slots, leaving the store: nothing else has it.
+            unsafe { free_slots(a.slots, a.cap) };
             freed += a.cap as usize;
         });
         s.slots -= freed;

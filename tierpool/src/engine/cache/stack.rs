@@ -223,10 +223,12 @@ pub(in crate::engine) fn alloc_slots(cap: u32) -> *mut Slot {
 }
 
 /// Frees slots made by [`alloc_slots`]`(cap)`.
-pub(in crate::engine) fn free_slots(slots: *mut Slot, cap: u32) {
+///
+/// # Safety
+/// `slots` came from [`alloc_slots`]`(cap)`, is freed once, and nothing uses it afterwards.
+pub(in crate::engine) unsafe fn free_slots(slots: *mut Slot, cap: u32) {
     let slice = std::ptr::slice_from_raw_parts_mut(slots, cap as usize);
-    // SAFETY: `slots` came from `alloc_slots(cap)` (`Box::into_raw` of a slice of `cap`
-    // entries) and is freed once: callers reset or drop the field holding it.
+    // SAFETY: `Box::into_raw` of a slice of `cap` entries (the caller's contract), freed once.
     drop(unsafe { Box::from_raw(slice) });
 }
 
