@@ -95,7 +95,7 @@ pub(crate) struct Ticket {
     need: usize,
 }
 
-#[derive(Debug)]
+#[derive(Debug, Default)]
 struct Account {
     free: usize,
     queue: VecDeque<Waiter>,
@@ -146,15 +146,7 @@ impl Budget {
             pressure: AtomicBool::new(false),
             account: Mutex::new(Account {
                 free: limit,
-                queue: VecDeque::new(),
-                queued: 0,
-                served: Vec::new(),
-                next_id: 0,
-                peak: 0,
-                waits: 0,
-                wait_total: Duration::ZERO,
-                wait_longest: Duration::ZERO,
-                refusals: 0,
+                ..Account::default()
             }),
         }
     }

@@ -78,10 +78,6 @@ pub(crate) struct Classes {
     table: Box<[u16]>,
     max: usize,
     max_probes: usize,
-    /// The thread caches' lookup: `ALL_BUCKETS` entries, one for every bucket of `usize`;
-    /// buckets above the largest tier map to `len()`, the index of the caches' sentinel tier.
-    /// Shared by every thread cache of the pool.
-    fast: std::sync::Arc<[u16]>,
 }
 
 impl Classes {
@@ -115,15 +111,11 @@ impl Classes {
             table.push(first as u16);
             start = next;
         }
-        let mut fast = vec![sizes.len() as u16; ALL_BUCKETS];
-        fast[..table.len()].copy_from_slice(&table);
-        let fast: std::sync::Arc<[u16]> = fast.into();
         Classes {
             sizes: sizes.into_boxed_slice(),
             table: table.into_boxed_slice(),
             max,
             max_probes,
-            fast,
         }
     }
 
@@ -145,10 +137,10 @@ impl Classes {
         self.max
     }
 
-    /// The thread caches' lookup table (see the field's documentation).
-    #[inline]
-    pub(crate) fn fast_table(&self) -> &std::sync::Arc<[u16]> {
-        &self.fast
+    /// The thread caches' lookup for bucket `b` of `usize` (`b < ALL_BUCKETS`): the first
+    /// candidate tier, or `len()`, the index of the caches' sentinel tier, above the largest.
+    pub(crate) fn first_candidate(&self, b: usize) -> usize {
+        self.table.get(b).map_or(self.len(), |&t| usize::from(t))
     }
 
     /// The most size comparisons any lookup makes (1 for power-of-two and geometric tiers).
@@ -316,13 +308,12 @@ mod tests {
         assert_eq!(bucket_of_pred(usize::MAX), ALL_BUCKETS - 1);
         assert_eq!(bucket_of_pred(0), 0);
         let c = Classes::new(vec![256, 4096]);
-        assert_eq!(c.fast_table().len(), ALL_BUCKETS);
         assert_eq!(
-            c.fast_table()[ALL_BUCKETS - 1],
+            c.first_candidate(ALL_BUCKETS - 1),
             2,
             "above the largest tier: the sentinel"
         );
-        assert_eq!(c.fast_table()[bucket(4096)], 1);
+        assert_eq!(c.first_candidate(bucket(4096)), 1);
     }
 
     #[test]
@@ -369,8 +360,7 @@ mod tests {
                 "put {n} in {sizes:?}"
             );
             // The thread caches' table: first candidate, then walk up (cache.rs).
-            let fast = c.fast_table();
-            let mut t = usize::from(fast[bucket_of_pred(n.wrapping_sub(1))]);
+            let mut t = c.first_candidate(bucket_of_pred(n.wrapping_sub(1)));
             while t < sizes.len() && sizes[t] < n {
                 t += 1;
             }

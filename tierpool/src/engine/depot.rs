@@ -219,12 +219,7 @@ impl Depot {
     }
 
     /// The allowance this depot counts its contents in (shared with the pool's thread caches).
-    pub(crate) fn allowance(&self) -> &Allowance {
-        &self.allowance
-    }
-
-    /// The same, shared.
-    pub(crate) fn allowance_arc(&self) -> &Arc<Allowance> {
+    pub(crate) fn allowance(&self) -> &Arc<Allowance> {
         &self.allowance
     }
 

@@ -189,7 +189,7 @@ impl PoolState {
     /// can hand its buffers to the depot with their room); false where caches cannot be
     /// reclaimed and count apart.
     pub(crate) fn caches_share_allowance(&self) -> bool {
-        Arc::ptr_eq(&self.cache_allowance, self.depot.allowance_arc())
+        Arc::ptr_eq(&self.cache_allowance, self.depot.allowance())
     }
 
     /// True if a waiter is queued for the budget: thread caches keep nothing then.

@@ -322,8 +322,8 @@ fn assemble(head: Head, tiers: Vec<Tier>) -> Box<Cache> {
 /// per pool and copied into each of its caches.
 pub(crate) fn offset_table(classes: &Classes) -> Box<[u32; ALL_BUCKETS]> {
     let mut table = Box::new([0u32; ALL_BUCKETS]);
-    for (slot, &t) in table.iter_mut().zip(classes.fast_table().iter()) {
-        *slot = (usize::from(t) * TIER_STRIDE) as u32;
+    for (b, slot) in table.iter_mut().enumerate() {
+        *slot = (classes.first_candidate(b) * TIER_STRIDE) as u32;
     }
     table
 }

@@ -59,23 +59,11 @@ impl Cache {
         bell.using.store(1, Relaxed);
         fence::light();
         if bell.key.load(Relaxed) == self.head.own_key.raw() {
-            return Owner {
-                cache: self,
-                after: Cell::new(After::default()),
-                lock: None,
-                marked: true,
-                _not_send: PhantomData,
-            };
+            return Owner::new(self, None, true);
         }
         // Rung: a reclaimer may be at work. Step aside, then wait for it at the lock.
         bell.using.store(0, Release);
-        Owner {
-            cache: self,
-            after: Cell::new(After::default()),
-            lock: Some(lock(&self.head.lock)),
-            marked: false,
-            _not_send: PhantomData,
-        }
+        Owner::new(self, Some(lock(&self.head.lock)), false)
     }
 
     /// A reclaimer's first step: takes the lock and rings. The caller issues one
@@ -114,13 +102,7 @@ impl<'a> Seized<'a> {
         while self.cache.head.bell.using.load(Acquire) != 0 {
             spin_wait(&mut round);
         }
-        Owner {
-            cache: self.cache,
-            after: Cell::new(After::default()),
-            lock: Some(self.guard),
-            marked: false,
-            _not_send: PhantomData,
-        }
+        Owner::new(self.cache, Some(self.guard), false)
     }
 }
 
@@ -178,19 +160,25 @@ impl std::fmt::Debug for Owner<'_> {
 }
 
 impl<'a> Owner<'a> {
+    /// The owner of `cache`, holding its `lock` or not, and having set its busy mark
+    /// (`marked`) or not: the way in ([`Cache::enter`], [`Seized::take`]) has made it so.
+    fn new(cache: &'a Cache, lock: Option<MutexGuard<'a, ()>>, marked: bool) -> Self {
+        Owner {
+            cache,
+            after: Cell::new(After::default()),
+            lock,
+            marked,
+            _not_send: PhantomData,
+        }
+    }
+
     /// An owner for a cache nobody else can reach (unit tests and loom models).
     ///
     /// # Safety
     /// No other thread can reach `cache`, and no other `Owner` of it is live.
     #[cfg(test)]
     pub(crate) unsafe fn new_unshared(cache: &'a Cache) -> Self {
-        Owner {
-            cache,
-            after: Cell::new(After::default()),
-            lock: None,
-            marked: false,
-            _not_send: PhantomData,
-        }
+        Owner::new(cache, None, false)
     }
 
     /// Gives `bytes` of budget charges back once this owner is gone ([`After`]).

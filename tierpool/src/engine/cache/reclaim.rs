@@ -113,7 +113,7 @@ impl Caches {
     }
 
     /// Registers a new cache. `born_rung` (the pool closed, a budget waiter is queued) is
-    /// read under the lock that every reclaimer and [`Self::ring_all`] lists the caches under:
+    /// read under the lock that every reclaimer lists the caches under:
     /// either that reclaimer reaches this cache later, or what it stored before it took the
     /// lock is visible here and the cache is born rung, so that its owner's first operation
     /// takes the cache's lock and finds out why.
@@ -205,14 +205,6 @@ impl Caches {
             .iter()
             .map(|c| c.held_bytes())
             .sum()
-    }
-
-    /// Rings every cache's doorbell: each owner takes the slow path at its next operation and
-    /// looks at the pool's flags.
-    pub(crate) fn ring_all(&self) {
-        for c in &lock(&self.attached).caches {
-            c.ring();
-        }
     }
 
     /// The reclaimer's turn: `None` if another reclaimer is at work and `turn` is

@@ -21,7 +21,7 @@
 //! is in `policy/room.rs`.
 
 use super::owner::Owner;
-use crate::base::sync::Ordering;
+use crate::base::sync::{AtomicUsize, Ordering};
 
 use Ordering::Relaxed;
 
@@ -64,35 +64,37 @@ impl Owner<'_> {
     /// not fit `cache_bytes` or the allowance.
     pub(crate) fn set_limit(&self, t: usize, limit: usize) -> bool {
         let h = &self.cache.head;
-        let (size, cap) = (self.size(t), self.cap(t));
-        let limit = limit.min(cap);
+        let limit = limit.min(self.cap(t));
         assert!(limit >= self.len(t), "limit below the stack");
-        let old = self.limit(t);
-        if self.is_large(t) {
-            // The large slot: one tier at a time.
-            let holder = h.large.load(Relaxed);
-            if limit > 0 && holder != 0 && holder != t + 1 {
-                return false;
-            }
-            match (old, limit) {
-                (0, 1) if !h.allowance.take(size) => return false,
-                (1, 0) => h.allowance.give(size),
-                _ => {}
-            }
-            h.large.store(if limit > 0 { t + 1 } else { 0 }, Relaxed);
-        } else {
-            let reserved = h.reserved.load(Relaxed) - old * size + limit * size;
-            if reserved > h.cache_bytes {
-                return false;
-            }
-            if limit > old && !h.allowance.take((limit - old) * size) {
-                return false;
-            }
-            h.allowance.give(old.saturating_sub(limit) * size);
-            h.reserved.store(reserved, Relaxed);
+        let (size, old) = (self.size(t), self.limit(t));
+        let Some((field, value)) = self.booking(t, old, limit) else {
+            return false;
+        };
+        if limit > old && !h.allowance.take((limit - old) * size) {
+            return false;
         }
+        h.allowance.give(old.saturating_sub(limit) * size);
+        field.store(value, Relaxed);
         self.apply_limit(t, limit);
         true
+    }
+
+    /// What tier `t`'s limit going from `old` to `new` books in `cache_bytes`: the field and
+    /// its new value, `reserved` for a tier within it, the large slot's holder (one tier at a
+    /// time) for a tier above it; `None` if it does not fit. The allowance is not touched.
+    fn booking(&self, t: usize, old: usize, new: usize) -> Option<(&AtomicUsize, usize)> {
+        let h = &self.cache.head;
+        if self.is_large(t) {
+            let (holder, mine) = (h.large.load(Relaxed), t + 1);
+            if new == 0 {
+                // No room: the slot is free again if this tier held it, else as it was.
+                return Some((&h.large, if holder == mine { 0 } else { holder }));
+            }
+            (holder == 0 || holder == mine).then_some((&h.large, mine))
+        } else {
+            let reserved = h.reserved.load(Relaxed) - old * self.size(t) + new * self.size(t);
+            (reserved <= h.cache_bytes).then_some((&h.reserved, reserved))
+        }
     }
 
     /// Raises tier `t`'s limit toward `target` as far as `cache_bytes` and the allowance
@@ -125,18 +127,13 @@ impl Owner<'_> {
     /// room moves with them: `reserved` drops, the allowance does not (the depot counts the
     /// buffers now, [`Guard::push_transferred`](crate::engine::depot::Guard::push_transferred)).
     pub(crate) fn transfer_out(&self, t: usize, n: usize) {
-        let h = &self.cache.head;
         let old = self.limit(t);
         debug_assert!(n <= old && old - n >= self.len(t));
         if n == 0 {
             return;
         }
-        if self.is_large(t) {
-            h.large.store(0, Relaxed);
-        } else {
-            h.reserved
-                .store(h.reserved.load(Relaxed) - n * self.size(t), Relaxed);
-        }
+        let (field, value) = self.booking(t, old, old - n).expect("a smaller limit fits");
+        field.store(value, Relaxed);
         self.apply_limit(t, old - n);
     }
 
@@ -147,22 +144,14 @@ impl Owner<'_> {
     /// limit is at the tier's cap (0 for a tier that bypasses the cache), `cache_bytes` has
     /// no room for it, or another tier holds the large slot.
     pub(crate) fn transfer_in(&self, t: usize) -> bool {
-        let h = &self.cache.head;
-        let (size, old) = (self.size(t), self.limit(t));
-        if old >= self.cap(t) {
+        let old = self.limit(t);
+        let booked = (old < self.cap(t))
+            .then(|| self.booking(t, old, old + 1))
+            .flatten();
+        let Some((field, value)) = booked else {
             return false;
-        }
-        if self.is_large(t) {
-            if h.large.load(Relaxed) != 0 {
-                return false;
-            }
-            h.large.store(t + 1, Relaxed);
-        } else {
-            if self.unreserved() < size {
-                return false;
-            }
-            h.reserved.store(h.reserved.load(Relaxed) + size, Relaxed);
-        }
+        };
+        field.store(value, Relaxed);
         self.apply_limit(t, old + 1);
         true
     }

@@ -258,11 +258,7 @@ pub(in crate::engine) fn pushes(tier: &Tier, cold: &TierCold) -> u64 {
     let folded = cold.pushes_folded.load(Acquire);
     let left = tier.returns_left.load(Acquire);
     let n = folded.wrapping_add(CHECK_EVERY.wrapping_sub(left));
-    if (n as i64) < 0 {
-        0
-    } else {
-        n
-    }
+    (n as i64).max(0) as u64
 }
 
 /// Moves a finished countdown into `pushes_folded` and starts the next one at `every`

@@ -1,7 +1,9 @@
 //! The operations on every cache of a pool at once, each reclaiming every cache from its
 //! owner (busy or idle) and acting on it: `trim()`, closing, a budget waiter's sweep. Where
-//! caches cannot be reclaimed (no heavy fence), each is rung instead and acts at its owner's
-//! next operation (`service.rs`).
+//! caches cannot be reclaimed (no heavy fence), reclaiming leaves each rung, and each acts at
+//! its owner's next operation (`service.rs`); a cache attached after the reclaimer listed
+//! them is born rung if the pool is closed or under pressure (`Caches::attach`), and made
+//! with the current trim generation.
 
 use crate::engine::cache::owner::Owner;
 use crate::engine::cache::reclaim::Turn;
@@ -19,20 +21,14 @@ pub(crate) fn trim_all(pool: &PoolState) -> Option<usize> {
         o.set_trim_gen(generation);
         bytes += release_all(o, pool);
     });
-    if done.is_none() {
-        pool.caches.ring_all();
-        return None;
-    }
-    Some(bytes)
+    done.map(|_| bytes)
 }
 
 /// Closing: every thread cache frees everything and dies now, reclaimed; without a heavy
 /// fence, at its owner's next operation.
 pub(crate) fn close_all(pool: &PoolState) {
     pool.close();
-    if reclaim_all(pool, |o| kill(o, pool)).is_none() {
-        pool.caches.ring_all();
-    }
+    reclaim_all(pool, |o| kill(o, pool));
 }
 
 /// A budget waiter's sweep (after it joined the queue): every thread cache's stacks go to the
@@ -44,13 +40,12 @@ pub(crate) fn close_all(pool: &PoolState) {
 /// the doorbell, so that the owner's next operation takes the lock and sees the flag; skipping
 /// empty caches would lose that wake-up.
 pub(crate) fn sweep(pool: &PoolState) {
-    if reclaim_all(pool, |o| give_up_all(o, pool)).is_none() {
-        pool.caches.ring_all();
-    }
+    reclaim_all(pool, |o| give_up_all(o, pool));
 }
 
 /// Reclaims every cache (waiting for the turn and every lock) and runs `act` on each, then
-/// gives back the charges the actions refunded, once every cache is let go.
+/// gives back the charges the actions refunded, once every cache is let go. `None` if there
+/// is no heavy fence: every cache is then rung, and acts at its owner's next operation.
 fn reclaim_all(pool: &PoolState, mut act: impl FnMut(&Owner<'_>)) -> Option<usize> {
     let mut refund = 0;
     let done = pool.caches.reclaim(

@@ -103,6 +103,33 @@ fn eviction_makes_room_for_one_buffer_but_not_less_and_not_more() {
     state.caches.detach(&cache);
 }
 
+/// A tier above `cache_bytes` set to no room leaves the large slot with the tier that holds
+/// it: decay sets every idle tier to no room, also tiers that never had any.
+#[test]
+fn the_large_slot_stays_with_its_holder_when_another_large_tier_gets_no_room() {
+    let config = Builder::new().tiers([64, 128, 256]).thread_cache_bytes(64);
+    let state = PoolState::new(config.validate().unwrap());
+    let cache = state.new_cache(Key::new(1, false, 1));
+    // SAFETY: nothing else reaches this cache.
+    let o = unsafe { Owner::new_unshared(&cache) };
+    assert!(o.set_limit(1, 1));
+    assert_eq!(o.large_holder(), Some(1));
+    assert!(o.set_limit(2, 0), "no room asked: nothing to refuse");
+    assert_eq!(o.large_holder(), Some(1), "the holder keeps the slot");
+    assert!(!o.set_limit(2, 1), "one tier at a time");
+    assert!(o.set_limit(1, 0));
+    assert_eq!(o.large_holder(), None);
+    assert!(o.set_limit(2, 1));
+    assert!(o.set_limit(2, 0));
+    assert_eq!(
+        state.depot.allowance().held(),
+        0,
+        "every reservation given back"
+    );
+    drop(o);
+    state.caches.detach(&cache);
+}
+
 /// At the cap, a refill takes the room the depot's buffers held there beyond what room
 /// the tier has: nothing is evicted, and the allowance still counts every retained byte
 /// once. A first get of a tier (its `cache_bytes` room made by giving another tier's
