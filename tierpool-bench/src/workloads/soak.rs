@@ -85,6 +85,8 @@ const CONTENDER: &str = "kv_server pooled, under a budget";
 
 /// How long the server may take, once every peer has gone, to see their closes.
 const SETTLE: Duration = Duration::from_secs(10);
+/// How long after every peer has gone the server's RSS is read, at the soonest.
+const SETTLE_RSS: Duration = Duration::from_millis(2500);
 
 /// The slowloris frame's length.
 const SLOW_FRAME: usize = 4_000;
@@ -555,10 +557,13 @@ fn soak(tls: bool, s: &Shape) -> Result<(Vec<Record>, Timeline), String> {
     // Every peer gone: the pool's account and the connections the server still counts (the
     // one asking aside), once the server has seen every close, and the RSS then. The server
     // sees a close when its task next polls the socket, and an earlier `INFO`'s connection is
-    // one of them, so the two are read until they reach zero or `SETTLE` passes.
+    // one of them, so the two are read until they reach zero or `SETTLE` passes; and no
+    // sooner than `SETTLE_RSS`, so that the RSS is read once the closed connections' tasks
+    // have freed what they held, in every run alike.
     drop(std::mem::take(&mut h.slow));
     drop(huge);
     let deadline = Instant::now() + SETTLE;
+    std::thread::sleep(SETTLE_RSS);
     let (in_use, clients) = loop {
         let [in_use, clients] = server.infos(["pool_in_use_bytes", "connected_clients"])?;
         let clients = clients.saturating_sub(1);

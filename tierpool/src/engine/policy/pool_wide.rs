@@ -1,9 +1,9 @@
 //! The operations on every cache of a pool at once, each reclaiming every cache from its
 //! owner (busy or idle) and acting on it: `trim()`, closing, a budget waiter's sweep. Where
 //! caches cannot be reclaimed (no heavy fence), reclaiming leaves each rung, and each acts at
-//! its owner's next operation (`service.rs`); a cache attached after the reclaimer listed
-//! them is born rung if the pool is closed or under pressure (`Caches::attach`), and made
-//! with the current trim generation.
+//! its owner's next operation (`service.rs`). A cache attached after the reclaimer listed
+//! them is born rung if the pool is closed or under pressure (`Caches::attach`); one made
+//! while a trim runs is empty, and acts on the trim at its first housekeeping.
 
 use crate::engine::cache::owner::Owner;
 use crate::engine::cache::reclaim::Turn;
