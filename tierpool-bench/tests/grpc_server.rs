@@ -177,6 +177,19 @@ const TONIC: Refused = Refused {
     bidi: Code::OutOfRange,
 };
 
+/// The pooled server: the codec for unary calls (tonic's framing), the pooled reader for
+/// bidi ones.
+const CODEC_AND_READER: Refused = Refused {
+    unary: Code::OutOfRange,
+    bidi: Code::ResourceExhausted,
+};
+
+/// The pooled reader for both: `UnaryCall` through `PooledMethods::unary`.
+const READER: Refused = Refused {
+    unary: Code::ResourceExhausted,
+    bidi: Code::ResourceExhausted,
+};
+
 fn serves_tonic_and_grpcio(args: &[&str], refused: Refused) {
     let mut server = Server::start(args);
     tokio::runtime::Builder::new_current_thread()
@@ -197,20 +210,11 @@ fn the_stock_server_answers_tonic_and_grpcio() {
 
 #[test]
 fn the_pooled_server_answers_tonic_and_grpcio() {
-    // The codec for unary calls, the pooled reader for bidi ones.
-    let refused = Refused {
-        unary: Code::OutOfRange,
-        bidi: Code::ResourceExhausted,
-    };
-    serves_tonic_and_grpcio(&["--mode", "pooled"], refused);
+    serves_tonic_and_grpcio(&["--mode", "pooled"], CODEC_AND_READER);
 }
 
 /// `UnaryCall` through `PooledMethods::unary` instead of the codec.
 #[test]
 fn the_pooled_server_with_the_unary_reader_answers_tonic_and_grpcio() {
-    let refused = Refused {
-        unary: Code::ResourceExhausted,
-        bidi: Code::ResourceExhausted,
-    };
-    serves_tonic_and_grpcio(&["--mode", "pooled", "--unary", "reader"], refused);
+    serves_tonic_and_grpcio(&["--mode", "pooled", "--unary", "reader"], READER);
 }
