@@ -11,7 +11,7 @@ fn main() {
     let out = PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
     for (dir, codec) in [
         ("stock", "tonic_prost::ProstCodec"),
-        ("pooled", "tierpool::io::grpc::PooledCodec"),
+        ("pooled", "tierpool_tonic::PooledCodec"),
     ] {
         let method = |name: &str, route: &str, from_client: bool, from_server: bool| {
             let mut m = Method::builder()

@@ -1,5 +1,5 @@
 //! The TLS stream's record input: after a real handshake (rustls on both sides, the server
-//! on `tierpool::io::tls`), a client's records, perhaps with bytes changed, cut short or
+//! on `tierpool_rustls`), a client's records, perhaps with bytes changed, cut short or
 //! followed by garbage, arrive cut anywhere with waits between the pieces. Checked: what the
 //! server reads is a prefix of what the client wrote, and all of it when the records are
 //! untouched; a clean end only after the client's `close_notify` with every byte read; at
@@ -24,7 +24,7 @@ use libfuzzer_sys::fuzz_target;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 use rustls::{ClientConfig, ServerConfig};
-use tierpool::io::tls::{TlsAcceptor, TlsConnector};
+use tierpool_rustls::{TlsAcceptor, TlsConnector};
 use tierpool::BufferPool;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, ReadBuf};
 
@@ -47,34 +47,36 @@ struct Input {
 fn configs() -> &'static (Arc<ServerConfig>, Arc<ClientConfig>) {
     static CONFIGS: OnceLock<(Arc<ServerConfig>, Arc<ClientConfig>)> = OnceLock::new();
     CONFIGS.get_or_init(|| {
-        let provider = Arc::new(rustls_ring::DEFAULT_PROVIDER);
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
         let certs = CertificateDer::pem_slice_iter(include_bytes!(
-            "../../tierpool/tests/data/tls/server.pem"
+            "../../tierpool-rustls/tests/data/server.pem"
         ))
         .collect::<Result<Vec<_>, _>>()
         .unwrap();
         let key = PrivateKeyDer::from_pem_slice(include_bytes!(
-            "../../tierpool/tests/data/tls/server.key"
+            "../../tierpool-rustls/tests/data/server.key"
         ))
         .unwrap();
-        let identity = Arc::new(rustls::crypto::Identity::from_cert_chain(certs).unwrap());
-        let server = ServerConfig::builder(provider.clone())
+        let server = ServerConfig::builder_with_provider(provider.clone())
+            .with_safe_default_protocol_versions()
+            .unwrap()
             .with_no_client_auth()
-            .with_single_cert(identity, key)
+            .with_single_cert(certs, key)
             .unwrap();
         let mut roots = rustls::RootCertStore::empty();
         roots
             .add(
                 CertificateDer::from_pem_slice(include_bytes!(
-                    "../../tierpool/tests/data/tls/ca.pem"
+                    "../../tierpool-rustls/tests/data/ca.pem"
                 ))
                 .unwrap(),
             )
             .unwrap();
-        let client = ClientConfig::builder(provider)
+        let client = ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .unwrap()
             .with_root_certificates(roots)
-            .with_no_client_auth()
-            .unwrap();
+            .with_no_client_auth();
         (Arc::new(server), Arc::new(client))
     })
 }

@@ -18,7 +18,7 @@ struct Server {
 
 fn tls_file(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../tierpool/tests/data/tls")
+        .join("../tierpool-rustls/tests/data")
         .join(name)
 }
 

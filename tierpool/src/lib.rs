@@ -67,14 +67,38 @@
 //! | feature | adds |
 //! |---|---|
 //! | `bytes` | `bytes::BufMut` for [`PooledBuf`] and [`AlignedBuf`], `bytes::Buf` for [`PooledBytes`] and [`PooledChain`], zero-copy conversions into `bytes::Bytes` |
-//! | `tokio` | [`io::read_ready`], [`io::frame`] and the other tokio helpers of [`io`] (implies `bytes`) |
+//! | `tokio` | [`io::ReadBuffer`], [`io::BufWriter`], [`io::read_ready`], [`io::frame`] and the other tokio helpers of [`io`] (implies `bytes`) |
+//! | `tokio-util` | [`io::codec`]: tokio-util's `Decoder`s and `Encoder`s, unchanged, over pooled buffers (implies `tokio`) |
 //! | `http-body` | `http_body::Body` for [`PooledBytes`] and [`PooledChain`] (hyper, axum, tonic) |
 //! | `compio`, `tokio-uring`, `monoio` | those runtimes' buffer traits, for io_uring reads and writes into pooled buffers |
 //! | `buf-ring` | [`io::buf_ring`]: an io_uring provided-buffer ring stocked from the pool (Linux) |
 //! | `jemalloc`, `mimalloc` | give released memory back under those allocators ([`TrimAllocator`]) |
 //! | `metrics` | the pool's figures through the `metrics` facade |
 //! | `holders` | which call sites hold the buffers ([`Builder::track_holders`]) |
-//! | `rustls` | [`io::tls`]: TLS over rustls (0.24 pre-release, Rust 1.85) whose record buffers come from the pool: an idle TLS connection holds none (implies `tokio`) |
+//!
+//! Integrations whose types move faster than this crate's live in crates of their own, each
+//! following its stack's releases: `tierpool-rustls` (TLS over rustls 0.23 with record
+//! buffers from the pool: an idle TLS connection holds none) and `tierpool-tonic` (gRPC under
+//! tonic: messages read into pooled buffers, one budget across streams). They are built on
+//! the public API below and nothing else.
+//!
+//! # Building a protocol crate
+//!
+//! A crate that brings the pool to another protocol (QUIC, h2, a database's wire format)
+//! needs a few pieces beyond `get`, each public with its contract:
+//!
+//! | piece | contract |
+//! |---|---|
+//! | [`BufferPool::get_exact`], [`try_get_exact`](BufferPool::try_get_exact), [`Acquire::exact`] | a buffer served by its size's own tier, never a larger tier's lent: its capacity is [`capacity_for(n)`](BufferPool::capacity_for), what bounds on held memory are counted in |
+//! | [`BufferPool::capacity_for`], [`capacity_within`](BufferPool::capacity_within) | the tier arithmetic: the capacity a size gets, the largest capacity between two sizes |
+//! | [`io::ReadRule`] | the read rules as arithmetic, with no I/O: how much a reader offers, what it remembers of sizes that repeat, how it grows, and the bound on what it holds while it waits (`max(2P, T0)`) with the buffer that meets it |
+//! | [`PollAcquire`] | a get that waits for room in a budget from a `poll` function (an `AsyncRead`, a `Body`), in order with every other waiter |
+//! | [`io::ReadBuffer::unread_mut`] | in-place access to a read buffer's unread bytes (records decrypted where they lie) |
+//! | [`io::poll_write_all`] | the write loop: a pooled buffer written out from a `poll` function, then given back |
+//! | `From<AllocError> for io::Error` | a pool's refusal as the `OutOfMemory` error a read or write returns |
+//!
+//! `tierpool-rustls` and `tierpool-tonic` are two such crates; CI checks that they use
+//! nothing of this crate that is not public and documented.
 //!
 //! # When not to use it
 //!
@@ -128,6 +152,7 @@ pub use pool::buffer_pool::{AlignedPool, BufferPool};
 pub use pool::builder::Builder;
 pub use pool::global::{default_pool, set_default_pool};
 pub use pool::kind::{Aligned, Kind, Plain};
+pub use pool::poll_acquire::PollAcquire;
 #[cfg(target_os = "linux")]
 pub use sys::direct_io::{direct_io_alignment, AlignmentSource, DirectIoAlignment, DirectIoError};
 pub use sys::trim::TrimAllocator;

@@ -19,7 +19,7 @@ struct Args {
     /// Address to listen on (port 0: any free port, printed)
     #[arg(long, default_value = "127.0.0.1:50051")]
     addr: SocketAddr,
-    /// stock: plain tonic (tonic_prost::ProstCodec); pooled: every method through tierpool::io::grpc
+    /// stock: plain tonic (tonic_prost::ProstCodec); pooled: every method through tierpool-tonic
     #[arg(long, value_parser = ["stock", "pooled"], default_value = "pooled")]
     mode: String,
     /// How the pooled mode serves UnaryCall: codec (the generated service with PooledCodec:

@@ -2,7 +2,7 @@
 //! `grpc_server` binary and the `grpc` workload's server.
 //!
 //! - **stock**: plain tonic, generated with tonic's own prost codec (`tonic_prost::ProstCodec`);
-//! - **pooled**: every method through `tierpool::io::grpc`: the generated service with
+//! - **pooled**: every method through tierpool-tonic: the generated service with
 //!   `PooledCodec` for the unary and server-streaming methods, and `PooledMethods` (the pooled
 //!   reader and body) for the client-streaming and bidi ones; with `--unary reader`, the unary
 //!   method through `PooledMethods::unary` as well.
@@ -29,7 +29,7 @@ pub mod stock {
     ));
 }
 
-/// The service tonic-build generated with `tierpool::io::grpc::PooledCodec`.
+/// The service tonic-build generated with `tierpool_tonic::PooledCodec`.
 #[allow(missing_docs, missing_debug_implementations, clippy::all)]
 pub mod pooled {
     include!(concat!(

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use futures_util::{Stream, StreamExt};
-use tierpool::io::grpc::{PooledMethods, PooledStreaming};
+use tierpool_tonic::{PooledMethods, PooledStreaming};
 use tonic::{Request, Response, Status, Streaming};
 
 use super::messages::{Payload, SimpleRequest, SimpleResponse};
@@ -24,7 +24,7 @@ static ZEROS: [u8; MAX_RESPONSE] = [0; MAX_RESPONSE];
 pub enum Mode {
     /// Plain tonic with its own prost codec.
     Stock,
-    /// Every method through `tierpool::io::grpc`.
+    /// Every method through tierpool-tonic.
     Pooled,
 }
 
@@ -258,7 +258,7 @@ pub async fn serve(
     unary: Unary,
     served: Arc<Served>,
     shutdown: impl Future<Output = ()> + Send,
-) -> Result<(), tonic::transport::Error> {
+) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     let incoming = tonic::transport::server::TcpIncoming::from(listener);
     let bench = Bench { served };
     let mut server = tonic::transport::Server::builder();
@@ -268,7 +268,7 @@ pub async fn serve(
             server
                 .add_service(service)
                 .serve_with_incoming_shutdown(incoming, shutdown)
-                .await
+                .await?;
         }
         Mode::Pooled => {
             let pool = tierpool::default_pool().clone();
@@ -279,28 +279,29 @@ pub async fn serve(
                 .streaming(STREAMING, move |r: PooledStreaming<SimpleRequest>| {
                     let responses = b1.ping_pong(r.into_inner());
                     async move { Ok(Response::new(responses)) }
-                })
+                })?
                 .streaming(FROM_CLIENT, move |r: PooledStreaming<SimpleRequest>| {
                     let bench = b2.clone();
                     async move {
                         let one = bench.upload(r.into_inner()).await?;
                         Ok(Response::new(futures_util::stream::iter([Ok(one)])))
                     }
-                })
+                })?
                 .streaming(BOTH_WAYS, move |r: PooledStreaming<SimpleRequest>| {
                     let bench = b3.clone();
                     async move { bench.both_ways(r.into_inner()).await.map(Response::new) }
-                });
+                })?;
             if unary == Unary::Reader {
                 service = service.unary(UNARY, move |r: Request<SimpleRequest>| {
                     b4.count();
                     std::future::ready(answer(r.get_ref()).map(Response::new))
-                });
+                })?;
             }
             server
                 .add_service(service)
                 .serve_with_incoming_shutdown(incoming, shutdown)
-                .await
+                .await?;
         }
     }
+    Ok(())
 }

@@ -23,7 +23,7 @@
 //! stream's halves.
 //!
 //! ```sh
-//! D=tierpool/tests/data/tls
+//! D=tierpool-rustls/tests/data
 //! target/release/kv_server --mode pooled --tls-cert $D/server.pem --tls-key $D/server.key
 //! redis-benchmark --tls --cacert $D/ca.pem -p 6379 -t set,get -d 1024 -q
 //! ```

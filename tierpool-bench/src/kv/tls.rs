@@ -1,12 +1,12 @@
-//! TLS: tierpool's stream in `pooled` mode (rustls 0.24, record buffers from the pool),
-//! tokio-rustls in `baseline` mode (rustls 0.23, its own buffers); *ring* in both.
+//! TLS: tierpool-rustls' stream in `pooled` mode (record buffers from the pool), tokio-rustls
+//! in `baseline` mode (its own buffers); one rustls 0.23 configuration, *ring*, for both.
 
 use std::io;
 use std::sync::Arc;
 use std::time::Duration;
 
-use rustls24::pki_types::pem::PemObject;
-use rustls24::pki_types::{CertificateDer, PrivateKeyDer};
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use tokio::net::TcpStream;
 
 use super::connection::serve_halves;
@@ -19,7 +19,7 @@ const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The mode's TLS acceptor.
 pub(super) enum Acceptor {
-    Pooled(tierpool::io::tls::TlsAcceptor),
+    Pooled(tierpool_rustls::TlsAcceptor),
     Baseline(tokio_rustls::TlsAcceptor),
 }
 
@@ -47,30 +47,19 @@ impl Acceptor {
     ) -> Result<Acceptor, String> {
         let (certs, key) = load(cert, key)?;
         let bad = |e: &dyn std::fmt::Display| format!("--tls-cert/--tls-key: {e}");
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let config = rustls::ServerConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .map_err(|e| bad(&e))?
+            .with_no_client_auth()
+            .with_single_cert(certs, key)
+            .map_err(|e| bad(&e))?;
+        let config = Arc::new(config);
         Ok(match mode {
-            Mode::Pooled => {
-                let identity = rustls24::crypto::Identity::from_cert_chain(certs)
-                    .map_err(|e| bad(&format!("{e:?}")))?;
-                let provider = Arc::new(rustls_ring::DEFAULT_PROVIDER);
-                let config = rustls24::ServerConfig::builder(provider)
-                    .with_no_client_auth()
-                    .with_single_cert(Arc::new(identity), key)
-                    .map_err(|e| bad(&e))?;
-                let acceptor = tierpool::io::tls::TlsAcceptor::new(Arc::new(config), pool.clone())
-                    .map_err(|e| bad(&e))?;
-                Acceptor::Pooled(acceptor)
-            }
-            Mode::Baseline => {
-                use tokio_rustls::rustls;
-                let provider = Arc::new(rustls::crypto::ring::default_provider());
-                let config = rustls::ServerConfig::builder_with_provider(provider)
-                    .with_safe_default_protocol_versions()
-                    .map_err(|e| bad(&e))?
-                    .with_no_client_auth()
-                    .with_single_cert(certs, key)
-                    .map_err(|e| bad(&e))?;
-                Acceptor::Baseline(tokio_rustls::TlsAcceptor::from(Arc::new(config)))
-            }
+            Mode::Pooled => Acceptor::Pooled(
+                tierpool_rustls::TlsAcceptor::new(config, pool.clone()).map_err(|e| bad(&e))?,
+            ),
+            Mode::Baseline => Acceptor::Baseline(tokio_rustls::TlsAcceptor::from(config)),
         })
     }
 

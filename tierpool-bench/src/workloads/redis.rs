@@ -19,7 +19,7 @@
 //!   server: receive system calls per request.
 //!
 //! - **TLS** (rows named `TLS ...`): the server started with `--tls-cert`, `pooled` then
-//!   running tierpool's `io::tls` stream (rustls 0.24, record buffers from the pool) and
+//!   running tierpool-rustls' stream (rustls 0.23, record buffers from the pool) and
 //!   `baseline` tokio-rustls (rustls 0.23), the same decoder and encoder over each: the idle
 //!   connections (handshake done, one `PING`, then idle), the large values and the
 //!   `redis-benchmark --tls` runs again, this process a rustls client.
@@ -70,7 +70,7 @@ impl Mode {
     fn setup(self) -> &'static str {
         match self {
             Mode::Baseline => "redis workload: kv_server (tierpool_bench::kv) --mode baseline: its RESP Decoder and Encoder in tokio-util's FramedRead and FramedWrite over each connection's halves (a BytesMut each, 8 KiB from the start, grown by large frames and never shrunk); the TLS rows over tokio-rustls 0.26 (rustls 0.23, ring); the mini-redis Connection rows (--framing connection): mini-redis's shape, the same parser over a BytesMut of 4 KiB filled by read_buf, replies through tokio's BufWriter",
-            Mode::Pooled => "redis workload: kv_server (tierpool_bench::kv) --mode pooled: the same Decoder and Encoder in tierpool::io::codec's FramedRead and FramedWrite (buffers from a pool with a budget that never binds and the background trimmer; held only while bytes are unread or unwritten); the TLS rows over tierpool::io::tls (rustls 0.24.0-dev.2, ring; record buffers from the same pool); the mini-redis Connection rows: that shape ported as the crate docs say, tierpool::io::ReadBuffer and tierpool::io::BufWriter",
+            Mode::Pooled => "redis workload: kv_server (tierpool_bench::kv) --mode pooled: the same Decoder and Encoder in tierpool::io::codec's FramedRead and FramedWrite (buffers from a pool with a budget that never binds and the background trimmer; held only while bytes are unread or unwritten); the TLS rows over tierpool-rustls (rustls 0.23, ring; record buffers from the same pool); the mini-redis Connection rows: that shape ported as the crate docs say, tierpool::io::ReadBuffer and tierpool::io::BufWriter",
         }
     }
 }
@@ -134,7 +134,7 @@ pub(super) struct Server {
 /// The test certificates (a CA, and a certificate it signed for `localhost`).
 fn tls_file(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../tierpool/tests/data/tls")
+        .join("../tierpool-rustls/tests/data")
         .join(name)
 }
 
@@ -739,7 +739,7 @@ impl super::Scenario for Redis {
     }
 
     fn describe(&self) -> &'static str {
-        "A real protocol server, ported as a user would: kv_server (this crate's, tierpool_bench::kv), a Redis-protocol (RESP2) key-value server whose decoder and encoder are one tokio-util Decoder and Encoder, in two modes: baseline (tokio-util's FramedRead and FramedWrite: a BytesMut each per connection) and pooled (tierpool::io::codec's, buffers held only while bytes are unread or unwritten). One server process per mode and round (3 interleaved rounds; the trickle and the strace run in the first only), driven from this process and by redis-benchmark: 10,000 connections that each PING and then idle (RSS per idle connection, two decay intervals later), one 64 KiB SET of one key on each of 1,000 of them (RSS two intervals later, and kept above idle), 1,000 fresh connections each sending all but the last byte of a 4,000-byte SET one byte per write (RSS while they wait; pooled: the bytes the pool has out, exact, against the bytes pending), redis-benchmark -t set and -t get at 1 KiB and 64 KiB values with 50 clients (per request: 1/throughput, requests/s, the server's CPU time), and one redis-benchmark GET run with strace -c attached to the server (receive system calls per request). Rows named mini-redis Connection: the server started with --framing connection, mini-redis's Connection shape (a read buffer, the same parser over its unread bytes, a buffered writer; baseline BytesMut and tokio's BufWriter, pooled ReadBuffer and tierpool's BufWriter), redis-benchmark -t set and -t get at 64 KiB. Rows named TLS: the server started with --tls-cert (pooled: tierpool::io::tls on rustls 0.24; baseline: tokio-rustls on rustls 0.23; ring in both), the idle connections (a completed handshake and a PING, then idle; this process a rustls client), the large values and redis-benchmark --tls again."
+        "A real protocol server, ported as a user would: kv_server (this crate's, tierpool_bench::kv), a Redis-protocol (RESP2) key-value server whose decoder and encoder are one tokio-util Decoder and Encoder, in two modes: baseline (tokio-util's FramedRead and FramedWrite: a BytesMut each per connection) and pooled (tierpool::io::codec's, buffers held only while bytes are unread or unwritten). One server process per mode and round (3 interleaved rounds; the trickle and the strace run in the first only), driven from this process and by redis-benchmark: 10,000 connections that each PING and then idle (RSS per idle connection, two decay intervals later), one 64 KiB SET of one key on each of 1,000 of them (RSS two intervals later, and kept above idle), 1,000 fresh connections each sending all but the last byte of a 4,000-byte SET one byte per write (RSS while they wait; pooled: the bytes the pool has out, exact, against the bytes pending), redis-benchmark -t set and -t get at 1 KiB and 64 KiB values with 50 clients (per request: 1/throughput, requests/s, the server's CPU time), and one redis-benchmark GET run with strace -c attached to the server (receive system calls per request). Rows named mini-redis Connection: the server started with --framing connection, mini-redis's Connection shape (a read buffer, the same parser over its unread bytes, a buffered writer; baseline BytesMut and tokio's BufWriter, pooled ReadBuffer and tierpool's BufWriter), redis-benchmark -t set and -t get at 64 KiB. Rows named TLS: the server started with --tls-cert (pooled: tierpool-rustls, baseline: tokio-rustls, over one rustls 0.23 configuration; ring), the idle connections (a completed handshake and a PING, then idle; this process a rustls client), the large values and redis-benchmark --tls again."
     }
 
     fn weight(&self) -> u64 {

@@ -711,7 +711,7 @@ impl super::Scenario for Soak {
     fn contenders(&self) -> Vec<Entry> {
         vec![Entry::new(
             CONTENDER,
-            "soak workload: kv_server (tierpool_bench::kv) --mode pooled --max-in-use 67108864 (tierpool::io::codec's FramedRead and FramedWrite; TLS: tierpool::io::tls), the background trimmer on",
+            "soak workload: kv_server (tierpool_bench::kv) --mode pooled --max-in-use 67108864 (tierpool::io::codec's FramedRead and FramedWrite; TLS: tierpool-rustls), the background trimmer on",
         )]
     }
 

@@ -271,3 +271,12 @@ impl fmt::Display for AllocError {
 }
 
 impl std::error::Error for AllocError {}
+
+/// An `AllocError` as the `io::Error` a read or write that could not take a buffer returns:
+/// kind [`OutOfMemory`](std::io::ErrorKind::OutOfMemory), the `AllocError` its source (so
+/// `err.get_ref()` downcasts to it).
+impl From<AllocError> for std::io::Error {
+    fn from(e: AllocError) -> Self {
+        std::io::Error::new(std::io::ErrorKind::OutOfMemory, e)
+    }
+}

@@ -5,8 +5,9 @@ use std::collections::VecDeque;
 use std::fmt;
 use std::io::{self, IoSlice};
 
+use crate::io::parts::ReadRule;
 #[cfg(feature = "tokio")]
-use crate::io::inner::{Core, Plain};
+use crate::io::parts::{Core, Plain};
 use crate::{AllocError, BufferPool, PooledBuf, PooledBytes};
 
 /// An ordered list of [`PooledBytes`] views that reads as one byte sequence, without copying
@@ -115,7 +116,7 @@ impl PooledChain {
             0
         };
         let total = before + part.len();
-        let size = pool.size_within(total, 2 * total).unwrap_or(total);
+        let size = ReadRule::grow_capacity(pool, total);
         let Ok(mut tail) = pool.try_get_exact(size) else {
             // No room for a copy (a budget with none): the view as it is.
             self.compacted = None;

@@ -72,7 +72,7 @@ use std::io;
 use bytes::{Buf, BufMut};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
-use crate::io::inner::{Core, Plain};
+use crate::io::parts::{Core, Plain};
 use crate::{AllocError, BufferPool, PooledBuf, PooledBytes, PooledChain};
 
 /// The longest header a [`FrameFormat`] may have.

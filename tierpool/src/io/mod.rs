@@ -9,8 +9,6 @@
 //! | [`read_ready`] (feature `tokio`) | one read into a pooled buffer taken once a tokio socket is readable |
 //! | [`PooledChain`](crate::PooledChain) | a message that spans several buffers, read and written as one |
 //! | [`buf_ring`] (feature `buf-ring`) | io_uring provided-buffer rings stocked from the pool |
-//! | [`tls`] (feature `rustls`) | TLS over rustls with record buffers from the pool: an idle TLS connection holds none |
-//! | [`grpc`] (feature `tonic`) | gRPC under tonic: messages read into pooled buffers, nothing held between them; responses sent from pooled buffers |
 //!
 //! # Porting a protocol server
 //!
@@ -41,8 +39,7 @@
 //!
 //! (Layer 6 of the crate: imports the pools and buffers below it.)
 
-#[cfg(feature = "tokio")]
-pub(crate) mod inner;
+mod parts;
 #[cfg(feature = "tokio")]
 pub(crate) mod read_buf;
 pub(crate) mod chain;
@@ -59,17 +56,11 @@ pub mod frame;
 #[cfg(all(feature = "buf-ring", target_os = "linux", not(loom)))]
 #[cfg_attr(docsrs, doc(cfg(all(feature = "buf-ring", target_os = "linux"))))]
 pub mod buf_ring;
-#[cfg(feature = "rustls")]
-#[cfg_attr(docsrs, doc(cfg(feature = "rustls")))]
-// rustls 0.24 needs Rust 1.85, so this module may use what it stabilized.
-#[clippy::msrv = "1.85"]
-pub mod tls;
-#[cfg(feature = "tonic")]
-#[cfg_attr(docsrs, doc(cfg(feature = "tonic")))]
-// tonic 0.14 needs Rust 1.88, so this module may use what it stabilized.
-#[clippy::msrv = "1.88"]
-pub mod grpc;
 
+#[cfg(feature = "tokio")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
+pub use parts::poll_write_all;
+pub use parts::ReadRule;
 #[cfg(feature = "tokio")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
 pub use read_buf::ReadBuffer;

@@ -1,16 +1,17 @@
 //! [`ReadBuffer`]: a pooled, contiguous, growable read buffer whose memory follows traffic,
-//! under the read rules of [`inner`](crate::io::inner) (at most `max(2P, T0)` held while `P`
+//! under the read rules ([`ReadRule`](crate::io::ReadRule)) (at most `max(2P, T0)` held while `P`
 //! bytes wait, nothing once drained).
 
 use std::future::poll_fn;
 use std::io;
 use std::pin::Pin;
-use std::task::{Context, Poll};
+use std::task::{ready, Context, Poll};
 
 use tokio::io::AsyncRead;
 
 use crate::buf::shared::PooledBytes;
-use crate::io::inner::{Core, Plain, Store};
+use crate::engine::error::AllocError;
+use crate::io::parts::{Core, Plain, ReadRule, Store};
 use crate::pool::buffer_pool::BufferPool;
 
 /// A pooled, contiguous, growable read buffer: reads append to it, a parser looks at the
@@ -165,34 +166,85 @@ impl ReadBuffer {
         self.core.clear();
     }
 
-    /// The unread bytes, writable in place (TLS records are decrypted where they lie). Views
-    /// split off earlier keep their bytes: if any is still alive, the unread bytes move to a
-    /// buffer of their own first ([`unshare`](Self::unshare)). The slice stays where it is
-    /// until the next read, `split_to` or `unread_mut` that has to move it.
-    #[cfg(feature = "rustls")]
-    pub(crate) fn unread_mut(&mut self) -> &mut [u8] {
-        self.unshare();
-        match &mut self.core.slot {
+    /// The unread bytes, writable in place: for a protocol that transforms its input where it
+    /// lies (TLS records decrypted in place, say). The slice stays where it is until the next
+    /// read, [`split_to`](Self::split_to) or `unread_mut` that has to move it; what is written
+    /// into it is what [`unread`](Self::unread) then shows.
+    ///
+    /// Views split off earlier and still alive share the buffer: the unread bytes first move
+    /// to a buffer of their own (of the largest tier that holds them twice over), taken
+    /// without waiting.
+    ///
+    /// # Errors
+    /// With views alive, the pool's error if it has no buffer for the unread bytes now (under
+    /// a budget with no room: [`AllocError::OverBudget`](crate::AllocError::OverBudget));
+    /// nothing is moved then. Without views alive it never fails.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> std::io::Result<()> {
+    /// let mut buf = tierpool::io::ReadBuffer::new(tierpool::BufferPool::new());
+    /// buf.read_from(&mut &b"hello"[..]).await?;
+    /// buf.unread_mut()?.make_ascii_uppercase();
+    /// assert_eq!(buf.unread(), b"HELLO");
+    /// # Ok(()) }
+    /// ```
+    pub fn unread_mut(&mut self) -> Result<&mut [u8], AllocError> {
+        if let Some(rest) = self.rest.take() {
+            match rest.try_into_mut() {
+                Ok(buf) => self.core.slot = Some(Plain::adopt(buf)),
+                Err(rest) => {
+                    let size = ReadRule::grow_capacity(self.core.pool(), rest.len());
+                    match self.core.pool().try_get_exact(size) {
+                        Ok(mut buf) => {
+                            buf.extend_from_slice(&rest);
+                            self.core.slot = Some(Plain::adopt(buf));
+                        }
+                        Err(e) => {
+                            self.rest = Some(rest);
+                            return Err(e);
+                        }
+                    }
+                }
+            }
+        }
+        Ok(match &mut self.core.slot {
             Some(Plain { buf, start }) => &mut buf[*start..],
             None => &mut [],
-        }
+        })
     }
 
     /// Makes the unread bytes a plain buffer again before a read: the one the views share if
-    /// none of them is left (after moving the bytes to its start), else a copy.
-    fn unshare(&mut self) {
-        let Some(rest) = self.rest.take() else { return };
+    /// none of them is left, else a copy (waiting for room under a budget).
+    fn poll_unshare(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let Some(rest) = self.rest.take() else {
+            return Poll::Ready(Ok(()));
+        };
         let buf = match rest.try_into_mut() {
-            Ok(buf) => buf,
-            Err(rest) => {
-                let p = rest.len();
-                let size = self.core.pool().size_within(p, 2 * p).unwrap_or(p);
-                let mut buf = self.core.pool().get_exact(size);
-                buf.extend_from_slice(&rest);
+            Ok(buf) => {
+                self.core.cancel_take();
                 buf
+            }
+            Err(rest) => {
+                let size = ReadRule::grow_capacity(self.core.pool(), rest.len());
+                match self.core.poll_take(cx, size) {
+                    Poll::Ready(Ok(mut buf)) => {
+                        buf.extend_from_slice(&rest);
+                        buf
+                    }
+                    Poll::Ready(Err(e)) => {
+                        self.rest = Some(rest);
+                        return Poll::Ready(Err(e));
+                    }
+                    Poll::Pending => {
+                        self.rest = Some(rest);
+                        return Poll::Pending;
+                    }
+                }
             }
         };
         self.core.slot = Some(Plain::adopt(buf));
+        Poll::Ready(Ok(()))
     }
 
     /// Reads once from `io`, appending to the unread bytes: how many arrived (0 at the end of
@@ -218,7 +270,7 @@ impl ReadBuffer {
                 ),
             )));
         }
-        self.unshare();
+        ready!(self.poll_unshare(cx))?;
         let limit = self.max_len - self.len();
         self.core.poll_read(cx, io, limit)
     }

@@ -48,7 +48,7 @@ use std::task::Poll;
 use bytes::BufMut;
 use tokio::io::{AsyncRead, AsyncReadExt, ReadBuf};
 
-use crate::io::inner::{Core, Plain};
+use crate::io::parts::{Core, Plain};
 use crate::{BufferPool, PooledBuf};
 
 /// A socket that can wait until it is readable without reading: tokio's TCP and Unix streams

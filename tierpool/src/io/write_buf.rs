@@ -9,8 +9,9 @@ use std::task::{ready, Context, Poll};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 use crate::buf::pooled::PooledBuf;
-use crate::io::inner::{poll_write_from, Taking, MIN_READ};
+use crate::io::parts::{poll_write_all, MIN_READ};
 use crate::pool::buffer_pool::BufferPool;
+use crate::pool::poll_acquire::PollAcquire;
 
 /// Buffers small writes to an [`AsyncWrite`] in a pooled buffer, as `tokio::io::BufWriter`
 /// does, but holds the buffer only while it has bytes not yet written: it is taken from the
@@ -43,7 +44,7 @@ pub struct BufWriter<W> {
     buf: Option<PooledBuf>,
     written: usize,
     capacity: usize,
-    taking: Taking,
+    taking: PollAcquire,
 }
 
 impl<W> BufWriter<W> {
@@ -60,7 +61,7 @@ impl<W> BufWriter<W> {
             buf: None,
             written: 0,
             capacity: capacity.max(1),
-            taking: Taking::default(),
+            taking: PollAcquire::new(),
         }
     }
 
@@ -94,11 +95,7 @@ impl<W> BufWriter<W> {
         if self.buf.is_some() {
             return Poll::Ready(Ok(()));
         }
-        self.buf = Some(ready!(self.taking.poll_take(
-            cx,
-            &self.pool,
-            self.capacity
-        ))?);
+        self.buf = Some(ready!(self.taking.poll_get(cx, &self.pool, self.capacity))?);
         Poll::Ready(Ok(()))
     }
 }
@@ -107,7 +104,7 @@ impl<W: AsyncWrite + Unpin> BufWriter<W> {
     /// Writes the buffered bytes out; the buffer goes back once they all are.
     fn poll_flush_buf(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         if let Some(buf) = &self.buf {
-            ready!(poll_write_from(cx, &mut self.inner, buf, &mut self.written))?;
+            ready!(poll_write_all(cx, &mut self.inner, buf, &mut self.written))?;
             self.buf = None; // back to the pool
             self.written = 0;
         }

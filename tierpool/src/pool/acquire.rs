@@ -211,7 +211,7 @@ pub struct Acquire<'a, K: Kind = Plain> {
     pool: Held<'a, K>,
     /// The size asked.
     n: usize,
-    /// `Fallible`, or `FallibleExact` for `io` ([`Acquire::exact`]).
+    /// `Fallible`, or `FallibleExact` ([`Acquire::exact`]).
     how: Fresh,
     state: AcquireState,
     /// Where `acquire` was called (feature `holders`; nothing without it).
@@ -274,10 +274,10 @@ impl<'a, K: Kind> Acquire<'a, K> {
 }
 
 impl<K: Kind> Acquire<'_, K> {
-    /// This wait, served by the size's own tier only (`Fresh::FallibleExact`): for `io`, whose
-    /// bounds on what it holds count in tier sizes.
-    #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
-    pub(crate) fn exact(mut self) -> Self {
+    /// This wait, served by the size's own tier only, as
+    /// [`get_exact`](crate::BufferPool::get_exact): the buffer's capacity is exactly
+    /// [`capacity_for(n)`](crate::BufferPool::capacity_for).
+    pub fn exact(mut self) -> Self {
         self.how = Fresh::FallibleExact;
         self
     }

@@ -229,18 +229,35 @@ impl<K: Kind> BufferPool<K> {
         self.obtain(n, Fresh::Fallible, Wait::Never)
     }
 
-    /// [`try_get`](Self::try_get), served by the size's own tier only: never a larger
-    /// tier's buffer lent. What `io` asks for: its bounds on what a reader or writer holds
-    /// are counted in tier sizes.
-    #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
-    pub(crate) fn try_get_exact(&self, n: usize) -> Result<K::Buf, AllocError> {
+    /// [`try_get`](Self::try_get), served by the size's own tier only: the buffer's capacity
+    /// is exactly [`capacity_for(n)`](Self::capacity_for), never a larger tier's buffer lent.
+    /// What a reader or writer that bounds the memory it holds asks for: its bounds are counted
+    /// in the capacities it asked for ("Building a protocol crate" in the crate docs).
+    ///
+    /// # Errors
+    /// As [`try_get`](Self::try_get).
+    ///
+    /// ```
+    /// let pool = tierpool::BufferPool::builder().tiers([1024, 2048]).build()?;
+    /// let buf = pool.try_get_exact(1000)?;
+    /// assert_eq!(buf.capacity(), pool.capacity_for(1000)); // 1024, whatever is retained
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[must_use = "the buffer goes straight back to the pool if unused"]
+    #[cfg_attr(feature = "holders", track_caller)]
+    pub fn try_get_exact(&self, n: usize) -> Result<K::Buf, AllocError> {
         self.obtain(n, Fresh::FallibleExact, Wait::Never)
     }
 
     /// [`get`](Self::get), served by the size's own tier only (as
-    /// [`try_get_exact`](Self::try_get_exact)).
-    #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
-    pub(crate) fn get_exact(&self, n: usize) -> K::Buf {
+    /// [`try_get_exact`](Self::try_get_exact)). With a budget it blocks the thread while it
+    /// waits, as `get` does: in a `poll` function use [`PollAcquire`](crate::PollAcquire).
+    ///
+    /// # Panics
+    /// As [`get`](Self::get).
+    #[must_use = "the buffer goes straight back to the pool if unused"]
+    #[cfg_attr(feature = "holders", track_caller)]
+    pub fn get_exact(&self, n: usize) -> K::Buf {
         self.get_as(n, Fresh::PlainExact)
     }
 
@@ -425,27 +442,45 @@ impl<K: Kind> BufferPool<K> {
         self.core.state().classes.sizes()
     }
 
-    /// The capacity a get of `n` bytes gives: the smallest tier that holds `n`, or `n` above
-    /// the largest tier (in a plain pool, which is what `io` calls it for: an aligned pool
-    /// rounds that up to its alignment).
-    #[cfg_attr(not(feature = "tokio"), allow(dead_code))]
-    pub(crate) fn size_for(&self, n: usize) -> usize {
+    /// The capacity a get of `n` bytes gives when it takes a fresh buffer, and what
+    /// [`get_exact`](Self::get_exact) always gives: the smallest tier that holds `n`, or, above
+    /// the largest tier, `n` (an aligned pool's: `n` rounded up to its alignment).
+    ///
+    /// ```
+    /// let pool = tierpool::BufferPool::builder().tiers([1024, 4096]).build()?;
+    /// assert_eq!(pool.capacity_for(0), 1024);
+    /// assert_eq!(pool.capacity_for(1025), 4096);
+    /// assert_eq!(pool.capacity_for(5000), 5000);
+    /// # Ok::<(), tierpool::ConfigError>(())
+    /// ```
+    pub fn capacity_for(&self, n: usize) -> usize {
         let tiers = self.tier_sizes();
-        tiers
-            .get(tiers.partition_point(|&t| t < n))
-            .copied()
-            .unwrap_or(n)
+        match tiers.get(tiers.partition_point(|&t| t < n)) {
+            Some(&t) => t,
+            None => self.kind.oversize_capacity(n),
+        }
     }
 
-    /// The largest size from `lo` to `hi` bytes that a get serves exactly: the largest tier
-    /// in that range, or `hi` above the largest tier (a plain pool allocates oversize buffers
-    /// exactly; `io` calls it for plain pools only); `None` if no tier lies in the range. What a buffer that must hold `lo` bytes
-    /// and at most `hi` is asked for (growing and shrinking read buffers).
-    pub(crate) fn size_within(&self, lo: usize, hi: usize) -> Option<usize> {
+    /// The largest capacity from `lo` to `hi` bytes that [`get_exact`](Self::get_exact) serves:
+    /// the largest tier in that range, or, when `lo` is above the largest tier, `hi` (an
+    /// aligned pool's: rounded down to its alignment, if that still holds `lo`); `None` if no
+    /// capacity lies in the range. What a buffer that must hold `lo` bytes and should hold at
+    /// most `hi` is asked for: growing a read buffer (`hi` twice `lo`) or shrinking one to a
+    /// bound.
+    ///
+    /// ```
+    /// let pool = tierpool::BufferPool::builder().tiers([1024, 2048, 4096]).build()?;
+    /// assert_eq!(pool.capacity_within(1500, 3000), Some(2048));
+    /// assert_eq!(pool.capacity_within(2500, 3000), None);
+    /// assert_eq!(pool.capacity_within(5000, 10000), Some(10000));
+    /// # Ok::<(), tierpool::ConfigError>(())
+    /// ```
+    pub fn capacity_within(&self, lo: usize, hi: usize) -> Option<usize> {
         let tiers = self.tier_sizes();
         let largest = *tiers.last()?;
         if lo > largest {
-            return Some(hi);
+            let c = self.kind.oversize_floor(hi);
+            return (c >= lo).then_some(c);
         }
         let i = tiers.partition_point(|&t| t <= hi);
         let t = *tiers.get(i.checked_sub(1)?)?;

@@ -60,6 +60,10 @@ pub(crate) mod sealed {
         fn wrap(&self, buf: PooledBuf) -> Self::Buf
         where
             Self: Kind;
+        /// The capacity of a buffer of `n` bytes above the largest tier (saturating).
+        fn oversize_capacity(&self, n: usize) -> usize;
+        /// The largest capacity above the largest tier that is at most `hi`.
+        fn oversize_floor(&self, hi: usize) -> usize;
     }
 
     impl Sealed for Plain {
@@ -67,12 +71,24 @@ pub(crate) mod sealed {
         fn wrap(&self, buf: PooledBuf) -> PooledBuf {
             buf
         }
+        fn oversize_capacity(&self, n: usize) -> usize {
+            n
+        }
+        fn oversize_floor(&self, hi: usize) -> usize {
+            hi
+        }
     }
 
     impl Sealed for Aligned {
         #[inline(always)]
         fn wrap(&self, buf: PooledBuf) -> AlignedBuf {
             AlignedBuf::new(buf)
+        }
+        fn oversize_capacity(&self, n: usize) -> usize {
+            n.checked_next_multiple_of(self.align).unwrap_or(usize::MAX)
+        }
+        fn oversize_floor(&self, hi: usize) -> usize {
+            hi - hi % self.align
         }
     }
 }

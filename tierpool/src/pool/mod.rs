@@ -10,6 +10,7 @@
 //! | `handle.rs` | what every pool handle holds (the key, the state, closing), and the get's fast path |
 //! | `acquire.rs` | the slow get: the one wait on the budget, blocking or async ([`Acquire`](crate::Acquire)) |
 //! | `buffer_pool.rs` | [`BufferPool`](crate::BufferPool): its gets, figures and controls, written once for both kinds |
+//! | `poll_acquire.rs` | the budget's wait kept in a `poll` function's state ([`PollAcquire`](crate::PollAcquire)) |
 //! | `builder.rs` | the [`Builder`](crate::Builder) |
 //! | `global.rs` | the process-wide default pool |
 
@@ -18,5 +19,6 @@ pub(crate) mod trimmer;
 pub(crate) mod handle;
 pub(crate) mod acquire;
 pub(crate) mod buffer_pool;
+pub(crate) mod poll_acquire;
 pub(crate) mod builder;
 pub(crate) mod global;

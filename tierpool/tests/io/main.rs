@@ -1,6 +1,6 @@
 //! The I/O layer over real and scripted peers, one module per reader or writer: the read
-//! buffer, tokio-util's codecs, frames, chains (and gRPC's framing over them), the gRPC
-//! message reader under tonic, `http_body`, readiness, TLS.
+//! buffer, tokio-util's codecs, frames, chains (and gRPC's framing over them),
+//! `http_body`, readiness.
 //!
 //! One test binary: the modules share the runtimes and scripted peers of `common::io`.
 
@@ -11,8 +11,6 @@ mod chain;
 mod chain_grpc;
 mod codec;
 mod frame;
-mod grpc;
 mod http_body;
 mod read_buf;
 mod ready;
-mod tls;

@@ -11,7 +11,7 @@ use tokio::io::AsyncRead;
 use tokio_util::codec::Decoder;
 
 use super::lent::Lent;
-use crate::io::inner::{Core, Store};
+use crate::io::parts::{Core, Store};
 use crate::pool::buffer_pool::BufferPool;
 
 /// A `Stream` of frames decoded by `D` from an [`AsyncRead`], over pooled buffers: tokio-util's

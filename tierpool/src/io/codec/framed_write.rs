@@ -11,8 +11,9 @@ use tokio_util::codec::Encoder;
 
 use super::lent::Lent;
 use crate::buf::pooled::PooledBuf;
-use crate::io::inner::{alloc_error, Store, Taking, MIN_READ};
+use crate::io::parts::{poll_write_all, ReadRule, Store, MIN_READ};
 use crate::pool::buffer_pool::BufferPool;
+use crate::pool::poll_acquire::PollAcquire;
 
 /// The default [`FramedWrite::backpressure_boundary`]: tokio-util's, 8 KiB.
 const BACKPRESSURE_BOUNDARY: usize = 8 << 10;
@@ -52,14 +53,13 @@ pub struct FramedWrite<W, E> {
     pool: BufferPool,
     buf: Option<Lent>,
     boundary: usize,
+    /// Bytes of the buffer already written out.
+    written: usize,
     /// A get waiting for room in the budget.
-    taking: Taking,
-    /// The most bytes the buffer held now has held.
-    peak: usize,
-    /// The most bytes each of the last two buffers that were written to held (0: none yet):
-    /// the smaller is the size to take next when it is more than the boundary's and within
-    /// the largest tier.
-    peaks: [usize; 2],
+    taking: PollAcquire,
+    /// What the buffers held had to hold: the size that repeats is the one to take next, when
+    /// it is more than the boundary's and within the largest tier.
+    rule: ReadRule,
 }
 
 impl<W, E> FramedWrite<W, E> {
@@ -69,12 +69,12 @@ impl<W, E> FramedWrite<W, E> {
         FramedWrite {
             io,
             encoder,
+            rule: ReadRule::new(&pool),
             pool,
             buf: None,
             boundary: BACKPRESSURE_BOUNDARY,
-            taking: Taking::default(),
-            peak: 0,
-            peaks: [0; 2],
+            written: 0,
+            taking: PollAcquire::new(),
         }
     }
 
@@ -96,7 +96,9 @@ impl<W, E> FramedWrite<W, E> {
 
     /// The bytes encoded and not yet written.
     pub fn write_buffer(&self) -> &[u8] {
-        self.buf.as_ref().map_or(&[], Store::unread)
+        self.buf
+            .as_ref()
+            .map_or(&[], |b| &b.unread()[self.written..])
     }
 
     /// The underlying writer.
@@ -135,7 +137,7 @@ impl<W, E> FramedWrite<W, E> {
                 return Poll::Ready(Ok(()));
             }
         }
-        let got = ready!(self.taking.poll_take(cx, &self.pool, self.boundary_size()))?;
+        let got = ready!(self.taking.poll_get(cx, &self.pool, self.boundary_size()))?;
         self.buf = Some(Lent::new(got));
         Poll::Ready(Ok(()))
     }
@@ -146,10 +148,7 @@ impl<W, E> FramedWrite<W, E> {
         self.taking.cancel();
         let got = match self.try_take_fitting() {
             Some(got) => got,
-            None => self
-                .pool
-                .try_get_exact(self.boundary_size())
-                .map_err(alloc_error)?,
+            None => self.pool.try_get_exact(self.boundary_size())?,
         };
         self.buf = Some(Lent::new(got));
         Ok(())
@@ -164,7 +163,7 @@ impl<W, E> FramedWrite<W, E> {
     /// A buffer of the smaller of the last two buffers' peaks, when that was larger than the
     /// boundary's size and a tier holds it, and a budget has room for it now.
     fn try_take_fitting(&self) -> Option<PooledBuf> {
-        let fits = self.peaks[0].min(self.peaks[1]);
+        let fits = self.rule.repeated();
         let largest = self.pool.tier_sizes().last().copied().unwrap_or(0);
         if fits <= self.boundary_size() || fits > largest {
             return None;
@@ -178,10 +177,8 @@ impl<W, E> FramedWrite<W, E> {
         if let Some(b) = self.buf.take() {
             b.release();
         }
-        let peak = std::mem::take(&mut self.peak);
-        if peak > 0 {
-            self.peaks = [self.peaks[1], peak];
-        }
+        self.written = 0;
+        self.rule.drained();
     }
 }
 
@@ -223,27 +220,21 @@ where
         }
         let lent = this.buf.as_mut().expect("made above");
         let encoded = this.encoder.encode(item, &mut lent.bm);
-        this.peak = this.peak.max(lent.bm.len());
+        this.rule.note_unread(lent.bm.len());
         encoded
     }
 
     /// Writes every buffered byte, gives the buffer back, then flushes the writer.
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), E::Error>> {
         let this = self.get_mut();
-        while let Some(lent) = &mut this.buf {
-            if lent.bm.is_empty() {
-                this.release_buffer();
-                break;
-            }
-            let n = ready!(Pin::new(&mut this.io).poll_write(cx, &lent.bm))?;
-            if n == 0 {
-                return Poll::Ready(Err(io::Error::new(
-                    io::ErrorKind::WriteZero,
-                    "failed to write frame to transport",
-                )
-                .into()));
-            }
-            bytes::Buf::advance(&mut lent.bm, n);
+        if let Some(lent) = &this.buf {
+            ready!(poll_write_all(
+                cx,
+                &mut this.io,
+                &lent.bm,
+                &mut this.written
+            ))?;
+            this.release_buffer();
         }
         ready!(Pin::new(&mut this.io).poll_flush(cx))?;
         Poll::Ready(Ok(()))

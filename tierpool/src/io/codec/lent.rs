@@ -7,7 +7,7 @@ use bytes::{Bytes, BytesMut};
 
 use crate::base::key::{Key, Tag};
 use crate::buf::pooled::{give_back, refund, PooledBuf};
-use crate::io::inner::Store;
+use crate::io::parts::Store;
 
 /// A pooled buffer lent to a codec as a `BytesMut` (no copy), and how to give it back.
 pub(super) struct Lent {
