@@ -929,3 +929,61 @@ proptest::proptest! {
         });
     }
 }
+
+/// One `Arc<ServerConfig>` serves both acceptors, tokio-rustls' and this crate's (the port
+/// keeps the configuration), and each side talks to the other's: a tokio-rustls client to
+/// the pooled server, the pooled client to a tokio-rustls server.
+#[test]
+fn the_same_configuration_serves_tokio_rustls_and_talks_to_it() {
+    multi_thread().block_on(async {
+        let pool = exact_pool();
+        let config = server_config();
+        let pooled = TlsAcceptor::new(Arc::clone(&config), pool.clone()).unwrap();
+        let stock = tokio_rustls::TlsAcceptor::from(Arc::clone(&config));
+        let data = pattern(100_000, 9);
+
+        // A tokio-rustls client against the pooled server.
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let server = tokio::spawn(echo_server(listener, pooled));
+        let client = tokio_rustls::TlsConnector::from(client_config());
+        let socket = TcpStream::connect(addr).await.unwrap();
+        let tls = client.connect(localhost(), socket).await.unwrap();
+        let (mut r, mut w) = tokio::io::split(tls);
+        let sent = data.clone();
+        let writer = tokio::spawn(async move {
+            w.write_all(&sent).await.unwrap();
+            w.shutdown().await.unwrap();
+            w
+        });
+        let mut echo = Vec::new();
+        r.read_to_end(&mut echo).await.unwrap();
+        writer.await.unwrap();
+        assert!(echo == data, "the tokio-rustls client's echo differs");
+        assert_eq!(server.await.unwrap().unwrap(), 0);
+
+        // The pooled client against a tokio-rustls server.
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let server = tokio::spawn(async move {
+            let (socket, _) = listener.accept().await?;
+            let mut tls = stock.accept(socket).await?;
+            let mut got = Vec::new();
+            tls.read_to_end(&mut got).await?;
+            tls.write_all(&got).await?;
+            tls.shutdown().await?;
+            io::Result::Ok(())
+        });
+        let connector = TlsConnector::new(client_config(), pool.clone());
+        let socket = TcpStream::connect(addr).await.unwrap();
+        let mut tls = connector.connect(localhost(), socket).await.unwrap();
+        tls.write_all(&data).await.unwrap();
+        tls.shutdown().await.unwrap();
+        let mut echo = Vec::new();
+        tls.read_to_end(&mut echo).await.unwrap();
+        assert!(echo == data, "the tokio-rustls server's echo differs");
+        server.await.unwrap().unwrap();
+        drop(tls);
+        assert_eq!(in_use(&pool), 0);
+    });
+}
