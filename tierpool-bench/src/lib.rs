@@ -25,6 +25,9 @@
 //! - [`grpc`]: grpc's benchmark service on tonic, stock and pooled (the `grpc_server` binary);
 //! - [`kv`]: a Redis-protocol server, tokio-util's framing or tierpool's (the `kv_server`
 //!   binary);
+//! - [`upload_server`]: tierpool-axum's `upload_server` example itself (its source, compiled
+//!   in), which the `uploads` workload runs as `tierpool-bench upload-server`;
+//! - [`server_child`]: a server run as a child of this binary;
 //! - [`nofile`]: the open-file limit, raised for many connections.
 //!
 //! The library half exists so that the criterion benches in `benches/` use the same
@@ -45,7 +48,13 @@ pub mod page;
 pub mod progress;
 pub mod render;
 pub mod report;
+pub mod server_child;
 pub mod streaming;
+/// tierpool-axum's `upload_server` example, compiled into the report from its source so that
+/// the `uploads` workload runs the program a user copies (`run` is its command line).
+#[path = "../../tierpool-axum/examples/upload_server.rs"]
+#[allow(dead_code, missing_docs)] // its `main`, and an example's docs
+pub mod upload_server;
 pub mod verdict;
 pub mod workloads;
 

@@ -114,6 +114,16 @@ fn main() -> ExitCode {
     if std::env::args().nth(1).as_deref() == Some("grpc-server") {
         return tierpool_bench::grpc::server_main(std::env::args().skip(1));
     }
+    // The uploads workload's server: tierpool-axum's `upload_server` example.
+    if std::env::args().nth(1).as_deref() == Some("upload-server") {
+        return match tierpool_bench::upload_server::run(std::env::args().skip(2)) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("upload-server: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     // The redis and soak workloads' server: `kv_server`'s command line.
     if std::env::args().nth(1).as_deref() == Some("kv-server") {
         return tierpool_bench::kv::server_main(std::env::args().skip(2));

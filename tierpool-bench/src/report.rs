@@ -301,7 +301,7 @@ pub fn validate(json: &str, expected: &[&str]) -> Result<usize, String> {
 /// under valgrind, where the get-put workload already counted allocations; `redis` measures
 /// a server of its own, which counts nothing, and so does `soak`).
 // `grpc`'s memory rows have none (its throughput rows give the server's, per message).
-const WITHOUT_ALLOCS: [&str; 7] = [
+const WITHOUT_ALLOCS: [&str; 8] = [
     "lookup",
     "burst",
     "instructions",
@@ -309,6 +309,7 @@ const WITHOUT_ALLOCS: [&str; 7] = [
     "redis",
     "grpc",
     "soak",
+    "uploads",
 ];
 
 /// [`validate`] on a report in memory (run before writing, since JSON has no NaN: a

@@ -64,10 +64,31 @@
 //! | [`PooledMethods`] | a generated service's client-streaming, bidi and (if you choose) unary methods served through the reader and body, the other methods unchanged |
 //! | [`PooledClient`] | a client whose calls send and read through the pooled path |
 //!
+//! # Under a budget
+//!
 //! With a budget on the pool's bytes in use
 //! ([`Builder::max_in_use_bytes`](tierpool::Builder::max_in_use_bytes)), one budget covers
 //! every stream: a stream whose next message finds no room stops reading its body, so
-//! HTTP/2's flow control slows that peer down instead of the heap growing.
+//! HTTP/2's flow control slows that peer down instead of the heap growing. Where the
+//! pooled path cannot wait, it does what this table says:
+//!
+//! | where | with no room | why |
+//! |---|---|---|
+//! | [`MessageReader`] (and so [`Decoded`], [`PooledMethods`], [`PooledClient`]'s responses) | waits: the message's whole buffer is taken, in the budget's queue, before more of the body is read | the one place that can: it is polled, and not polling the body is what slows the peer |
+//! | the same, a message of at most 16 KiB on a stream that has received one | reads it into the heap, which the budget does not count | a handler that keeps its stream's last message while it reads the next holds that message: were every admitted stream to wait for room for a small next one, behind streams not yet admitted, none would let go. At most one such message per stream is beyond the budget |
+//! | [`PooledCodec`]'s decoder | `RESOURCE_EXHAUSTED` | tonic calls a decoder synchronously: it cannot wait |
+//! | decompressing a gzip message | `RESOURCE_EXHAUSTED` | the compressed message holds its buffer already; waiting for a second while holding the first could wait for ever |
+//! | [`EncodeBody`] (responses and requests sent) | encodes into a heap buffer the budget does not count | the messages in hand may be views of pooled buffers that only sending them lets go; the budget bounds what is received |
+//!
+//! **HTTP/2's windows.** A stream that waits leaves its DATA frames queued in h2, at most its
+//! stream window, and they count against the connection's window too. With hyper's defaults
+//! (1 MiB for each), one waiting stream can hold the whole connection's window, and the
+//! streams the budget has admitted then never receive the rest of their messages: nothing
+//! progresses. A server under a budget sets a connection window at least its streams'
+//! windows together (`Server::builder().max_concurrent_streams(200)
+//! .initial_stream_window_size(256 << 10).initial_connection_window_size(64 << 20)`), so
+//! waiting streams can never fill it; what they queue (at most 256 KiB each there) is the
+//! memory outside the budget.
 //!
 //! # Bad input
 //!

@@ -57,6 +57,9 @@ const FIRST_BUFFER: usize = 4 << 10;
 ///   message's whole buffer is taken, waiting for room, once its header has arrived and before
 ///   any more of the body is read: while it waits, HTTP/2 flow control holds the peer back
 ///   instead of the heap growing. (The bound on a wait does not apply then; the budget does.)
+///   A message of at most 16 KiB on a stream that has received one before does not wait: with
+///   no room, it goes into the heap (so that handlers keeping their stream's last message
+///   cannot all wait on each other; the crate docs' *Under a budget*).
 /// - **Compressed messages** (`grpc-encoding: gzip`) are decompressed into pooled memory,
 ///   bounded by the same limit.
 /// - **Trailers** with a `grpc-status` other than OK end the stream with that status.
@@ -100,6 +103,9 @@ pub struct MessageReader<B: Body> {
     /// The read rules: the lengths of the last two messages (a message no longer than both
     /// takes its whole length at once), the bound on a wait, growth.
     rule: ReadRule,
+    /// Messages received whole (a stream that has received one may read a small one into
+    /// the heap rather than wait: [`BEYOND_BUDGET`]).
+    received: u64,
     trailers: Option<HeaderMap>,
     /// A response's body: it must end with a `grpc-status`.
     response: bool,
@@ -114,8 +120,53 @@ struct Message {
     /// No longer than each of the last two messages: it takes its whole length at once and
     /// keeps it through waits (the peer paid for it with those two).
     whole: bool,
-    buf: Option<PooledBuf>,
+    buf: Option<MessageBuf>,
 }
+
+/// A message's buffer: the pool's, or, for a small message of a stream that has received one
+/// before and found no room in the budget, the heap's (below: [`BEYOND_BUDGET`]).
+#[derive(Debug)]
+enum MessageBuf {
+    Pooled(PooledBuf),
+    Heap(Vec<u8>),
+}
+
+impl std::ops::Deref for MessageBuf {
+    type Target = Vec<u8>;
+
+    fn deref(&self) -> &Vec<u8> {
+        match self {
+            MessageBuf::Pooled(b) => b,
+            MessageBuf::Heap(v) => v,
+        }
+    }
+}
+
+impl std::ops::DerefMut for MessageBuf {
+    fn deref_mut(&mut self) -> &mut Vec<u8> {
+        match self {
+            MessageBuf::Pooled(b) => b,
+            MessageBuf::Heap(v) => v,
+        }
+    }
+}
+
+impl MessageBuf {
+    fn into_shared(self) -> PooledBytes {
+        match self {
+            MessageBuf::Pooled(b) => b.into_shared(),
+            MessageBuf::Heap(v) => PooledBytes::from(v),
+        }
+    }
+}
+
+/// Under a budget with no room now, a message of at most this many bytes on a stream that has
+/// received a message before is read into the heap instead of waiting. A handler that keeps
+/// its stream's last message while it reads the next (as most do) holds that message's
+/// buffer: if every stream admitted did so and waited for the budget for a small next message,
+/// behind streams not yet admitted, none would ever let go. The memory this puts beyond the
+/// budget is at most one such message per stream.
+const BEYOND_BUDGET: usize = 16 << 10;
 
 impl Message {
     fn received(&self) -> usize {
@@ -149,6 +200,7 @@ where
     pub fn new(body: B, pool: BufferPool) -> Self {
         MessageReader {
             rule: ReadRule::new(&pool),
+            received: 0,
             body,
             pool,
             max_message: DEFAULT_MAX_MESSAGE_SIZE,
@@ -243,7 +295,7 @@ where
                     // Under a budget: the whole payload's buffer before any more is read.
                     let buf = ready!(self.taking.poll_get(cx, &self.pool, m.len))
                         .map_err(status::from_alloc)?;
-                    m.buf = Some(buf);
+                    m.buf = Some(MessageBuf::Pooled(buf));
                 }
                 if m.received() == m.len {
                     return Poll::Ready(Some(self.complete()));
@@ -336,11 +388,18 @@ where
         };
         if self.pool.max_in_use_bytes().is_some() {
             match self.taking.poll_get(cx, &self.pool, len) {
-                Poll::Ready(got) => m.buf = Some(got.map_err(status::from_alloc)?),
+                Poll::Ready(got) => {
+                    m.buf = Some(MessageBuf::Pooled(got.map_err(status::from_alloc)?));
+                }
+                Poll::Pending if self.received > 0 && len <= BEYOND_BUDGET => {
+                    self.taking.cancel();
+                    m.buf = Some(MessageBuf::Heap(Vec::with_capacity(len)));
+                }
                 Poll::Pending => {} // `poll_step` waits for it before reading more
             }
         } else if len == 0 {
-            m.buf = Some(self.pool.try_get_exact(0).map_err(status::from_alloc)?);
+            let buf = self.pool.try_get_exact(0).map_err(status::from_alloc)?;
+            m.buf = Some(MessageBuf::Pooled(buf));
         }
         self.message = Some(m);
         Ok(())
@@ -349,6 +408,7 @@ where
     /// The message is complete: its payload, decompressed if it was compressed.
     fn complete(&mut self) -> Result<PooledBytes, Status> {
         let m = self.message.take().expect("a complete message");
+        self.received += 1;
         self.rule.note_unread(m.len);
         self.rule.drained();
         let buf = m.buf.expect("a complete message has its buffer");
@@ -376,7 +436,7 @@ where
             return;
         };
         if let Some(smaller) = self.rule.shrink(&self.pool, buf, buf.capacity()) {
-            *buf = smaller;
+            *buf = MessageBuf::Pooled(smaller);
         }
     }
 
@@ -419,7 +479,7 @@ fn room<'m>(
     m: &'m mut Message,
     n: usize,
     floor: usize,
-) -> Result<&'m mut PooledBuf, Status> {
+) -> Result<&'m mut MessageBuf, Status> {
     let have = m.received();
     let need = have + n;
     if m.buf.as_ref().is_none_or(|b| b.capacity() < need) {
@@ -436,7 +496,7 @@ fn room<'m>(
         if let Some(old) = m.buf.take() {
             bigger.extend_from_slice(&old);
         }
-        m.buf = Some(bigger);
+        m.buf = Some(MessageBuf::Pooled(bigger));
     }
     Ok(m.buf.as_mut().expect("given above"))
 }

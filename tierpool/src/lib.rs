@@ -153,6 +153,7 @@ pub use pool::builder::Builder;
 pub use pool::global::{default_pool, set_default_pool};
 pub use pool::kind::{Aligned, Kind, Plain};
 pub use pool::poll_acquire::PollAcquire;
+pub use pool::reserve::{Reservation, Reserve};
 #[cfg(target_os = "linux")]
 pub use sys::direct_io::{direct_io_alignment, AlignmentSource, DirectIoAlignment, DirectIoError};
 pub use sys::trim::TrimAllocator;

@@ -27,6 +27,11 @@ struct Args {
     /// pooled only)
     #[arg(long, value_parser = ["codec", "reader"], default_value = "codec")]
     unary: String,
+    /// A budget on the bytes the pooled mode has in use, in MiB (--mode pooled only): every
+    /// stream's messages under it, HTTP/2's windows set so that waiting streams cannot hold
+    /// the connection's (256 KiB a stream, 64 MiB the connection, 200 streams)
+    #[arg(long)]
+    budget_mib: Option<usize>,
 }
 
 fn stats(served: &Served) {
@@ -68,6 +73,25 @@ pub fn server_main(args: impl IntoIterator<Item = String>) -> ExitCode {
         );
         return ExitCode::from(2);
     }
+    if let Some(mib) = args.budget_mib {
+        if mode == Mode::Stock {
+            eprintln!("grpc_server: --budget-mib needs --mode pooled (the stock mode has no pool)");
+            return ExitCode::from(2);
+        }
+        let pool = tierpool::BufferPool::builder()
+            .max_in_use_bytes(mib.saturating_mul(1 << 20))
+            .background_trim(true)
+            .build();
+        match pool.map(tierpool::set_default_pool) {
+            Ok(Ok(())) => {}
+            Ok(Err(_)) => unreachable!("the default pool is set once, here, before any use"),
+            Err(e) => {
+                eprintln!("grpc_server: --budget-mib {mib}: {e}");
+                return ExitCode::from(2);
+            }
+        }
+    }
+    let windows = args.budget_mib.is_some();
     let _ = crate::nofile::raise_nofile(0);
     alloc::set_counting(true);
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -95,7 +119,7 @@ pub fn server_main(args: impl IntoIterator<Item = String>) -> ExitCode {
                 }
             }
         };
-        serve(listener, mode, unary, served.clone(), shutdown)
+        serve(listener, mode, unary, windows, served.clone(), shutdown)
             .await
             .map_err(|e| e.to_string())
     });

@@ -251,17 +251,28 @@ impl pooled::benchmark_service_server::BenchmarkService for Bench {
 /// Serves the benchmark service in `mode` on `listener` until `shutdown` completes, counting
 /// requests into `served`. The pooled mode uses the process-wide pool
 /// (`tierpool::default_pool()`, which trims in the background) and serves `UnaryCall` as
-/// `unary` says (the stock mode ignores it).
+/// `unary` says (the stock mode ignores it). With `budget_windows` (the default pool has a
+/// budget), HTTP/2's windows are set for it.
 pub async fn serve(
     listener: tokio::net::TcpListener,
     mode: Mode,
     unary: Unary,
+    budget_windows: bool,
     served: Arc<Served>,
     shutdown: impl Future<Output = ()> + Send,
 ) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     let incoming = tonic::transport::server::TcpIncoming::from(listener);
     let bench = Bench { served };
     let mut server = tonic::transport::Server::builder();
+    if budget_windows {
+        // Under a budget a stream may wait for room with its frames queued in h2, which also
+        // count against the connection's window: 200 streams of 256 KiB cannot fill 64 MiB,
+        // so a waiting stream never holds the window an admitted one needs.
+        server = server
+            .max_concurrent_streams(200)
+            .initial_stream_window_size(256 << 10)
+            .initial_connection_window_size(64 << 20);
+    }
     match mode {
         Mode::Stock => {
             let service = stock::benchmark_service_server::BenchmarkServiceServer::new(bench);

@@ -23,6 +23,7 @@ pub mod redis;
 pub mod soak;
 pub mod streaming;
 pub mod threads;
+pub mod uploads;
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
@@ -119,7 +120,7 @@ pub struct Workload(&'static dyn Scenario);
 
 impl Workload {
     /// Every workload, in report order: the one list.
-    pub const ALL: [Workload; 17] = [
+    pub const ALL: [Workload; 18] = [
         Workload(&lookup::Lookup),
         Workload(&get_put::WORKLOAD),
         Workload(&instructions::Instructions),
@@ -136,6 +137,7 @@ impl Workload {
         Workload(&http::Http),
         Workload(&redis::Redis),
         Workload(&grpc::Grpc),
+        Workload(&uploads::Uploads),
         Workload(&soak::Soak),
     ];
 

@@ -47,7 +47,7 @@ use std::collections::VecDeque;
 use std::task::Waker;
 use std::time::{Duration, Instant};
 
-use crate::base::sync::{lock, AtomicBool, Mutex, Ordering};
+use crate::base::sync::{lock, AtomicBool, AtomicUsize, Mutex, Ordering};
 
 /// The largest `max_in_use_bytes` (about 8 TiB): what a buffer's tag can record as a charge.
 pub(crate) const MAX_BUDGET: usize = crate::base::key::MAX_PAGES * crate::base::key::PAGE;
@@ -95,6 +95,13 @@ pub(crate) struct Ticket {
     need: usize,
 }
 
+impl Ticket {
+    /// The bytes it waits for.
+    pub(crate) fn need(&self) -> usize {
+        self.need
+    }
+}
+
 #[derive(Debug, Default)]
 struct Account {
     free: usize,
@@ -122,6 +129,9 @@ pub(crate) struct Budget {
     /// their cache (module docs), so `Relaxed` is enough.
     pressure: AtomicBool,
     account: Mutex<Account>,
+    /// Of the bytes in use, those set aside by reservations and not yet spent (for `Stats`
+    /// only: the account counts them as in use).
+    reserved: AtomicUsize,
 }
 
 /// A snapshot of the account, for `Stats`.
@@ -136,6 +146,7 @@ pub(crate) struct AccountStats {
     pub(crate) wait_total: Duration,
     pub(crate) wait_longest: Duration,
     pub(crate) refusals: u64,
+    pub(crate) reserved: usize,
 }
 
 impl Budget {
@@ -148,6 +159,7 @@ impl Budget {
                 free: limit,
                 ..Account::default()
             }),
+            reserved: AtomicUsize::new(0),
         }
     }
 
@@ -174,6 +186,15 @@ impl Budget {
         a.free -= charge + extra;
         self.note_peak(&mut a);
         Some(extra)
+    }
+
+    /// Notes `bytes` set aside by a reservation (`more`) or spent or given back (not).
+    pub(crate) fn note_reserved(&self, bytes: usize, more: bool) {
+        if more {
+            self.reserved.fetch_add(bytes, Ordering::Relaxed);
+        } else {
+            self.reserved.fetch_sub(bytes, Ordering::Relaxed);
+        }
     }
 
     /// Counts a refusal (a `try_get` over budget).
@@ -370,6 +391,7 @@ impl Budget {
             wait_total: a.wait_total,
             wait_longest: a.wait_longest,
             refusals: a.refusals,
+            reserved: self.reserved.load(Ordering::Relaxed),
         }
     }
 }

@@ -210,6 +210,15 @@ impl PoolState {
         }
     }
 
+    /// What a get of `n` bytes is charged under a budget: its tier's size, or above the
+    /// largest tier its capacity rounded up to 4 KiB (0 without a budget).
+    pub(crate) fn charge_for(&self, n: usize) -> Result<usize, AllocError> {
+        match self.classes.for_get(n) {
+            Some(t) => Ok(self.charge_of(Tag::tier(t))),
+            None => Ok(self.oversize_tag(self.oversize_capacity(n)?).1),
+        }
+    }
+
     /// Gives `bytes` of charge back to the budget (nothing without one).
     pub(crate) fn refund(&self, bytes: usize) {
         if let Some(b) = &self.budget {
@@ -258,6 +267,7 @@ impl PoolState {
             wait_total: a.wait_total,
             wait_longest: a.wait_longest,
             refusals: a.refusals,
+            reserved_bytes: a.reserved,
         })
     }
 

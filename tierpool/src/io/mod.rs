@@ -8,6 +8,7 @@
 //! | [`frame`] (feature `tokio`) | length-prefixed frames (gRPC's header, or your own) into pooled buffers |
 //! | [`read_ready`] (feature `tokio`) | one read into a pooled buffer taken once a tokio socket is readable |
 //! | [`PooledChain`](crate::PooledChain) | a message that spans several buffers, read and written as one |
+//! | [`collect_body`] (feature `http-body`) | an HTTP body (hyper's, axum's) read into pooled buffers under a limit, and under a budget without deadlock |
 //! | [`buf_ring`] (feature `buf-ring`) | io_uring provided-buffer rings stocked from the pool |
 //!
 //! # Porting a protocol server
@@ -43,6 +44,8 @@ mod parts;
 #[cfg(feature = "tokio")]
 pub(crate) mod read_buf;
 pub(crate) mod chain;
+#[cfg(feature = "http-body")]
+mod collect;
 #[cfg(feature = "tokio")]
 mod ready;
 #[cfg(feature = "tokio")]
@@ -57,6 +60,9 @@ pub mod frame;
 #[cfg_attr(docsrs, doc(cfg(all(feature = "buf-ring", target_os = "linux"))))]
 pub mod buf_ring;
 
+#[cfg(feature = "http-body")]
+#[cfg_attr(docsrs, doc(cfg(feature = "http-body")))]
+pub use collect::{collect_body, CollectBody, CollectError};
 #[cfg(feature = "tokio")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tokio")))]
 pub use parts::poll_write_all;

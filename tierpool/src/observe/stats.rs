@@ -134,8 +134,11 @@ pub struct Stats {
 pub struct BudgetStats {
     /// The budget (`max_in_use_bytes`).
     pub limit: usize,
-    /// Bytes charged to buffers handed out and not returned, now.
+    /// Bytes charged to buffers handed out and not returned, and set aside by reservations
+    /// ([`BufferPool::reserve`](crate::BufferPool::reserve)), now.
     pub in_use_bytes: usize,
+    /// Of `in_use_bytes`, those set aside by reservations and not yet spent on buffers.
+    pub reserved_bytes: usize,
     /// The most bytes ever out of the shared account (in use plus held by thread caches).
     pub peak_in_use_bytes: usize,
     /// Of the budget, bytes of the buffers thread caches hold now (charged, not in use; a

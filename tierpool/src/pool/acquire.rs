@@ -159,6 +159,94 @@ impl PoolRef {
         )
     }
 
+    /// A get of `n` bytes whose charge is paid from `prepaid` bytes set aside (a
+    /// reservation's), as far as they go; the rest is taken from the budget if it has room now.
+    /// Returns the buffer and the bytes of `prepaid` it used.
+    pub(crate) fn get_prepaid(
+        &self,
+        n: usize,
+        how: Fresh,
+        prepaid: usize,
+    ) -> Result<(PooledBuf, usize), AllocError> {
+        let charge = self.state().charge_for(n)?;
+        let paid = prepaid.min(charge);
+        match self.fetch(n, how, paid)? {
+            Got::Buf(v, tag) => {
+                if paid > 0 {
+                    self.budget().note_reserved(paid, false);
+                }
+                Ok((PooledBuf::new(v.into_vec(), self.key, tag), paid))
+            }
+            Got::Wait(_) => {
+                let budget = self.budget();
+                budget.refused();
+                Err(AllocError::OverBudget {
+                    requested: n,
+                    in_use: self.state().in_use(),
+                    limit: budget.limit(),
+                })
+            }
+        }
+    }
+
+    /// Sets `bytes` of the budget aside: at once if they are free (after sweeping the thread
+    /// caches' buffers into the account), else a place in the budget's queue (through
+    /// `wake()`; `None` refuses instead, [`AllocError::OverBudget`]). `Ok(None)`: set aside.
+    pub(crate) fn reserve_begin(
+        &self,
+        bytes: usize,
+        wake: impl FnOnce() -> Option<Wake>,
+    ) -> Result<Option<Ticket>, AllocError> {
+        if !self.key.budgeted() || bytes == 0 {
+            return Ok(None);
+        }
+        let budget = self.budget();
+        let limit = budget.limit();
+        if bytes > limit {
+            return Err(AllocError::LargerThanBudget {
+                requested: bytes,
+                charge: bytes,
+                limit,
+            });
+        }
+        if budget.try_take(bytes, 0, 1).is_some() || self.take_swept(bytes) {
+            budget.note_reserved(bytes, true);
+            return Ok(None);
+        }
+        let Some(wake) = wake() else {
+            budget.refused();
+            return Err(AllocError::OverBudget {
+                requested: bytes,
+                in_use: self.state().in_use(),
+                limit,
+            });
+        };
+        let ticket = budget.enqueue(bytes, wake);
+        policy::sweep(self.state());
+        Ok(Some(ticket))
+    }
+
+    /// True once `ticket`'s bytes are set aside (in use); else `waker` is kept to be woken.
+    pub(crate) fn reserve_poll(&self, ticket: &Ticket, waker: &std::task::Waker) -> bool {
+        let budget = self.budget();
+        let granted = budget.poll(ticket, Some(waker));
+        if granted {
+            budget.note_reserved(ticket.need(), true);
+        }
+        granted
+    }
+
+    /// Gives up a reservation's place in the queue.
+    pub(crate) fn reserve_cancel(&self, ticket: Ticket) {
+        self.budget().cancel(ticket);
+    }
+
+    /// Gives back bytes set aside and not used.
+    pub(crate) fn reserve_release(&self, bytes: usize) {
+        self.budget().note_reserved(bytes, false);
+        self.state().refund(bytes);
+    }
+
     /// [`fetch`](Self::fetch) with the whole charge paid, which never has to wait.
     fn fetch_paid(&self, n: usize, how: Fresh, charge: usize) -> Result<PooledBuf, AllocError> {
         match self.fetch(n, how, charge)? {

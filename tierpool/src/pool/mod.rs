@@ -11,6 +11,7 @@
 //! | `acquire.rs` | the slow get: the one wait on the budget, blocking or async ([`Acquire`](crate::Acquire)) |
 //! | `buffer_pool.rs` | [`BufferPool`](crate::BufferPool): its gets, figures and controls, written once for both kinds |
 //! | `poll_acquire.rs` | the budget's wait kept in a `poll` function's state ([`PollAcquire`](crate::PollAcquire)) |
+//! | `reserve.rs` | bytes of the budget set aside first, spent on buffers taken later ([`Reservation`](crate::Reservation)) |
 //! | `builder.rs` | the [`Builder`](crate::Builder) |
 //! | `global.rs` | the process-wide default pool |
 
@@ -20,5 +21,6 @@ pub(crate) mod handle;
 pub(crate) mod acquire;
 pub(crate) mod buffer_pool;
 pub(crate) mod poll_acquire;
+pub(crate) mod reserve;
 pub(crate) mod builder;
 pub(crate) mod global;

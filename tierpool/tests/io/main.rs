@@ -10,6 +10,7 @@ mod common;
 mod chain;
 mod chain_grpc;
 mod codec;
+mod collect;
 mod frame;
 mod http_body;
 mod read_buf;

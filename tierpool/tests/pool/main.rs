@@ -12,6 +12,7 @@ mod common;
 mod aligned_model;
 mod bad_input;
 mod budget;
+mod reservation;
 mod decay;
 mod holders;
 mod metrics;
