@@ -1,8 +1,8 @@
 //! The `upload_server` example, run as a user runs it, in both modes: curl over HTTP/1.1 and
-//! HTTP/2 (prior knowledge), JSON, a body over the 16 MiB limit; then, in pooled mode under a
-//! budget that holds two of them, twenty 4 MiB uploads at once over HTTP/1.1 (twenty
-//! connections) and twenty over HTTP/2 (four connections): every one completes with its
-//! checksum.
+//! HTTP/2 (prior knowledge), JSON, a body over the 16 MiB limit; then, in pooled mode under an
+//! 8 MiB budget, more uploads at once than it holds, each more than the budget divided by the
+//! uploads: twenty of 4 MiB over HTTP/1.1 (a connection each) and two hundred of 256 KiB over
+//! HTTP/2 (four connections): every one completes with its checksum.
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
