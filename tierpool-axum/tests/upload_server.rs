@@ -173,7 +173,7 @@ fn more_uploads_than_the_budget_holds_all_complete_over_http1_and_http2() {
         .build()
         .unwrap();
     rt.block_on(async move {
-        // HTTP/2: four clients (a connection each), five streams each.
+        // HTTP/2: four clients (a connection each), fifty streams each.
         let h2_clients: Vec<_> = (0..4)
             .map(|_| {
                 Client::builder(TokioExecutor::new())
@@ -182,16 +182,16 @@ fn more_uploads_than_the_budget_holds_all_complete_over_http1_and_http2() {
             })
             .collect();
         let mut tasks = Vec::new();
-        for i in 0..40u32 {
-            // HTTP/1.1: a client (a connection) each.
+        for i in 0..220u32 {
+            // HTTP/1.1: a client (a connection) each, 4 MiB; HTTP/2: 256 KiB.
             let h2 = i >= 20;
-            let client = if h2 {
-                h2_clients[i as usize % 4].clone()
+            let (client, len) = if h2 {
+                (h2_clients[i as usize % 4].clone(), 256 << 10)
             } else {
-                Client::builder(TokioExecutor::new()).build_http()
+                (Client::builder(TokioExecutor::new()).build_http(), 4 << 20)
             };
             tasks.push(tokio::spawn(async move {
-                let body = pattern(4 << 20, i);
+                let body = pattern(len, i);
                 let want = format!(
                     "{{\"crc32\":{},\"len\":{}}}",
                     crc32fast::hash(&body),
