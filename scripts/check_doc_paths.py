@@ -1,15 +1,21 @@
 #!/usr/bin/env python3
-"""Every file or folder a document names in backticks exists.
+"""Every file or folder a document names in backticks exists, and names one.
 
 Reads the Markdown documents and the Rust sources' doc comments (`//!`, `///`) and line
 comments of the repository's tracked files, takes each backticked word that looks like a
 path (a name with an extension such as `read_buf.rs`, or with a slash), and checks that a
 tracked file or folder has it as its path or as the end of its path (`tests/io/read_buf.rs`
-names `tierpool/tests/io/read_buf.rs`). Paths that a run creates (`target/...`, `/tmp/...`),
-placeholders (`<target>`, `DIR`) and URLs are not files. The records of earlier work
-(`CHANGELOG.md`, `docs/benchmarks-history.md`) name files as they were, and are not read.
+names `tierpool/tests/io/read_buf.rs`). In a Rust source, a name resolves from the file's
+folder upward (a bare name no further than its `src/` folder, or its crate's folder outside
+one; a name with a slash as far as the repository's root): the nearest folder holding
+a match must hold exactly one, or the name itself (so `reader.rs` in `tierpool-tonic` is
+that crate's, and a name two files share is refused as ambiguous). Paths that a run creates
+(`target/...`, `/tmp/...`), placeholders (`<target>`, `DIR`) and URLs are not files. The
+records of earlier work (`CHANGELOG.md`, `docs/benchmarks-history.md`) name files as they
+were, and are not read.
 
-Exits non-zero listing every name that matches nothing, with where it was found.
+Exits non-zero listing every name that matches nothing, or more than one, with where it was
+found.
 """
 
 import re
@@ -62,6 +68,33 @@ def doc_text(path, content):
     )
 
 
+def resolves_in_rust(path, name, files, dirs):
+    """`name`, written in the Rust source `path`: resolved from its folder upward (a bare name
+    no further than its crate's folder, the first folder of its path); the nearest folder
+    holding a match holds exactly one, or `name` itself."""
+    if name in ("mod.rs", "lib.rs", "main.rs"):
+        return True
+    entries = set(files) | {d for d in dirs}
+    target = name.rstrip("/")
+    # The repository's own documents (`BENCHMARKS.md`), and a folder the file is in.
+    if target in entries and "/" not in target and (target in files or path.startswith(target + "/")):
+        return True
+    # A bare name no further than the `src/` folder it is written in (or, outside one, the
+    # crate's folder).
+    crate = path.split("/", 1)[0] if "/" in path else ""
+    home = path[: path.index("/src/") + 4] if "/src/" in path else crate
+    stop = home if "/" not in target else ""
+    d = path.rsplit("/", 1)[0] if "/" in path else ""
+    while True:
+        pre = d + "/" if d else ""
+        hits = [e for e in entries if e.startswith(pre) and (e == pre + target or e.endswith("/" + target))]
+        if hits:
+            return len(hits) == 1 or (pre + target) in hits
+        if d == stop or not d:
+            return False
+        d = d.rsplit("/", 1)[0] if "/" in d else ""
+
+
 def main():
     files, dirs = tracked()
     suffixes = set()
@@ -83,11 +116,14 @@ def main():
             continue
         for word in candidates(doc_text(path, content)):
             name = word.removeprefix("./")
-            if name in suffixes or name.rstrip("/") in suffixes or name.rstrip("/") + "/" in suffixes:
+            if path.endswith(".rs") and "/" in path:
+                if resolves_in_rust(path, name, files, dirs):
+                    continue
+            elif name in suffixes or name.rstrip("/") in suffixes or name.rstrip("/") + "/" in suffixes:
                 continue
             missing.append((path, word))
     for path, word in missing:
-        print(f"{path}: `{word}` names no file of the repository")
+        print(f"{path}: `{word}` names no file of the repository, or more than one from there")
     if missing:
         return 1
     print(f"doc paths: every backticked file name in {len(files)} tracked files exists")

@@ -72,7 +72,7 @@
 //! where a buffer leaves the shared side (a refill of a batch from the depot, a fresh
 //! allocation) and refunded where it goes back (a flush to the depot, a release), under the
 //! account's lock, once per batch. A thread cache holds at most `min(max_in_use_bytes / 16,
-//! thread_cache_bytes)`, and a request that would wait takes every cache's buffers back first:
+//! thread_cache_bytes)`, and in its large slot one buffer of at most `max_in_use_bytes / 16`; a request that would wait takes every cache's buffers back first:
 //! it *sweeps* them, reclaiming each cache from its owner (the same machinery that empties
 //! idle threads' caches, see *How it works*), busy or idle, so that no idle thread can hold
 //! budget a waiter needs and the waiter waits on no thread's cooperation. While anyone waits,
@@ -83,9 +83,8 @@
 //! # The network path: no buffer held by a waiting connection
 //!
 //! A server that takes a buffer per connection and reads into it holds that buffer while the
-//! connection waits, so its memory follows connections, not traffic (10,000 idle connections
-//! with 16 KiB each: 157 MiB). Two ways out, both measured by the report's `connections`
-//! workload (BENCHMARKS.md):
+//! connection waits, so its memory follows connections, not traffic. Two ways out, both
+//! measured by the report's `connections` workload (BENCHMARKS.md):
 //!
 //! - **On tokio (epoll)**, readiness first: `tierpool::io::read_ready(&socket, &pool, n)` (feature
 //!   `tokio`) waits until the socket is readable, holding nothing, and only then takes a
@@ -239,11 +238,12 @@
 //!   two plain stores and a compiler fence per operation; no locked instruction. The pool's
 //!   tick reclaims caches whose activity did not change since the previous tick (idle for an
 //!   interval), `trim()` and closing reclaim all, a budget waiter sweeps all, and a thread
-//!   that finds the allowance spent takes room from idle ones. Where `membarrier` is not
-//!   available (other systems, old kernels), nothing is reclaimed: caches are rung and give
+//!   that finds the allowance spent takes room from idle ones. Where no heavy fence is
+//!   available (systems other than Linux and Windows, Linux without `membarrier`), nothing is reclaimed: caches are rung and give
 //!   up their buffers at their owner's next operation, their room counts apart from
 //!   `max_retained_bytes` (with a smaller default [`Builder::FALLBACK_THREAD_CACHE_BYTES`]: the bound
-//!   is then the cap plus each cache's own), and a budgeted pool uses no thread caches.
+//!   is then the cap plus each cache's own), and a budgeted pool's caches have no room, so its
+//!   gets and returns go to the depot.
 //! - **Policy** (`engine/policy/`, safe code, one rule per file, listed in *The slow path's
 //!   rules* below): what a get or a return does when the fast path cannot serve it. Tiers
 //!   reserve room when first used and grow with use (so the fast path checks a limit, not a
@@ -262,7 +262,8 @@
 //!   boundary the buffers that stayed below their low-water mark for the whole interval, and
 //!   the pool's tick reclaims idle caches.
 //! - **Thread exit**: a thread-local destructor gives each cache's buffers to its depot, with
-//!   the room they had (so the depot takes all of them), and folds its counters into the
+//!   the room they had (so the depot takes all of them; without the heavy fence, what does not
+//!   fit is released), and folds its counters into the
 //!   pool's. The emptied cache is parked (up to 8 per pool, freed after a whole interval
 //!   unused) and the thread's emptied table kept: the next thread to start takes both over,
 //!   and allocates nothing to use the pool.
@@ -308,29 +309,80 @@
 //!
 //! ## The slow path's rules
 //!
-//! Everything a get or a return does beyond the fast path is one of these, each written once,
-//! in `engine/policy/` unless named otherwise:
+//! Everything a get or a return does beyond the fast path is one of these rules or one of the
+//! *Special cases* below, each written once, in `engine/policy/` unless named otherwise:
 //!
 //! | rule | what it answers | function |
 //! |---|---|---|
 //! | refill | a get's stack is empty: a batch from the depot, its room with it, starting at one buffer and doubling with use | `exchange::refill` |
 //! | flush | a return's stack is full: its oldest buffers to the depot, half the stack (all of a stack of one or two) | `exchange::flush` |
 //! | give up | a stack and its room to the depot at once (room-making, the large slot, a sweep, thread exit) | `exchange::give_up` |
-//! | release | buffers to the allocator, their pages first when idle | `exchange::release` |
+//! | release | buffers to the allocator, their pages first when idle or refused at the cap | `exchange::release`, `DepotTier::release`, `PoolState::file_in_depot` |
 //! | first room | a tier's first reservation: one buffer, or the large slot | `room::reserve` |
 //! | the room ladder | where more room comes from, by purpose (refill, miss, return): free room, unused reservations, other stacks, the allowance, eviction, quiet caches | `room::grow` |
 //! | the large slot | one tier above `cache_bytes` may hold one buffer | `room::take_large_slot` |
 //! | eviction | at the cap, the depot's oldest buffers of other sizes make way for a buffer in use | `room::evict`, `Depot::evict` |
 //! | retrieval | a get its stack and a refill cannot serve: a larger buffer filed under its tier, or a loan of a larger tier's | `retrieve::retrieve` |
-//! | housekeeping | every slow operation counts; a rung doorbell or a due count looks at the pool | `service::housekeeping`, `Owner::pace` |
+//! | housekeeping | every 16th slow operation, a rung doorbell, or a tier's due return count looks at the pool | `service::housekeeping`, `Owner::pace`; a due return count through `local.rs`'s `service` |
 //! | service | what the pool asks of a cache: closed, trimmed, budget pressure, a new interval | `service::service` |
 //! | the idle rule | what stayed unused through an interval is released: cache stacks, the depot, spare storage, parked caches | `service::decay`, `IdleStack::decay` (`engine/idle.rs`) |
-//! | the tick | once per interval, by one thread: the depot's decay, idle caches reclaimed, metrics | `tick::tick` |
+//! | the tick | once per interval, by one thread: the depot's, spare storage's and parked caches' decay (`PoolState::claim_tick`), idle caches reclaimed, the allocator trimmed, overdue budget waits reported, metrics | `tick::tick` |
 //! | reclaim for room | the allowance is spent: caches quiet since the last tick are emptied | `tick::reclaim_quiet` |
 //! | after the operation | refunds, the tick, reclaiming for room run once the owner is gone | `tick::finish` |
 //! | pool-wide | `trim()`, closing, a budget waiter's sweep: every cache reclaimed and acted on | `pool_wide::reclaim_all` |
 //! | thread exit | a cache gives everything to the depot, then, its refunds settled, is detached and parked for the next thread | `local::retire` (`service::retire`, `Caches::detach`) |
 //! | the budget's charges | a refill charges its batch, everything leaving a stack refunds | `PoolState::charge`, `Owner::defer_refund` |
+//!
+//! ## Special cases
+//!
+//! The core design is the first four parts of *How it works*: size classes, a thread cache of
+//! stacks per tier, the depot between caches with batches both ways, one allowance, decay of
+//! what stayed idle, reclaim of idle caches, and the budget. Every mechanism beyond it is a
+//! special case, kept by a workload (or a platform, or the API) and held by a guard test that
+//! fails without it. A new special case needs a row; a row without a guard or a reason is a
+//! candidate for removal. Rows are in the order a get, then a return, meets them; then
+//! threads, the whole pool and the platform. Workloads are the report's (`tierpool-bench`);
+//! `mixed_cap`, `mixed_random` and `idle_budget` are its examples. The figures are in
+//! `BENCHMARKS.md` and `docs/benchmarks-history.md`.
+//!
+//! | special case | where | kept by | guard |
+//! |---|---|---|---|
+//! | housekeeping paced by the time between looks: a tier's return countdown from 256 down to 8, and a look every 16 slow operations | `Owner::pace`, `Owner::tick_countdown`, `SLOW_CHECK_EVERY` | `idle-threads`: a thread returning a buffer a millisecond looked at the clock every 256 ms | `housekeeping_is_paced_by_the_time_between_looks_and_counts_stay_exact` (`src/engine/policy/tests.rs`) |
+//! | a closed pool's caches are rung, free everything, keep nothing | `service::kill`, `pool_wide::close_all`, `Owner::mark_dead` | the API: a pool dropped while buffers are out | `a_buffer_outliving_its_pool_is_freed_on_a_thread_that_still_has_a_cache` (`tests/leak.rs`), `loom_close_is_never_missed_by_a_cache` |
+//! | budget pressure: a waiter sweeps every cache before it queues and after; while it waits caches keep nothing, and a cache made meanwhile is born rung | `PoolRef::take_swept`, `pool_wide::sweep`, `service::service`, `PoolState::new_cache` | `budget`, `soak` (each half hung about one run in ten without it) | `loom_budget_sweep_strands_nothing`, `buffers_idle_in_another_threads_cache_never_block_a_request_for_the_whole_budget` (`tests/pool/budget.rs`) |
+//! | a cache's share of a budget: `min(thread_cache_bytes, limit / 16)`, plus a large slot of at most `limit / 16` | `CACHE_SHARE`, `PoolState::make_cache` | `instructions` at 16 MiB under a budget (63 instructions with the slot, 1,389 without) | the callgrind count under a budget in `.ci/run`; none for the share itself |
+//! | an idle tier gives back its room and its slots at decay; refills count as use | `service::decay`, `Owner::idle_since_last_look` | `cross-thread` (a producer only gets) | `decay_keeps_a_getting_tier_and_frees_an_idle_one` (`src/engine/policy/tests.rs`) |
+//! | the allocator asked to trim or purge once 1 MiB was released | `AllocatorTrim::maybe_run`, from `tick::tick` | `burst` (glibc, jemalloc, mimalloc) | `trim_allocator_is_called_after_a_megabyte_and_can_be_turned_off` (`tests/pool/decay.rs`), `tests/purge_jemalloc.rs`, `tests/purge_mimalloc.rs` |
+//! | sizes outside the tiers: a get above the largest is exact and never kept (charged in pages under a budget); returns outside the tiers are freed | `get::oversize`, `put::put_slow` | the API (Vitess' no false hits) | `oversize_requests_are_exact_and_not_kept` (`tests/pool/semantics.rs`), `oversize_buffers_are_charged_their_size_in_pages` (`tests/pool/budget.rs`) |
+//! | the large slot: one tier above `cache_bytes` may hold one buffer | `stack_cap`, `Owner::booking`, `room::take_large_slot` | `get-put` and `instructions` at 16 MiB | `a_tier_above_the_thread_budget_keeps_one_buffer_in_the_thread_cache` (`tests/pool/semantics.rs`), the callgrind count at 16 MiB |
+//! | room grows with use (one buffer, then doubling); unused reservations of other tiers are lowered first | `room::grow`, `room::lower_unused_limits`, `Owner::raise_limit` | `cross-thread` at 1 MiB | `steady_state_get_put_allocates_nothing` (`tests/alloc_free.rs`) |
+//! | other tiers' stacks make way, with their room | `room::make_room`, `exchange::give_up` | `cross-thread` at 64 KiB (`idle_budget`) | `a_full_cache_makes_room_and_its_idle_buffers_reach_other_threads` (`tests/pool/threads.rs`) |
+//! | a refill spares the stacks of its lenders while the depot has none of its tier | `room::grow` (`Purpose::Refill`), `PoolState::lenders_of` | `mixed_cap` | `a_tier_and_its_lender_that_do_not_fit_one_cache_together_keep_hitting` (`tests/pool/semantics.rs`) |
+//! | slow start: a refill asks for one buffer, then twice as many each time; decay halves it | `Owner::fill`, `Owner::double_fill`, `Owner::halve_fill` | `mixed` with random sizes (`mixed_random`) | `refills_start_at_one_buffer_and_double_with_use` (`src/engine/policy/tests.rs`) |
+//! | a stack of one or two moves whole | `exchange::batch_size` | none measured (half of two sends every buffer through the depot's lock) | none |
+//! | a refill brings its room from the depot, so it never evicts (`give_up` is the reverse) | `exchange::refill`, `Owner::transfer_in`, `Owner::transfer_out` | `mixed_random` (nothing released at the cap after, up to 26 MiB a pass before) | `a_refill_at_the_cap_takes_the_room_its_buffers_held_in_the_depot` (`src/engine/policy/tests.rs`) |
+//! | odd capacities: a second depot stack per tier, tried first by a get of its tier | `Depot::put_one`, `Depot::take_odd`, `PoolState::take_direct` | the API (an adopted or grown buffer) | `never_hands_out_a_buffer_smaller_than_asked`, `a_buffer_grown_past_its_tier_is_refiled_by_its_new_capacity` (`tests/pool/semantics.rs`) |
+//! | a loan below the cap: once per tier and interval, a lender at most twice the size | `retrieve::lend`, `Classes::lenders` | `mixed` with random sizes (fewer fresh buffers per round) | `a_tier_is_lent_once_an_interval_then_gets_buffers_of_its_own` (`tests/pool/semantics.rs`) |
+//! | a loan at the cap: up to 16 per interval, from the depot; a look that finds nothing does not count | `retrieve::lend`, `MAX_LOANS_AT_CAP` | `mixed_cap` (misses 88-92 to 22-26, nothing released at the cap) | `at_the_cap_a_get_without_room_is_lent_the_depots_buffers`, `at_the_cap_a_look_that_finds_no_lender_is_not_a_loan`, `at_the_cap_a_get_in_a_loop_is_lent_a_bounded_number_of_times` (`src/engine/policy/tests.rs`) |
+//! | no loans under a budget, in an aligned pool, or for exact gets | `PoolState::lends`, `Fresh::lends` | `budget`, `direct-read`, the readers' bound of twice what arrived | `pools_with_a_budget_or_an_alignment_hand_out_exactly_their_tiers` (`tests/pool/semantics.rs`) |
+//! | eviction at the cap: the depot's oldest buffers of other tiers make room for the one buffer in hand, never the lenders' | `room::evict`, `Depot::evict` | `mixed` at medium sizes (0.24 to 0.002-0.007 allocations per packet) | `eviction_makes_room_for_one_buffer_but_not_less_and_not_more` (`src/engine/policy/tests.rs`), `a_depot_full_of_other_sizes_makes_way_for_a_thread_at_work` (`tests/alloc_free.rs`) |
+//! | reclaim for room: the allowance spent, caches quiet since the last tick are emptied after the operation | `tick::reclaim_quiet`, `Owner::defer_reclaim_quiet` | none measured | none |
+//! | placement: a fresh buffer of 128 KiB or more that lands 16 bytes into a page is made again (glibc) | `fresh::alloc_fresh`, `badly_placed` | `file-read` (1 MiB reads at half speed before) | `the_first_large_buffer_of_a_process_is_not_placed_16_bytes_into_a_page` (`src/engine/fresh.rs`) |
+//! | pools that wipe: every return takes the slow path | `Owner::apply_limit`, `fresh::scrub` | the API (`zero_on_return`) | `zero_on_return_wipes_the_whole_capacity` (`tests/pool/semantics.rs`) |
+//! | a budgeted pool keeps exact sizes only | `put::put_slow` (`stackable`), `PoolState::file_in_depot` | the budget's charge (capacity is the charge) | `an_adopted_buffer_of_odd_capacity_is_not_kept_by_a_budgeted_pool` (`tests/pool/budget.rs`) |
+//! | a flush lowers the low-water mark by what it drained | `Owner::drain_oldest` | `cross-thread`'s consumer (decay released its circulating buffers each interval) | none |
+//! | a return refused at the cap, and an idle release, give their pages back first (64 KiB or more); evicted buffers do not | `PoolState::file_in_depot`, `exchange::release`, `DepotTier::release`, `free_released` | `idle-threads` at 16 threads (73-153 MiB to 1.2-1.6 MiB above start); `mixed_random` (70% more faults if evictions did) | `buffers_refused_at_the_cap_leave_the_process` (`tests/rss_cap.rs`), `released_buffers_leave_the_process_from_idle_threads_arenas` (`tests/rss.rs`) |
+//! | emptied stacks free their storage | `IdleStack::take_oldest`, `Owner::free_storage` | `burst` (160 MiB of stack storage stayed resident) | `trim_frees_the_stacks_as_well_as_the_buffers` (`tests/leak.rs`) |
+//! | the background trimmer ticks when the next interval begins | `trimmer::spawn` | `idle-threads` with `background_trim` | `the_background_trimmer_empties_idle_caches_within_a_few_intervals` (`tests/pool/reclaim.rs`) |
+//! | thread exit: stacks to the depot with their room, then detach once refunds are settled | `local::retire`, `service::retire`, `Caches::detach` | `mixed` (fresh threads per sample), `cross-thread` | `thread_exit_hands_its_cache_to_the_depot` (`tests/pool/threads.rs`), `an_exited_thread_settles_its_charges_before_it_stops_counting` (`tests/pool/budget.rs`) |
+//! | parked caches: up to 8 per pool, taken over by the next thread, freed after an interval unused | `Caches::unpark`, `Caches::decay_parked`, `MAX_PARKED` | `mixed_random` (2 allocations per new thread instead of 6) | `a_new_thread_takes_over_the_cache_an_exited_one_left` (`tests/alloc_free.rs`) |
+//! | spare stack storage (at most 8,192 slots, decayed) | `SpareSlots::take`, `SpareSlots::give`, `SpareSlots::decay` | `mixed` (stacks cost 0.5 allocations per packet) | `a_new_thread_takes_the_stack_storage_an_exited_one_left` (`tests/alloc_free.rs`) |
+//! | spare thread tables (at most 16 per process, never decayed: a table is a few hundred bytes) | `local::new_table`, `local::retire_table`, `MAX_SPARE_TABLES` | `mixed_random` (0 allocations per new thread) | `a_new_thread_takes_over_the_cache_an_exited_one_left` (`tests/alloc_free.rs`) |
+//! | the cacheless path, for an exiting thread or a re-entrant call | `PoolState::get_direct`, `PoolState::put_direct`, `SlowOp::without_cache` | the platform: thread-local destructor order, allocators that use the pool | `thread_exit_while_holding_buffers_in_thread_locals` (`tests/pool/threads.rs`) |
+//! | no asymmetric fence: reclaimers only ring, and each cache acts at its owner's next operation; `trim()` empties the caller's own cache at once | `Reclaimer::reclaim`, `fence::available`, `TrimOwn` | the platform: macOS, Linux without `membarrier` | `trim_reaches_other_threads_caches_when_they_next_use_the_pool` (`tests/pool/decay.rs`); the suite with `TIERPOOL_NO_MEMBARRIER=1` in `.ci/run` |
+//! | no asymmetric fence: caches' room counted apart (2 MiB by default), `give_up` releases what does not fit, no eviction; under a budget caches have no room | `PoolState::caches_share_allowance`, `exchange::give_up`, `room::evict`, `FALLBACK_THREAD_CACHE_BYTES` | the platform: an idle thread would keep its room for good; a waiter could not take buffers back | `try_get_reports_allocator_failure_and_the_pool_recovers` (`tests/alloc_failure.rs`, under `TIERPOOL_NO_MEMBARRIER=1`) |
+//! | after a `fork`, `membarrier` registered again when a call fails | `fence::heavy` | the platform | none |
+//! | the depot read for stats under every tier's lock at once | `Depot::lock_all` | `soak` (read 4,736 bytes above a 4 MiB cap) | `loom_depot_bytes_never_read_above_the_cap` |
 //!
 //! ## Words
 //!
@@ -345,7 +397,7 @@
 //! | *allowance* | the one count of what the pool retains: the depot's bytes plus every cache's room, never above `max_retained_bytes` |
 //! | *room*, *reservation*, *limit* | how many buffers of a tier a cache may hold now, drawn from the allowance and from `cache_bytes` |
 //! | *cache_bytes* | what one thread cache may reserve in all |
-//! | *cap* (of a stack) | the most a tier's limit may be: `min(64, cache_bytes / size)` |
+//! | *cap* (of a stack) | the most a tier's limit may be: `min(64, cache_bytes / size)`; 1 for a tier above `cache_bytes` (the large slot), 0 when `cache_bytes` is 0 |
 //! | *large slot* | room for one buffer of one tier above `cache_bytes` |
 //! | *at the cap* | a tier has no room and the allowance has less than one of its buffers free |
 //! | *batch*, *fill* | buffers moved per exchange with the depot; how many the next refill asks for (slow start) |
@@ -384,7 +436,7 @@
 //!
 //! | file | what the `unsafe` does | relies on | checked by |
 //! |---|---|---|---|
-//! | `engine/local.rs` | reaches this thread's table and current cache through raw pointers in a `const` thread-local | at most one reference into the table is live; a thread enters a cache once at a time, also under re-entrancy and at thread exit (module docs) | Miri (lib, semantics, threads, alloc_free, leak), loom (`owner_and_reclaimer`) |
+//! | `engine/local.rs` | reaches this thread's table and current cache through raw pointers in a `const` thread-local | at most one reference into the table is live; a thread enters a cache once at a time, also under re-entrancy and at thread exit (module docs) | Miri (lib, semantics, threads, alloc_free, leak), loom (`reclaim::loom_an_owner_coming_back_waits_for_its_reclaimer`) |
 //! | `engine/cache/block.rs` | builds a cache's one allocation (head, then the tiers) with a custom layout, and frees it as a `Box` | the layout computed once; every slot written once | Miri (every test that makes a cache) |
 //! | `engine/cache/fast.rs` | the fast path: from the doorbell's address to the table and the tier at constant offsets | the block's layout; the owner's busy mark | Miri, loom, the callgrind guard |
 //! | `engine/cache/stack.rs`, `tier_ops.rs`, `owner.rs` | reading and writing a stack's slots between its bounds; rebuilding a `Vec` from a slot's pointer (`tier_ops.rs`); the two ways to become a cache's owner (`owner.rs`) | `head <= len <= cap`; a slot holds a buffer of exactly its tier; Dekker's protocol with both fences on the rare side (`owner.rs` docs) | Miri, loom (with the owner's fence removed, loom finds both sides on one stack), stress and soak under TSan |
@@ -395,9 +447,9 @@
 //! | `sys/trim.rs` | `malloc_trim`, jemalloc's `mallctl`, mimalloc's `mi_collect`; `madvise(MADV_DONTNEED)` on a buffer the pool frees as idle or refuses at the cap (`free_released`) | their C contracts (a NUL-terminated name, no arguments); for `madvise`, only whole pages inside the buffer's own allocation, which it owns until it is freed right after, and an allocator that keeps no bookkeeping inside a live allocation | the purge tests under each allocator; `tests/rss.rs` and `tests/rss_cap.rs` (the pages leave the process), the whole suite under LeakSanitizer (which would see a corrupted heap) |
 //! | `sys/direct_io.rs` | `statx` and `statfs` into zeroed structs | a NUL-terminated path; the kernel fills the struct or fails | `tests/runtimes/direct_io.rs` on ext4 and tmpfs |
 //! | `buf/pooled.rs` | the handle's `ManuallyDrop<Vec>`, taken exactly once | `Drop`, `into_parts` and `into_vec` are the only takers, and the last two skip `Drop` | Miri (every test) |
-//! | `buf/shared.rs` | `PooledBytes` reads through a raw pointer into a buffer nothing mutates while a view exists; control blocks move between threads as raw boxes; `try_into_mut` | `Arc`'s counting protocol decides who hands the buffer back | Miri, loom (`last_view`), `tests/io/chain.rs` |
+//! | `buf/shared.rs` | `PooledBytes` reads through a raw pointer into a buffer nothing mutates while a view exists; control blocks move between threads as raw boxes; `try_into_mut` | `Arc`'s counting protocol decides who hands the buffer back | Miri, loom (`loom_shared_views_hand_the_buffer_back_exactly_once`), `tests/io/chain.rs` |
 //! | `sys/alloc.rs` | an aligned pool's buffers: allocated with its alignment and carried as `Vec<u8>`s that never free or grow themselves; freed with the same layout | every free of such a buffer passes the pool's alignment (the key's, once the pool is gone); no such `Vec` reaches a user (an `AlignedBuf` cannot grow, its views are never made writable) | Miri (unit tests, `tests/aligned_layouts.rs`: its allocator compares each free's layout with the allocation's), `tests/aligned_ways_back.rs` (live heap back where it was) |
-//! | `buf/block.rs` | a `PooledBytes` control block boxed and unboxed through its pointer | a block is given back once, by the last view | Miri, loom (`last_view`) |
+//! | `buf/block.rs` | a `PooledBytes` control block boxed and unboxed through its pointer | a block is given back once, by the last view | Miri, loom (`loom_shared_views_hand_the_buffer_back_exactly_once`) |
 //! | `buf/aligned.rs` | `AlignedBuf::set_len` (public, `unsafe`) | the caller's: the bytes up to `new_len` are initialized, within the capacity | Miri (its unit tests) |
 //! | `buf/bytes.rs` | `BufMut` for `PooledBuf` (forwarded to `Vec`'s) and `AlignedBuf` (within the capacity) | `BufMut`'s contract | Miri (`--features bytes`) |
 //! | `io/parts/core.rs`, `io/parts/store.rs`, `io/codec/lent.rs`, `io/ready.rs` | a read into a buffer's spare capacity, then its length raised by what the read initialized | `AsyncRead` (`ReadBuf`) reports only bytes it initialized; the length stays within the capacity | Miri (the read buffer's unit tests), the fuzz targets `read_buffer` and `framed_read` (under AddressSanitizer) |

@@ -199,7 +199,8 @@ pub mod __bench {
     }
 
     /// True if this process reclaims other threads' caches (the heavy fence works: Linux
-    /// `membarrier`, unless `TIERPOOL_NO_MEMBARRIER` is set). Tests and examples that expect
+    /// `membarrier`, Windows `FlushProcessWriteBuffers`, unless `TIERPOOL_NO_MEMBARRIER` is
+    /// set). Tests and examples that expect
     /// an idle thread's cache to be emptied at once ask this.
     pub fn reclaims_other_threads() -> bool {
         crate::sys::fence::available()

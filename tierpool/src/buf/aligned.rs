@@ -7,8 +7,8 @@
 //! alignment and whose buffers are allocated with it (`Layout::from_size_align(tier, align)`,
 //! `sys/alloc.rs`): a buffer starts at an aligned address, and its capacity is its tier's,
 //! a whole number of blocks. An [`AlignedBuf`] is a [`PooledBuf`] that cannot grow: the same
-//! 32-byte handle, the same get and return (what a get costs is a plain pool's, measured in
-//! BENCHMARKS.md), and no bytes beyond the tier.
+//! 32-byte handle, the same get and return (a get costs what a plain pool's does: the
+//! callgrind guard counts both), and no bytes beyond the tier.
 //!
 //! The machinery (thread caches, depot, caps, decay, budget, stats, thread exit, a pool dropped
 //! with buffers out) moves an aligned pool's buffers as it moves a plain pool's, as `Vec<u8>`s,

@@ -27,16 +27,16 @@ pub(crate) const DEFAULT_FINE_TIERS_UP_TO: usize = 2 << 20;
 /// Default cap on the bytes the pool retains, depot and thread caches together (64 MiB).
 pub(crate) const DEFAULT_MAX_RETAINED_BYTES: usize = 64 << 20;
 /// Default most that each thread's cache may hold, per pool (8 MiB), when the cap allows it
-/// and caches can be reclaimed from other threads (Linux `membarrier`); elsewhere
-/// [`FALLBACK_THREAD_CACHE_BYTES`].
+/// and caches can be reclaimed from other threads (an asymmetric fence: Linux `membarrier`,
+/// Windows `FlushProcessWriteBuffers`); elsewhere [`FALLBACK_THREAD_CACHE_BYTES`].
 ///
 /// Large because it can be: every cache's room counts against `max_retained_bytes`, so it
 /// does not multiply with the number of threads, and a cache holds several 1 MiB buffers,
 /// so that a 1 MiB hand-off between threads takes the depot's lock once per batch.
 pub(crate) const DEFAULT_THREAD_CACHE_BYTES: usize = 8 << 20;
 /// Default most that each thread's cache may hold where caches cannot be reclaimed from other
-/// threads (no Linux `membarrier`: other systems, old kernels). Their room then counts apart
-/// from `max_retained_bytes`, as a per-thread bound, so it is kept small.
+/// threads (no asymmetric fence: macOS, Linux kernels without `membarrier`). Their room then
+/// counts apart from `max_retained_bytes`, as a per-thread bound, so it is kept small.
 pub(crate) const FALLBACK_THREAD_CACHE_BYTES: usize = 2 << 20;
 
 /// Default decay interval: a buffer idle this long becomes eligible for release.

@@ -54,10 +54,9 @@ const LARGE: usize = 128 << 10;
 /// True for a large buffer whose bytes start 16 bytes into a page: where glibc puts the data
 /// of a chunk it `mmap`ped (the first large allocations of a process, before glibc raises its
 /// threshold). Copying page-aligned data (a file's pages, from the kernel) to a destination 16
-/// bytes past a page boundary runs at less than half the speed of any other offset measured
+/// bytes past a page boundary is much slower than to any other offset
 /// (`docs/benchmarks-history.md` has the figures). A pool keeps its first buffers for good,
-/// so it makes sure they are
-/// not placed there. Only with glibc (`target_env = "gnu"`); elsewhere the check is off.
+/// so it makes sure they are not placed there. Only with glibc (`target_env = "gnu"`); elsewhere the check is off.
 fn badly_placed(v: &Vec<u8>) -> bool {
     cfg!(all(target_os = "linux", target_env = "gnu", not(miri)))
         && v.capacity() >= LARGE

@@ -73,13 +73,14 @@ impl Builder {
     /// The default cap on what the pool retains, depot and thread caches together: 64 MiB.
     pub const DEFAULT_MAX_RETAINED_BYTES: usize = config::DEFAULT_MAX_RETAINED_BYTES;
     /// The default most each thread's cache may hold, per pool, where caches can be
-    /// reclaimed from other threads (Linux `membarrier`): 8 MiB, or a quarter of the cap if
-    /// that is less. Large because it can be: every cache's room counts against
+    /// reclaimed from other threads (an asymmetric fence: Linux `membarrier`, Windows
+    /// `FlushProcessWriteBuffers`): 8 MiB, or a quarter of the cap if that is less. Large
+    /// because it can be: every cache's room counts against
     /// `max_retained_bytes`, so it does not multiply with the number of threads.
     pub const DEFAULT_THREAD_CACHE_BYTES: usize = config::DEFAULT_THREAD_CACHE_BYTES;
     /// The default most each thread's cache may hold where caches cannot be reclaimed (no
-    /// Linux `membarrier`: other systems, old kernels): 2 MiB. Their room then counts apart
-    /// from `max_retained_bytes`, as a per-thread bound, so it is kept small.
+    /// asymmetric fence: macOS, Linux kernels without `membarrier`): 2 MiB. Their room then
+    /// counts apart from `max_retained_bytes`, as a per-thread bound, so it is kept small.
     pub const FALLBACK_THREAD_CACHE_BYTES: usize = config::FALLBACK_THREAD_CACHE_BYTES;
     /// The default decay interval: a buffer idle this long becomes eligible for release (1 s).
     pub const DEFAULT_DECAY_INTERVAL: Duration = config::DEFAULT_DECAY_INTERVAL;
@@ -184,7 +185,7 @@ impl Builder {
     /// that is smaller. Zero disables the thread caches (every operation then takes the depot's
     /// lock).
     ///
-    /// Where caches cannot be reclaimed (no Linux `membarrier`), their room does not count
+    /// Where caches cannot be reclaimed (no asymmetric fence: macOS, Linux without `membarrier`), their room does not count
     /// against `max_retained_bytes` (an idle thread would keep it for good), and the bound is
     /// `max_retained_bytes + threads * (thread_cache_bytes + largest tier)`.
     pub fn thread_cache_bytes(mut self, bytes: usize) -> Self {
@@ -320,7 +321,7 @@ impl Builder {
     /// `bytes / 16` (so that a thread cycling such buffers does not take a lock each time),
     /// and a request that would wait takes every
     /// cache's buffers back first, from busy and idle threads alike. Where caches cannot be
-    /// reclaimed from other threads (no Linux `membarrier`), a budgeted pool uses no thread
+    /// reclaimed from other threads (no asymmetric fence), a budgeted pool uses no thread
     /// caches.
     ///
     /// ```

@@ -15,7 +15,7 @@ use crate::engine::depot::Allowance;
 use Ordering::{Relaxed, Release};
 
 /// The doorbell and the owner's busy mark: the first bytes of a cache, where the thread-local
-/// slot points (`tls.rs`).
+/// slot points (`engine/local.rs`).
 #[derive(Debug)]
 #[repr(C)]
 pub(crate) struct Doorbell {

@@ -96,7 +96,7 @@ unsafe fn tier_at<'a>(base: *const u8, off: usize) -> &'a Tier {
 /// `key`, tier empty or at its low-water mark, size above the largest tier).
 ///
 /// # Safety
-/// `bell` is the thread-local slot's doorbell (`tls.rs`): a rung static one, or the first
+/// `bell` is the thread-local slot's doorbell (`engine/local.rs`): a rung static one, or the first
 /// byte of a cache of this thread, alive for this call, derived from the whole cache; and no
 /// other operation on that cache runs on this thread.
 #[inline(always)]

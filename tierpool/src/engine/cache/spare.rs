@@ -13,8 +13,8 @@
 //! serves any tier whose stack has its length, and most tiers' stacks have one length (64
 //! slots). A parked cache that kept its own arrays would serve only the tiers its exited
 //! thread used, and a new thread that uses others (the `mixed` workload's two threads each
-//! run a different stream) would allocate a stack for each of them (measured in
-//! `docs/benchmarks-history.md`, "One recycler of stack storage, tried").
+//! run a different stream) would allocate a stack for each of them
+//! (`docs/benchmarks-history.md`, "One recycler of stack storage, tried").
 //!
 //! Bounded: at most [`MAX_SPARE_SLOTS`] slots (64 KiB) wait here. And decayed by the pool's
 //! one idle rule (`engine/idle.rs`): at each pool tick the arrays that stayed here through

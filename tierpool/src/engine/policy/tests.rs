@@ -379,6 +379,44 @@ fn at_the_cap_a_get_without_room_is_lent_the_depots_buffers() {
     state.caches.detach(&cache);
 }
 
+/// At the cap, loans to one tier stop at `MAX_LOANS_AT_CAP` an interval: a get of one size in
+/// a loop, with other threads keeping the depot full of its lenders, is lent that many
+/// times; then it misses, and the miss takes room of its own by evicting the depot's idle
+/// buffer of a size that does not lend to it (the lenders' are spared), and its stack keeps
+/// the buffer from then on.
+#[test]
+fn at_the_cap_a_get_in_a_loop_is_lent_a_bounded_number_of_times() {
+    // Tiers 64 / 128 / 256 under a cap of 384; the lenders of 64 are the 128s.
+    let Some((state, cache)) = with_shared_cache(capped(&[64, 128, 256], 384, 64)) else {
+        return;
+    };
+    let (get, put) = ops(&state, &cache);
+    let owner = || owner_of(&cache);
+    state.depot.put_one(2, Vec::with_capacity(256)).unwrap();
+    let mut lent = Vec::new();
+    for i in 0..super::retrieve::MAX_LOANS_AT_CAP {
+        // Another thread returns a 128: the allowance is spent again.
+        state.depot.put_one(1, Vec::with_capacity(128)).unwrap();
+        assert_eq!(state.depot.allowance().free(), 0);
+        let b = get(50);
+        assert_eq!((b.capacity(), owner().limit(0)), (128, 0), "loan {i}");
+        lent.push(b);
+    }
+    assert_eq!(owner().loans(0), super::retrieve::MAX_LOANS_AT_CAP);
+    state.depot.put_one(1, Vec::with_capacity(128)).unwrap();
+    let own = get(50);
+    assert_eq!(
+        (own.capacity(), owner().limit(0), state.depot.bytes()),
+        (64, 1, 128),
+        "the loans spent: room of its own, the 256 evicted and the 128 spared"
+    );
+    put(own);
+    assert_eq!(get(50).capacity(), 64, "kept, and served from its stack");
+    assert_eq!(owner().loans(0), super::retrieve::MAX_LOANS_AT_CAP);
+    drop(lent); // freed, not returned: the test is about gets
+    state.caches.detach(&cache);
+}
+
 /// Tiers 64 / 128 / 256 (the lenders of 64 are the 128s) under a cap of 384 bytes, with
 /// `cache_bytes` of thread cache: the cache holds a 128 and the depot an idle 256, so the
 /// allowance is spent. `None` where caches cannot share the allowance.

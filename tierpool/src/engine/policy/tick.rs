@@ -104,7 +104,7 @@ pub(super) fn after(pool: &PoolState, after: After) {
 }
 
 /// Runs `f` with this owner, then does what it left to do ([`after`]) once the owner is
-/// gone: every owner of this thread's cache ends so (`tls.rs`).
+/// gone: every owner of this thread's cache ends so (`engine/local.rs`).
 pub(crate) fn finish<R>(o: Owner<'_>, pool: &PoolState, f: impl FnOnce(&Owner<'_>) -> R) -> R {
     let r = f(&o);
     let left = o.take_after();

@@ -5,7 +5,7 @@ use std::mem::MaybeUninit;
 use crate::buf::pooled::PooledBuf;
 
 /// Where a held buffer's unread bytes live: a pooled `Vec` ([`Plain`]), or, lent to a
-/// tokio-util decoder, a `BytesMut` made of one (`codec.rs`). [`Core`] runs the rules of the
+/// tokio-util decoder, a `BytesMut` made of one (`io/codec/lent.rs`). [`Core`] runs the rules of the
 /// module docs on either.
 pub(crate) trait Store: Sized {
     /// The unread bytes.
