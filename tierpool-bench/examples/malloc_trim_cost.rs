@@ -7,7 +7,6 @@
 use std::time::Instant;
 
 use tierpool::BufferPool;
-use tierpool_bench::alloc::rss_bytes;
 
 const BUFFERS: usize = 4_000;
 const SIZE: usize = 16 << 10;
@@ -35,7 +34,7 @@ fn round(trim_allocator: bool) -> (f64, f64, f64) {
     let released = pool.trim();
     let trim_ms = t.elapsed().as_secs_f64() * 1e3;
     assert!(released >= BUFFERS * SIZE);
-    let rss = rss_bytes() as f64 / (1 << 20) as f64;
+    let rss = tierpool_bench::procfs::Proc::Me.rss() as f64 / (1 << 20) as f64;
     let t = Instant::now();
     let again = fill(&pool);
     let refill_ms = t.elapsed().as_secs_f64() * 1e3;

@@ -28,9 +28,10 @@
 //! - [`upload_server`]: tierpool-axum's `upload_server` example itself (its source, compiled
 //!   in), which the `uploads` workload runs as `tierpool-bench upload-server`;
 //! - [`server_child`]: a server run as a child of this binary;
+//! - [`procfs`]: the one reader of `/proc` (a process's memory, CPU time, page faults);
 //! - [`nofile`]: the open-file limit, raised for many connections.
 //!
-//! The library half exists so that the criterion benches in `benches/` use the same
+//! The library half exists so that the criterion benches in `tierpool-bench/benches/` use the same
 //! contenders as the report.
 
 #![warn(missing_docs, missing_debug_implementations)]
@@ -45,6 +46,7 @@ pub mod kv;
 pub mod measure;
 pub mod nofile;
 pub mod page;
+pub mod procfs;
 pub mod progress;
 pub mod render;
 pub mod report;

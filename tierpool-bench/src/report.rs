@@ -288,33 +288,18 @@ pub fn ordered<'a>(
     rs
 }
 
-/// Checks a `results.json`: it parses, every workload in `expected` has records, and every
-/// figure is finite and positive (allocation counts and extras finite and not negative).
-/// Returns the number of records checked.
-pub fn validate(json: &str, expected: &[&str]) -> Result<usize, String> {
+/// Checks a `results.json`: it parses, every workload in `expected` has records, every
+/// figure is finite and positive (allocation counts and extras finite and not negative), and
+/// every record of a workload not in `uncounted` has allocation counts. Returns the number of
+/// records checked.
+pub fn validate(json: &str, expected: &[&str], uncounted: &[&str]) -> Result<usize, String> {
     let report: Report = serde_json::from_str(json).map_err(|e| format!("not a report: {e}"))?;
-    check(&report, expected)
+    check(&report, expected, uncounted)
 }
-
-/// Workloads whose records carry no allocation counts (`lookup` allocates nothing by
-/// construction; `burst` measures memory, not operations; `instructions` counts instructions
-/// under valgrind, where the get-put workload already counted allocations; `redis` measures
-/// a server of its own, which counts nothing, and so does `soak`).
-// `grpc`'s memory rows have none (its throughput rows give the server's, per message).
-const WITHOUT_ALLOCS: [&str; 8] = [
-    "lookup",
-    "burst",
-    "instructions",
-    "idle-threads",
-    "redis",
-    "grpc",
-    "soak",
-    "uploads",
-];
 
 /// [`validate`] on a report in memory (run before writing, since JSON has no NaN: a
 /// non-finite figure would be written as `null`).
-pub fn check(report: &Report, expected: &[&str]) -> Result<usize, String> {
+pub fn check(report: &Report, expected: &[&str], uncounted: &[&str]) -> Result<usize, String> {
     for w in expected {
         if !report.records.iter().any(|r| r.workload == *w) {
             return Err(format!("workload {w} has no records"));
@@ -339,7 +324,7 @@ pub fn check(report: &Report, expected: &[&str]) -> Result<usize, String> {
         if r.samples == 0 {
             return Err(format!("{what}: no samples"));
         }
-        let timed = !WITHOUT_ALLOCS.contains(&r.workload.as_str());
+        let timed = !uncounted.contains(&r.workload.as_str());
         if timed && (r.allocs_per_op.is_none() || r.bytes_per_op.is_none()) {
             return Err(format!("{what}: allocation figures missing"));
         }
@@ -495,19 +480,22 @@ mod tests {
     #[test]
     fn validation_accepts_a_good_report_and_rejects_bad_figures() {
         let good = report(vec![record("tierpool", 10.0), record("Vec (glibc)", 20.0)]);
-        assert_eq!(validate(&good, &["get-put"]), Ok(2));
-        assert!(validate(&good, &["get-put", "burst"])
+        assert_eq!(validate(&good, &["get-put"], &[]), Ok(2));
+        assert!(validate(&good, &["get-put", "burst"], &[])
             .unwrap_err()
             .contains("burst"));
         for bad in [0.0, -1.0, f64::NAN, f64::INFINITY] {
             let mut r = record("tierpool", 10.0);
             r.median = bad;
-            assert!(validate(&report(vec![r]), &["get-put"]).is_err(), "{bad}");
+            assert!(
+                validate(&report(vec![r]), &["get-put"], &[]).is_err(),
+                "{bad}"
+            );
         }
         let mut r = record("tierpool", 10.0);
         r.allocs_per_op = Some(f64::NAN);
-        assert!(validate(&report(vec![r]), &["get-put"]).is_err());
-        assert!(validate("{}", &[]).is_err());
+        assert!(validate(&report(vec![r]), &["get-put"], &[]).is_err());
+        assert!(validate("{}", &[], &[]).is_err());
     }
 
     #[test]
@@ -562,7 +550,7 @@ mod tests {
         assert_eq!(merged.workloads, ["lookup", "soak"]);
         assert_eq!((merged.records.len(), merged.contenders.len()), (2, 1));
         assert_eq!(merged.command, "run soak & run lookup");
-        check(&merged, &["lookup", "soak"]).unwrap();
+        check(&merged, &["lookup", "soak"], &["lookup", "soak"]).unwrap();
         let twice = merge(vec![part("soak", "x", "a"), part("soak", "y", "a")], &order);
         assert!(twice.unwrap_err().contains("two of the runs"));
         let two_ways = merge(

@@ -9,18 +9,30 @@ use tokio::net::TcpStream;
 
 use super::resp::{ProtocolError, Reply, Resp, MAX_FRAME};
 use super::server::Server;
+use super::tls::{self, Acceptor};
 use super::{Framing, Mode};
 
-/// Serves `socket` until its peer closes it or sends what cannot be read.
-pub(super) async fn connection(server: Arc<Server>, socket: TcpStream) {
+/// Serves `socket` (over TLS, given an acceptor) until its peer closes it or sends what
+/// cannot be read.
+pub(super) async fn connection(server: Arc<Server>, tls: Option<Arc<Acceptor>>, socket: TcpStream) {
     let _ = socket.set_nodelay(true);
     server.connections.fetch_add(1, Ordering::Relaxed);
-    let served = match &server.tls {
+    let served = match tls {
         None => {
             let (read, write) = socket.into_split();
             serve_halves(&server, read, write).await
         }
-        Some(acceptor) => acceptor.serve(&server, socket).await,
+        Some(acceptor) => match acceptor.handshake(socket).await {
+            Ok(tls::Stream::Pooled(s)) => {
+                let (read, write) = tokio::io::split(s);
+                serve_halves(&server, read, write).await
+            }
+            Ok(tls::Stream::Baseline(s)) => {
+                let (read, write) = tokio::io::split(s);
+                serve_halves(&server, read, write).await
+            }
+            Err(e) => Err(e.into()),
+        },
     };
     if let Err(e) = served {
         if std::env::var_os("KV_SERVER_VERBOSE").is_some() {

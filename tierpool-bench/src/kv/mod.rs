@@ -42,11 +42,11 @@
 //! The port a user makes is smaller than this server: tierpool's `examples/framed_port.rs`
 //! shows it alone.
 
-mod buffered;
-mod connection;
 mod resp;
 mod server;
 mod tls;
+mod buffered;
+mod connection;
 
 use std::collections::HashMap;
 use std::io;
@@ -172,7 +172,7 @@ fn run(o: Options) -> Result<(), String> {
         .map_err(|e| format!("--max-in-use {}: {e}", o.max_in_use))?;
     let tls = match &o.tls {
         None => None,
-        Some((cert, key)) => Some(tls::Acceptor::new(o.mode, cert, key, &pool)?),
+        Some((cert, key)) => Some(Arc::new(tls::Acceptor::new(o.mode, cert, key, &pool)?)),
     };
     let tls_on = tls.is_some();
     let server = Arc::new(Server {
@@ -181,7 +181,6 @@ fn run(o: Options) -> Result<(), String> {
         framing: o.framing,
         pool,
         connections: AtomicUsize::new(0),
-        tls,
     });
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -202,7 +201,8 @@ fn run(o: Options) -> Result<(), String> {
             tokio::select! {
                 accepted = listener.accept() => match accepted {
                     Ok((socket, _)) => {
-                        tokio::spawn(connection::connection(Arc::clone(&server), socket));
+                        let tls = tls.clone();
+                        tokio::spawn(connection::connection(Arc::clone(&server), tls, socket));
                     }
                     // Out of descriptors, say: wait a little and go on.
                     Err(e) => {

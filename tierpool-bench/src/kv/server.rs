@@ -8,8 +8,8 @@ use std::sync::Mutex;
 use bytes::Bytes;
 
 use super::resp::Reply;
-use super::tls::Acceptor;
 use super::{Framing, Mode};
+use crate::procfs::Proc;
 
 /// The keys and values, the pool and the counts every connection shares.
 pub(super) struct Server {
@@ -18,7 +18,6 @@ pub(super) struct Server {
     pub(super) framing: Framing,
     pub(super) pool: tierpool::BufferPool,
     pub(super) connections: AtomicUsize,
-    pub(super) tls: Option<Acceptor>,
 }
 
 impl Server {
@@ -84,7 +83,7 @@ impl Server {
                 self.connections.load(Ordering::Relaxed) as u64,
             ),
             ("keys", self.db().len() as u64),
-            ("rss_bytes", crate::alloc::rss_bytes()),
+            ("rss_bytes", Proc::Me.rss()),
             (
                 "pool_in_use_bytes",
                 stats.budget.as_ref().map_or(0, |b| b.in_use_bytes as u64),

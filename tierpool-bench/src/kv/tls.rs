@@ -9,9 +9,6 @@ use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use tokio::net::TcpStream;
 
-use super::connection::serve_halves;
-use super::resp::ProtocolError;
-use super::server::Server;
 use super::Mode;
 
 /// A handshake that takes longer is dropped (a client that stalls).
@@ -63,31 +60,23 @@ impl Acceptor {
         })
     }
 
-    /// Serves `socket` once its handshake completes.
-    pub(super) async fn serve(
-        &self,
-        server: &Server,
-        socket: TcpStream,
-    ) -> Result<(), ProtocolError> {
-        match self {
-            Acceptor::Pooled(a) => serve_stream(server, a.accept(socket)).await,
-            Acceptor::Baseline(a) => serve_stream(server, a.accept(socket)).await,
-        }
+    /// The stream over `socket` once its handshake completes (given up after
+    /// `HANDSHAKE_TIMEOUT`: a client that stalls).
+    pub(super) async fn handshake(&self, socket: TcpStream) -> io::Result<Stream> {
+        let handshake = async {
+            Ok(match self {
+                Acceptor::Pooled(a) => Stream::Pooled(Box::new(a.accept(socket).await?)),
+                Acceptor::Baseline(a) => Stream::Baseline(Box::new(a.accept(socket).await?)),
+            })
+        };
+        tokio::time::timeout(HANDSHAKE_TIMEOUT, handshake)
+            .await
+            .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "TLS handshake timed out"))?
     }
 }
 
-/// Serves the stream `handshake` gives (dropped if it takes longer than `HANDSHAKE_TIMEOUT`)
-/// through its halves.
-async fn serve_stream<S>(
-    server: &Server,
-    handshake: impl std::future::Future<Output = io::Result<S>>,
-) -> Result<(), ProtocolError>
-where
-    S: tokio::io::AsyncRead + tokio::io::AsyncWrite,
-{
-    let tls = tokio::time::timeout(HANDSHAKE_TIMEOUT, handshake)
-        .await
-        .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "TLS handshake timed out"))??;
-    let (read, write) = tokio::io::split(tls);
-    serve_halves(server, read, write).await
+/// A TLS connection of either mode.
+pub(super) enum Stream {
+    Pooled(Box<tierpool_rustls::server::TlsStream<TcpStream>>),
+    Baseline(Box<tokio_rustls::server::TlsStream<TcpStream>>),
 }

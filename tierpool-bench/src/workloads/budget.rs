@@ -15,8 +15,9 @@ use tierpool::io::frame::{FrameReader, FrameWriter};
 use tierpool::BufferPool;
 
 use super::{size_label, Ctx};
-use crate::alloc::peak_rss_bytes;
+
 use crate::report::{Output, Record};
+use crate::procfs::Proc;
 
 /// The frame size (seed 003's 1 MiB messages).
 pub const FRAME: usize = 1 << 20;
@@ -250,7 +251,7 @@ fn record(
     extra.insert("p99 ms".to_string(), ms(hist.value_at_quantile(0.99)));
     extra.insert(
         "peak RSS MiB".to_string(),
-        peak_rss_bytes() as f64 / (1 << 20) as f64,
+        Proc::Me.peak_rss() as f64 / (1 << 20) as f64,
     );
     extra.insert("payloads held at once".to_string(), held_peak as f64);
     let s = pool.stats();

@@ -10,11 +10,12 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use super::Ctx;
-use crate::alloc::rss_bytes;
+
 use crate::alloc::Allocator;
 use crate::contenders::{fill_all, with_contender, Contender, Kind, Visit};
 use crate::measure::timed;
 use crate::report::{Output, Record, Timeline};
+use crate::procfs::Proc;
 
 /// Size of every buffer.
 pub const SIZE: usize = 16 << 10;
@@ -105,7 +106,7 @@ impl Visit for OneBurst<'_> {
         let points = (s.quiet.as_micros() / s.sample_every.as_micros()) as usize + 8;
         let mut samples = Samples::with_room(&c, points);
         let began = Instant::now();
-        let baseline = rss_bytes();
+        let baseline = Proc::Me.rss();
         samples.push(&c, 0.0, baseline);
         // The burst: every buffer taken and written in full, then all released.
         let mut bufs = Vec::with_capacity(s.burst);
@@ -116,11 +117,11 @@ impl Visit for OneBurst<'_> {
                 bufs.push(b);
             }
         });
-        let peak = rss_bytes();
+        let peak = Proc::Me.rss();
         samples.push(&c, began.elapsed().as_secs_f64() * 1e3, peak);
         let release = timed(|| drop(std::mem::take(&mut bufs)));
         let released = Instant::now();
-        samples.push(&c, began.elapsed().as_secs_f64() * 1e3, rss_bytes());
+        samples.push(&c, began.elapsed().as_secs_f64() * 1e3, Proc::Me.rss());
         let retained_at_release = c.retained_bytes();
         let (after_rss, after_retained) = quiet(&c, &s, began, released, &mut samples, points);
         let record = |param: &str, metric: &str, value: f64, extra: BTreeMap<String, f64>| {
@@ -200,16 +201,16 @@ fn quiet<C: Contender>(
             next_op += s.period;
         }
         if now >= next_sample && sampled < points {
-            samples.push(c, began.elapsed().as_secs_f64() * 1e3, rss_bytes());
+            samples.push(c, began.elapsed().as_secs_f64() * 1e3, Proc::Me.rss());
             sampled += 1;
             next_sample += s.sample_every;
         }
         if after.is_none() && now >= s.after {
-            after = Some((rss_bytes(), c.retained_bytes()));
+            after = Some((Proc::Me.rss(), c.retained_bytes()));
         }
         std::thread::sleep(Duration::from_micros(200));
     }
-    after.unwrap_or_else(|| (rss_bytes(), c.retained_bytes()))
+    after.unwrap_or_else(|| (Proc::Me.rss(), c.retained_bytes()))
 }
 
 /// Runs the burst for one contender in this process (the parent starts one process per
@@ -233,6 +234,11 @@ pub struct Burst;
 impl super::Scenario for Burst {
     fn name(&self) -> &'static str {
         "burst"
+    }
+
+    /// No allocation counts: it measures memory, not operations.
+    fn counts_allocations(&self) -> bool {
+        false
     }
 
     fn describe(&self) -> &'static str {

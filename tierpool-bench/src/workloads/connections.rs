@@ -30,10 +30,11 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
 use super::Ctx;
-use crate::alloc::rss_bytes;
+
 use crate::children::{in_rounds, ChildRun};
 use crate::choice::Choice;
 use crate::report::{Output, Record};
+use crate::procfs::Proc;
 
 /// The message size.
 pub const MSG: usize = 16 << 10;
@@ -524,7 +525,7 @@ async fn start_ring(
 async fn rss_peak_until(done: Arc<AtomicBool>) -> u64 {
     let mut rss_peak = 0u64;
     while !done.load(Ordering::Relaxed) {
-        rss_peak = rss_peak.max(rss_bytes());
+        rss_peak = rss_peak.max(Proc::Me.rss());
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     rss_peak
@@ -564,7 +565,7 @@ async fn serve_and_measure(
     };
     // Every connection open and idle: the baseline.
     tokio::time::sleep(Duration::from_millis(300)).await;
-    let idle_rss = rss_bytes();
+    let idle_rss = Proc::Me.rss();
     let held_idle = {
         let s = pool.stats();
         (s.gets - s.returned) as usize * MSG
@@ -631,7 +632,7 @@ fn record(
     }
     extra.insert(
         "peak RSS MiB".to_string(),
-        mib(crate::alloc::peak_rss_bytes() as f64),
+        mib(Proc::Me.peak_rss() as f64),
     );
     extra.insert(
         "RSS above idle MiB".to_string(),

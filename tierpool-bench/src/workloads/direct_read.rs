@@ -20,10 +20,11 @@ use compio::io::{AsyncReadAt, AsyncWriteAt};
 use tierpool::AlignedPool;
 
 use super::{files, size_label, Ctx};
-use crate::alloc::{self, minor_faults, peak_rss_bytes};
+use crate::alloc;
 use crate::children::{in_rounds, ChildRun};
 use crate::choice::Choice;
 use crate::report::{Output, Record};
+use crate::procfs::Proc;
 
 crate::choices! {
     /// How each block gets its buffer.
@@ -340,7 +341,7 @@ async fn timed_stretches(
         one_block(&mut file, shape, pos, strategy, pool, &mut reused).await;
     }
     let (mut times, mut cpu) = (Vec::new(), Vec::new());
-    let faults0 = minor_faults();
+    let faults0 = Proc::Me.minor_faults();
     let before = alloc::counted();
     alloc::set_counting(true);
     for start in (0..size).step_by(stretch) {
@@ -357,7 +358,7 @@ async fn timed_stretches(
         times,
         cpu,
         blocks: size / block,
-        faults: minor_faults() - faults0,
+        faults: Proc::Me.minor_faults() - faults0,
         allocs: after.allocs - before.allocs,
         bytes: after.bytes - before.bytes,
     }
@@ -394,7 +395,7 @@ fn record(
     extra.insert("page faults/block".to_string(), m.faults as f64 / blocks);
     extra.insert(
         "peak RSS MiB".to_string(),
-        peak_rss_bytes() as f64 / (1 << 20) as f64,
+        Proc::Me.peak_rss() as f64 / (1 << 20) as f64,
     );
     Output {
         records: vec![Record {

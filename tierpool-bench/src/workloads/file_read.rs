@@ -13,10 +13,11 @@ use compio::io::AsyncReadAt;
 use tierpool::BufferPool;
 
 use super::{files, size_label, Ctx};
-use crate::alloc::{self, minor_faults, peak_rss_bytes};
+use crate::alloc;
 use crate::children::{in_rounds, ChildRun};
 use crate::choice::Choice;
 use crate::report::{Output, Record};
+use crate::procfs::Proc;
 
 crate::choices! {
     /// How each read gets its buffer.
@@ -157,7 +158,7 @@ pub fn run_one(ctx: &Ctx, strategy: Strategy, block: usize) -> Option<Output> {
         pass(&file, size, block, strategy, &pool, &mut reused).await; // warm-up, page cache
         let mut times = Vec::new();
         let mut reads = 0;
-        let faults0 = minor_faults();
+        let faults0 = Proc::Me.minor_faults();
         let before = alloc::counted();
         alloc::set_counting(true);
         for _ in 0..passes(ctx.quick) {
@@ -170,7 +171,7 @@ pub fn run_one(ctx: &Ctx, strategy: Strategy, block: usize) -> Option<Output> {
         (
             times,
             reads,
-            minor_faults() - faults0,
+            Proc::Me.minor_faults() - faults0,
             (after.allocs - before.allocs, after.bytes - before.bytes),
         )
     });
@@ -185,7 +186,7 @@ pub fn run_one(ctx: &Ctx, strategy: Strategy, block: usize) -> Option<Output> {
     extra.insert("page faults/read".to_string(), faults as f64 / reads as f64);
     extra.insert(
         "peak RSS MiB".to_string(),
-        peak_rss_bytes() as f64 / (1 << 20) as f64,
+        Proc::Me.peak_rss() as f64 / (1 << 20) as f64,
     );
     Some(Output {
         records: vec![Record {

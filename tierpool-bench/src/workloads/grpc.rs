@@ -8,21 +8,21 @@
 //! makes only a few round trips a second, so the default window's p99 rests on its few slowest
 //! round trips, and a longer window tells this machine's noise from a difference.
 
-use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{mpsc, Arc, Mutex};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use hdrhistogram::Histogram;
 use tonic::transport::Channel;
 
-use super::{process_cpu, process_minor_faults, process_rss, size_label, Ctx, Entry};
+use super::{size_label, Ctx, Entry};
 use crate::grpc::stock::benchmark_service_client::BenchmarkServiceClient;
 use crate::grpc::{Payload, SimpleRequest, SimpleResponse};
 use crate::report::{Output, Record};
+use crate::server_child::ChildServer;
+use crate::procfs::Proc;
 
 /// The server's two modes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -31,12 +31,18 @@ enum Mode {
     Pooled,
     /// The pooled server with `UnaryCall` through `PooledMethods::unary` (the unary row only).
     UnaryReader,
+    /// The pooled server under a 64 MiB budget (the seed's shape only).
+    Budget,
 }
 
 impl Mode {
     const ALL: [Mode; 2] = [Mode::Stock, Mode::Pooled];
     /// The unary row's contenders: the codec, and the pooled reader a unary method may use.
     const UNARY: [Mode; 3] = [Mode::Stock, Mode::Pooled, Mode::UnaryReader];
+    /// The seed's shape's contenders: also the pooled server under a budget.
+    const SEED: [Mode; 3] = [Mode::Stock, Mode::Pooled, Mode::Budget];
+    /// Every contender, in report order.
+    const EVERY: [Mode; 4] = [Mode::Stock, Mode::Pooled, Mode::UnaryReader, Mode::Budget];
 
     /// `grpc_server`'s arguments for the mode.
     fn args(self) -> &'static [&'static str] {
@@ -44,6 +50,7 @@ impl Mode {
             Mode::Stock => &["--mode", "stock"],
             Mode::Pooled => &["--mode", "pooled"],
             Mode::UnaryReader => &["--mode", "pooled", "--unary", "reader"],
+            Mode::Budget => &["--mode", "pooled", "--budget-mib", "64"],
         }
     }
 
@@ -52,6 +59,7 @@ impl Mode {
             Mode::Stock => "tonic",
             Mode::Pooled => "tonic + tierpool",
             Mode::UnaryReader => "tonic + tierpool, PooledMethods::unary",
+            Mode::Budget => "tonic + tierpool, 64 MiB budget",
         }
     }
 
@@ -60,6 +68,7 @@ impl Mode {
             Mode::Stock => "grpc workload: grpc_server --mode stock: tonic 0.14 as generated with tonic_prost::ProstCodec (a Streaming<T> per request stream, its BytesMut grown to the largest message)",
             Mode::Pooled => "grpc workload: grpc_server --mode pooled: the generated service with tierpool_tonic::PooledCodec (unary, server-streaming) and PooledMethods (client-streaming, bidi): messages read into the default pool's buffers, nothing held between them; responses from pooled buffers",
             Mode::UnaryReader => "grpc workload, the unary row: grpc_server --mode pooled --unary reader: UnaryCall through PooledMethods::unary (the pooled reader and body: the request copied once, from h2's frames into a pooled buffer) instead of the codec",
+            Mode::Budget => "grpc workload, the seed's shape: grpc_server --mode pooled --budget-mib 64: the pooled server with every stream's messages under one 64 MiB budget on bytes in use (a message's buffer taken whole before it is read, in turn), HTTP/2 windows of 256 KiB a stream and 64 MiB the connection",
         }
     }
 }
@@ -130,17 +139,8 @@ fn shape(quick: bool, secs: Option<Duration>) -> Shape {
     }
 }
 
-/// This binary, which runs `grpc_server` as its `grpc-server` subcommand.
-fn server_exe() -> Result<PathBuf, String> {
-    std::env::current_exe().map_err(|e| format!("cannot find this binary: {e}"))
-}
-
-/// A running `grpc_server`, its stdout read by a thread (its `stats` lines).
-struct Server {
-    child: Child,
-    addr: String,
-    lines: mpsc::Receiver<String>,
-}
+/// A running `grpc_server` (this binary's `grpc-server` subcommand).
+struct Server(ChildServer);
 
 /// What `grpc_server` counted so far.
 #[derive(Clone, Copy, Debug, Default)]
@@ -152,35 +152,12 @@ struct Stats {
 }
 
 impl Server {
-    fn start(exe: &Path, mode: Mode) -> Result<Server, String> {
-        let mut child = Command::new(exe)
-            .args(["grpc-server", "--addr", "127.0.0.1:0"])
-            .args(mode.args())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .map_err(|e| format!("cannot start {}: {e}", exe.display()))?;
-        let mut out = BufReader::new(child.stdout.take().ok_or("no stdout")?);
-        let mut first = String::new();
-        out.read_line(&mut first).map_err(|e| e.to_string())?;
-        let addr = first
-            .strip_prefix("listening on ")
-            .and_then(|r| r.split_whitespace().next())
-            .ok_or_else(|| format!("grpc_server said {first:?}"))?
-            .to_string();
-        let (tx, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in out.lines().map_while(Result::ok) {
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        Ok(Server { child, addr, lines })
+    fn start(mode: Mode) -> Result<Server, String> {
+        ChildServer::start("grpc-server", mode.args()).map(Server)
     }
 
     fn pid(&self) -> u32 {
-        self.child.id()
+        self.0.pid()
     }
 
     /// Asks for its counts (SIGUSR1) and reads them.
@@ -188,9 +165,9 @@ impl Server {
         // SAFETY: `kill` with a pid of ours and a signal number.
         unsafe { libc::kill(self.pid() as i32, libc::SIGUSR1) };
         let line = self
-            .lines
-            .recv_timeout(Duration::from_secs(10))
-            .map_err(|_| "grpc_server did not answer SIGUSR1".to_string())?;
+            .0
+            .next_line(Duration::from_secs(10))
+            .ok_or("grpc_server did not answer SIGUSR1")?;
         let field = |name: &str| -> Result<u64, String> {
             line.split_whitespace()
                 .find_map(|w| w.strip_prefix(name)?.strip_prefix('=')?.parse().ok())
@@ -202,35 +179,6 @@ impl Server {
             bytes: field("bytes")?,
             pool_misses: field("pool_misses")?,
         })
-    }
-
-    /// The peak resident set (`VmHWM`).
-    fn peak_rss(&self) -> u64 {
-        std::fs::read_to_string(format!("/proc/{}/status", self.pid()))
-            .ok()
-            .and_then(|s| {
-                s.lines()
-                    .find(|l| l.starts_with("VmHWM:"))
-                    .and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
-            })
-            .map_or(0, |kb| kb * 1024)
-    }
-
-    fn stop(mut self) -> Result<(), String> {
-        // SAFETY: as in `stats`.
-        unsafe { libc::kill(self.pid() as i32, libc::SIGTERM) };
-        let status = self.child.wait().map_err(|e| e.to_string())?;
-        if !status.success() {
-            return Err(format!("grpc_server exited with {status}"));
-        }
-        Ok(())
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 
@@ -396,9 +344,9 @@ struct Reading {
 impl Reading {
     fn of(server: &Server) -> Result<Self, String> {
         Ok(Reading {
-            cpu: process_cpu(server.pid()),
+            cpu: Proc::Pid(server.pid()).cpu(),
             stats: server.stats()?,
-            faults: process_minor_faults(server.pid()),
+            faults: Proc::Pid(server.pid()).minor_faults(),
         })
     }
 }
@@ -407,7 +355,6 @@ impl Reading {
 /// per round trip, with QPS, latency, the server's CPU and allocations per message, its peak
 /// RSS.
 fn throughput<F, Fut>(
-    exe: &Path,
     mode: Mode,
     s: &Shape,
     param: String,
@@ -418,9 +365,9 @@ where
     F: FnOnce(BenchmarkServiceClient<Channel>, Arc<AtomicBool>, Arc<AtomicBool>, Arc<Trips>) -> Fut,
     Fut: std::future::Future<Output = Result<(), String>> + Send + 'static,
 {
-    let server = Server::start(exe, mode)?;
+    let server = Server::start(mode)?;
     let rt = runtime();
-    let client = rt.block_on(connect(&server.addr))?;
+    let client = rt.block_on(connect(&server.0.addr))?;
     let counting = Arc::new(AtomicBool::new(false));
     let stop = Arc::new(AtomicBool::new(false));
     let trips = Arc::new(Trips::default());
@@ -435,8 +382,8 @@ where
     let r1 = Reading::of(&server)?;
     stop.store(true, Ordering::Relaxed);
     rt.block_on(running).map_err(|e| e.to_string())??;
-    let peak = server.peak_rss();
-    server.stop()?;
+    let peak = server.0.peak_rss();
+    server.0.stop()?;
     let n = trips.count.load(Ordering::Relaxed).max(1) as f64;
     let h = trips
         .latency_us
@@ -501,15 +448,15 @@ fn wait_for_requests(server: &Server, n: u64) -> Result<(), String> {
 /// Bytes kept per open stream: `retained` client-streaming streams on 4 connections each send
 /// one message of `first` bytes then three of 100 and stay open; the server's RSS above its
 /// start, at once and `settle` later.
-fn retention(exe: &Path, mode: Mode, s: &Shape) -> Result<Record, String> {
-    let server = Server::start(exe, mode)?;
+fn retention(mode: Mode, s: &Shape) -> Result<Record, String> {
+    let server = Server::start(mode)?;
     let rt = runtime();
     let mut clients = Vec::new();
     for _ in 0..4 {
-        clients.push(rt.block_on(connect(&server.addr))?);
+        clients.push(rt.block_on(connect(&server.0.addr))?);
     }
     std::thread::sleep(Duration::from_millis(200));
-    let before = process_rss(server.pid());
+    let before = Proc::Pid(server.pid()).rss();
     let big = Bytes::from(vec![3u8; s.first]);
     let small = Bytes::from(vec![4u8; 100]);
     let mut senders = Vec::new();
@@ -535,12 +482,12 @@ fn retention(exe: &Path, mode: Mode, s: &Shape) -> Result<Record, String> {
     })?;
     wait_for_requests(&server, 4 * s.retained as u64)?;
     std::thread::sleep(Duration::from_millis(300));
-    let at_once = process_rss(server.pid());
+    let at_once = Proc::Pid(server.pid()).rss();
     std::thread::sleep(s.settle);
-    let later = process_rss(server.pid());
+    let later = Proc::Pid(server.pid()).rss();
     drop(senders);
     drop(rt);
-    server.stop()?;
+    server.0.stop()?;
     let per = |rss: u64| rss.saturating_sub(before) as f64 / s.retained as f64 / 1024.0;
     Ok(memory_record(
         mode,
@@ -644,30 +591,30 @@ async fn one_message_each(
 
 /// Bytes per idle stream: `conns` x `per` bidi streams opened and left idle; then one 1 MiB
 /// message (answered with one byte) on a tenth of them, which stay open.
-fn idle(exe: &Path, mode: Mode, s: &Shape) -> Result<Vec<Record>, String> {
+fn idle(mode: Mode, s: &Shape) -> Result<Vec<Record>, String> {
     let (conns, per) = s.idle;
     let streams = conns * per;
-    let server = Server::start(exe, mode)?;
+    let server = Server::start(mode)?;
     let rt = runtime();
     let mut clients = Vec::new();
     for _ in 0..conns {
-        clients.push(rt.block_on(connect(&server.addr))?);
+        clients.push(rt.block_on(connect(&server.0.addr))?);
     }
     std::thread::sleep(Duration::from_millis(200));
-    let before = process_rss(server.pid());
+    let before = Proc::Pid(server.pid()).rss();
     let open = rt.block_on(open_idle_streams(&clients, streams))?;
     std::thread::sleep(Duration::from_millis(500));
-    let idle_rss = process_rss(server.pid());
+    let idle_rss = Proc::Pid(server.pid()).rss();
     // One 1 MiB message on every tenth stream, each answered with one byte; all stay open.
     let big = Bytes::from(vec![5u8; 1 << 20]);
     let (busy, rest): (Vec<_>, Vec<_>) =
         open.into_iter().enumerate().partition(|(i, _)| i % 10 == 0);
     let busy = rt.block_on(one_message_each(busy.into_iter().map(|(_, o)| o), big))?;
     std::thread::sleep(s.settle);
-    let after_rss = process_rss(server.pid());
+    let after_rss = Proc::Pid(server.pid()).rss();
     drop((busy, rest));
     drop(rt);
-    server.stop()?;
+    server.0.stop()?;
     let per_stream = |rss: u64| rss.saturating_sub(before) as f64 / streams as f64;
     let label = format!("{streams} idle bidi streams ({conns} connections)");
     Ok(vec![
@@ -699,8 +646,13 @@ impl super::Scenario for Grpc {
         "grpc"
     }
 
+    /// No allocation counts: its memory rows have none (its throughput rows give the server's, per message).
+    fn counts_allocations(&self) -> bool {
+        false
+    }
+
     fn describe(&self) -> &'static str {
-        "gRPC under tonic, the seeds' own protocol: grpc's BenchmarkService (grpc_server, run as a child of the report's binary) stock (tonic as generated, its own prost codec) and pooled (tierpool-tonic: the codec for unary and server-streaming, PooledMethods for client-streaming and bidi), driven from this process by tonic's generated client for both modes, one fresh server per row and mode, 3 interleaved rounds. The seed's shape: 150 bidi StreamingCall streams on one connection, each ping-ponging 1 MiB (also 64 KiB and 4 KiB) messages: per round trip, QPS, p50/p99 latency, the server's CPU per round trip and allocations per message received, its peak RSS. Unary 1 MiB calls, 64 at a time, through the codec alone (tonic's buffer, then a pooled one), and through PooledMethods::unary (the pooled reader: one copy). Retention: 200 client-streaming streams on 4 connections each send one 3 MiB message then three of 100 bytes and stay open: the server's RSS above its start per open stream, 5 s later and at once. Idle: 10,000 bidi streams (100 connections x 100) opened and left idle: bytes per idle stream; then one 1 MiB message on a tenth of them."
+        "gRPC under tonic, the seeds' own protocol: grpc's BenchmarkService (grpc_server, run as a child of the report's binary) stock (tonic as generated, its own prost codec) and pooled (tierpool-tonic: the codec for unary and server-streaming, PooledMethods for client-streaming and bidi), driven from this process by tonic's generated client for both modes, one fresh server per row and mode, 3 interleaved rounds. The seed's shape: 150 bidi StreamingCall streams on one connection, each ping-ponging 1 MiB (also 64 KiB and 4 KiB) messages: per round trip, QPS, p50/p99 latency, the server's CPU per round trip and allocations per message received, its peak RSS; at 1 MiB also the pooled server under a 64 MiB budget on bytes in use (150 MiB in flight: streams admitted in turn). Unary 1 MiB calls, 64 at a time, through the codec alone (tonic's buffer, then a pooled one), and through PooledMethods::unary (the pooled reader: one copy). Retention: 200 client-streaming streams on 4 connections each send one 3 MiB message then three of 100 bytes and stay open: the server's RSS above its start per open stream, 5 s later and at once. Idle: 10,000 bidi streams (100 connections x 100) opened and left idle: bytes per idle stream; then one 1 MiB message on a tenth of them."
     }
 
     fn weight(&self) -> u64 {
@@ -708,7 +660,7 @@ impl super::Scenario for Grpc {
     }
 
     fn contenders(&self) -> Vec<Entry> {
-        Mode::UNARY
+        Mode::EVERY
             .iter()
             .map(|m| Entry::new(m.label(), m.setup()))
             .collect()
@@ -720,11 +672,11 @@ impl super::Scenario for Grpc {
 
     fn run(&self, quick: bool) -> Result<Output, String> {
         let s = shape(quick, window()?);
-        let exe = server_exe()?;
         let mut records = Vec::new();
         for round in 1..=s.rounds {
-            for &size in &s.sizes {
-                for mode in Mode::ALL {
+            for (i, &size) in s.sizes.iter().enumerate() {
+                let modes: &[Mode] = if i == 0 { &Mode::SEED } else { &Mode::ALL };
+                for &mode in modes {
                     crate::progress::status(&format!(
                         "grpc round {round}/{}: {} ping-pong {}",
                         s.rounds,
@@ -733,7 +685,6 @@ impl super::Scenario for Grpc {
                     ));
                     let streams = s.streams;
                     records.push(throughput(
-                        &exe,
                         mode,
                         &s,
                         format!("bidi ping-pong {} x {streams} streams", size_label(size)),
@@ -752,7 +703,6 @@ impl super::Scenario for Grpc {
                 ));
                 let calls = s.unary;
                 records.push(throughput(
-                    &exe,
                     mode,
                     &s,
                     format!("unary 1 MiB x {calls} calls"),
@@ -768,8 +718,8 @@ impl super::Scenario for Grpc {
                     s.rounds,
                     mode.label()
                 ));
-                records.push(retention(&exe, mode, &s)?);
-                records.extend(idle(&exe, mode, &s)?);
+                records.push(retention(mode, &s)?);
+                records.extend(idle(mode, &s)?);
             }
         }
         Ok(Output {

@@ -31,6 +31,7 @@ use tierpool::{BufferPool, PooledBytes, PooledChain, ViewFrames};
 use super::{size_label, Ctx};
 use crate::choice::Choice;
 use crate::report::{Output, Record};
+use crate::procfs::Proc;
 
 crate::choices! {
     /// How a response body is made (its id is the URL's first path segment).
@@ -448,13 +449,13 @@ pub fn start_server(
 fn measured(client: Client, url: &str, seconds: u32) -> Result<Run, String> {
     let before = crate::alloc::counted();
     let cpu = crate::measure::cpu_time();
-    let faults = crate::alloc::minor_faults();
+    let faults = Proc::Me.minor_faults();
     crate::alloc::set_counting(true);
     let result = client.run(url, seconds);
     crate::alloc::set_counting(false);
     let (rps, requests, p99) = result?;
     let cpu = crate::measure::cpu_time() - cpu;
-    let faults = crate::alloc::minor_faults().saturating_sub(faults);
+    let faults = Proc::Me.minor_faults().saturating_sub(faults);
     let after = crate::alloc::counted();
     Ok(Run {
         rps,

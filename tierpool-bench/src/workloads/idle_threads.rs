@@ -17,10 +17,11 @@ use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
 use super::Ctx;
-use crate::alloc::{rss_bytes, Allocator};
+use crate::alloc::Allocator;
 use crate::choice::Choice;
 use crate::contenders::Kind;
 use crate::report::{Output, Record};
+use crate::procfs::Proc;
 
 /// Thread counts.
 pub const THREADS: [usize; 3] = [16, 64, 256];
@@ -154,7 +155,7 @@ fn go_on_slowly<const N: usize>(
             }
             std::thread::sleep(Duration::from_micros(200));
         }
-        readings.push((rss_bytes(), pool.stats().retained_bytes as u64));
+        readings.push((Proc::Me.rss(), pool.stats().retained_bytes as u64));
     }
     readings
 }
@@ -232,19 +233,19 @@ pub fn run_one(ctx: &Ctx, strategy: Strategy, threads: usize) -> Output {
         .trim_allocator(crate::contenders::purge_of(ctx.alloc))
         .build()
         .expect("a valid configuration");
-    let baseline = rss_bytes();
+    let baseline = Proc::Me.rss();
     let ready = Arc::new(Barrier::new(threads + 1));
     let release = Arc::new(Barrier::new(threads + 1));
     let handles = spawn_workers(&pool, strategy, threads, &ready, &release);
     ready.wait();
-    let idle_rss = rss_bytes();
+    let idle_rss = Proc::Me.rss();
     let idle_retained = pool.stats().retained_bytes as u64;
     // Memory is read two and ten intervals after the last thread went idle.
     let marks = [2, 10];
     let readings = go_on_slowly(&pool, strategy, marks);
     let (trim_rss, trim_retained) = if strategy.pooled() {
         pool.trim();
-        (Some(rss_bytes()), Some(pool.stats().retained_bytes as u64))
+        (Some(Proc::Me.rss()), Some(pool.stats().retained_bytes as u64))
     } else {
         (None, None)
     };
@@ -302,6 +303,11 @@ pub struct IdleThreads;
 impl super::Scenario for IdleThreads {
     fn name(&self) -> &'static str {
         "idle-threads"
+    }
+
+    /// No allocation counts: it measures memory, not operations.
+    fn counts_allocations(&self) -> bool {
+        false
     }
 
     fn describe(&self) -> &'static str {

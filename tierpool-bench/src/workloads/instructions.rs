@@ -424,6 +424,11 @@ impl super::Scenario for Instructions {
         "instructions"
     }
 
+    /// No allocation counts: it counts instructions under valgrind; the get-put workload counts allocations.
+    fn counts_allocations(&self) -> bool {
+        false
+    }
+
     fn describe(&self) -> &'static str {
         "The get-put loop again, counted instead of timed: instructions per iteration (get, write first and last byte, release, loop), from valgrind --tool=callgrind collecting the loop alone after a warm-up; each contender and size in its own process. Deterministic: the same figure every run. The rows named tierpool hot_loop are what the optional features holders and metrics cost, which this binary leaves out: tierpool's hot_loop example built by cargo without optional features and with holders+metrics, at 4 KiB, tracking nothing, 1 get in 128 and every get, with the time per get+drop beside (native runs, median of 3)."
     }

@@ -150,6 +150,11 @@ impl super::Scenario for Lookup {
         "lookup"
     }
 
+    /// No allocation counts: nothing is allocated by construction.
+    fn counts_allocations(&self) -> bool {
+        false
+    }
+
     fn describe(&self) -> &'static str {
         "Modelled on gRPC-Go's mem package: tier lookup for get and for return, every size 0..2^19, per lookup pair."
     }

@@ -5,25 +5,7 @@
 //! goes through [`crate::measure`]: interleaved rounds, medians, and a separate
 //! allocation-counting pass.
 
-pub mod budget;
-pub mod burst;
-pub mod connections;
-pub mod cross_thread;
-pub mod direct_read;
-pub mod file_read;
 pub mod files;
-pub mod get_put;
-pub mod grpc;
-pub mod http;
-pub mod idle_threads;
-pub mod instructions;
-pub mod lookup;
-pub mod mixed;
-pub mod redis;
-pub mod soak;
-pub mod streaming;
-pub mod threads;
-pub mod uploads;
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
@@ -60,6 +42,13 @@ pub trait Scenario: Sync {
         Kind::Vec.label(Allocator::System)
     }
 
+    /// True if its records carry allocation counts (the report's check then requires them).
+    /// A workload that measures memory rather than operations, counts instructions, or
+    /// measures a server process of its own (which counts nothing) says false.
+    fn counts_allocations(&self) -> bool {
+        true
+    }
+
     /// `Err(why)` if this machine cannot run the workload (a missing tool, a refusing
     /// kernel): the report then skips it, saying why.
     fn available(&self, _quick: bool) -> Result<(), String> {
@@ -80,70 +69,48 @@ pub trait Scenario: Sync {
     }
 }
 
-/// Another process's resident set in bytes (`/proc/PID/statm`), 0 if it is gone.
-pub fn process_rss(pid: u32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/statm"))
-        .ok()
-        .and_then(|s| s.split_whitespace().nth(1)?.parse::<u64>().ok())
-        .map_or(0, |pages| pages * 4096)
-}
-
-/// Field `i` (numbered from 1, as `proc(5)` does) of another process's `/proc/PID/stat`, 0 if
-/// it is gone.
-fn process_stat(pid: u32, i: usize) -> u64 {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    // Fields after the command name (which may hold spaces): `after` starts at field 3.
-    let after = stat.rsplit_once(')').map_or("", |(_, r)| r);
-    after
-        .split_whitespace()
-        .nth(i - 3)
-        .and_then(|x| x.parse::<u64>().ok())
-        .unwrap_or(0)
-}
-
-/// Another process's minor page faults so far (`/proc/PID/stat` field 10).
-pub fn process_minor_faults(pid: u32) -> u64 {
-    process_stat(pid, 10)
-}
-
-/// Another process's CPU time so far, user and system (`/proc/PID/stat` fields 14 and 15).
-pub fn process_cpu(pid: u32) -> Duration {
-    let ticks = process_stat(pid, 14) + process_stat(pid, 15);
-    // SAFETY: `sysconf` reads a constant.
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
-    Duration::from_nanos(ticks * 1_000_000_000 / hz)
-}
-
 /// A workload: a handle on its [`Scenario`], compared by name.
 #[derive(Clone, Copy)]
 pub struct Workload(&'static dyn Scenario);
 
-impl Workload {
-    /// Every workload, in report order: the one list.
-    pub const ALL: [Workload; 18] = [
-        Workload(&lookup::Lookup),
-        Workload(&get_put::WORKLOAD),
-        Workload(&instructions::Instructions),
-        Workload(&mixed::WORKLOAD),
-        Workload(&cross_thread::WORKLOAD),
-        Workload(&burst::Burst),
-        Workload(&threads::WORKLOAD),
-        Workload(&streaming::Streaming),
-        Workload(&budget::Budget),
-        Workload(&file_read::FileRead),
-        Workload(&idle_threads::IdleThreads),
-        Workload(&direct_read::DirectRead),
-        Workload(&connections::Connections),
-        Workload(&http::Http),
-        Workload(&redis::Redis),
-        Workload(&grpc::Grpc),
-        Workload(&uploads::Uploads),
-        Workload(&soak::Soak),
-    ];
+/// Declares each workload's module and lists its [`Scenario`] in [`Workload::ALL`], in report
+/// order: a workload is its module's file and one line here.
+macro_rules! workloads {
+    ($($module:ident => $scenario:expr),* $(,)?) => {
+        $(pub mod $module;)*
 
+        impl Workload {
+            /// Every workload, in report order: the one list.
+            pub const ALL: &'static [Workload] = &[$(Workload(&$scenario)),*];
+        }
+    };
+}
+
+workloads! {
+    lookup => lookup::Lookup,
+    get_put => get_put::WORKLOAD,
+    instructions => instructions::Instructions,
+    mixed => mixed::WORKLOAD,
+    cross_thread => cross_thread::WORKLOAD,
+    burst => burst::Burst,
+    threads => threads::WORKLOAD,
+    streaming => streaming::Streaming,
+    budget => budget::Budget,
+    file_read => file_read::FileRead,
+    idle_threads => idle_threads::IdleThreads,
+    direct_read => direct_read::DirectRead,
+    connections => connections::Connections,
+    http => http::Http,
+    redis => redis::Redis,
+    grpc => grpc::Grpc,
+    uploads => uploads::Uploads,
+    soak => soak::Soak,
+}
+
+impl Workload {
     /// The workload named `name` ([`Scenario::name`]).
     pub fn from_name(name: &str) -> Option<Workload> {
-        Workload::ALL.into_iter().find(|w| w.name() == name)
+        Workload::ALL.iter().copied().find(|w| w.name() == name)
     }
 
     /// Its contenders' labels, in report order.

@@ -32,16 +32,16 @@
 //! Interleaved rounds, one server process per mode (and TLS or not) per round; medians over
 //! the rounds.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use super::{Ctx, Entry};
 use crate::report::{Output, Record};
+use crate::server_child::ChildServer;
+use crate::procfs::Proc;
 
 /// The modes `kv_server` runs in.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -114,21 +114,12 @@ const LARGE: usize = 64 << 10;
 /// The server's decay interval (tierpool's default): what "two intervals later" waits.
 const INTERVAL: Duration = Duration::from_secs(1);
 
-/// This binary, which runs `kv_server` as its `kv-server` subcommand (`tierpool_bench::kv`).
-fn server_exe() -> Result<PathBuf, String> {
-    std::env::current_exe().map_err(|e| format!("cannot find this binary: {e}"))
-}
-
-/// A running `kv_server`.
+/// A running `kv_server` (this binary's `kv-server` subcommand, `tierpool_bench::kv`).
 pub(super) struct Server {
-    child: Child,
+    child: ChildServer,
     pub(super) port: u16,
     /// It speaks TLS.
     tls: bool,
-    /// Its standard output, kept open (it says when it stops).
-    _out: BufReader<std::process::ChildStdout>,
-    /// Panics it reported on its standard error (which is passed on to ours).
-    panics: Arc<AtomicUsize>,
 }
 
 /// The test certificates (a CA, and a certificate it signed for `localhost`).
@@ -145,67 +136,36 @@ impl Server {
 
     /// [`Server::start`] with further arguments (`--max-in-use BYTES`).
     pub(super) fn start_with(mode: Mode, tls: bool, more: &[&str]) -> Result<Server, String> {
-        let exe = server_exe()?;
-        let mut cmd = Command::new(&exe);
-        cmd.args(["kv-server", "--addr", "127.0.0.1:0", "--mode", mode.arg()]);
-        cmd.args(more);
+        let mut args: Vec<std::ffi::OsString> = vec!["--mode".into(), mode.arg().into()];
+        args.extend(more.iter().map(Into::into));
         if tls {
-            cmd.arg("--tls-cert")
-                .arg(tls_file("server.pem"))
-                .arg("--tls-key")
-                .arg(tls_file("server.key"));
+            args.push("--tls-cert".into());
+            args.push(tls_file("server.pem").into());
+            args.push("--tls-key".into());
+            args.push(tls_file("server.key").into());
         }
-        let mut child = cmd
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .map_err(|e| format!("cannot start {}: {e}", exe.display()))?;
-        // Its standard error passed on, counting the panics it reports (a connection task
-        // that panicked: tokio reports it there and goes on).
-        let panics = Arc::new(AtomicUsize::new(0));
-        let err = BufReader::new(child.stderr.take().ok_or("no stderr")?);
-        let seen = Arc::clone(&panics);
-        std::thread::spawn(move || {
-            for line in err.lines().map_while(Result::ok) {
-                if line.contains("panicked") {
-                    seen.fetch_add(1, Ordering::Relaxed);
-                }
-                eprintln!("{line}");
-            }
-        });
-        let mut first = String::new();
-        let mut out = BufReader::new(child.stdout.take().ok_or("no stdout")?);
-        out.read_line(&mut first).map_err(|e| e.to_string())?;
-        let port = first
-            .split_whitespace()
-            .find_map(|w| w.rsplit_once(':')?.1.parse().ok())
-            .ok_or_else(|| format!("kv_server said {first:?}"))?;
-        Ok(Server {
-            child,
-            port,
-            tls,
-            _out: out,
-            panics,
-        })
+        let child = ChildServer::start("kv-server", &args)?;
+        let port = child.port();
+        Ok(Server { child, port, tls })
     }
 
     /// Panics the server has reported so far.
     pub(super) fn panics(&self) -> usize {
-        self.panics.load(Ordering::Relaxed)
+        self.child.panics()
     }
 
     pub(super) fn pid(&self) -> u32 {
-        self.child.id()
+        self.child.pid()
     }
 
     /// The server's resident set.
     fn rss(&self) -> u64 {
-        super::process_rss(self.pid())
+        Proc::Pid(self.pid()).rss()
     }
 
     /// The server's CPU time, user and system.
     fn cpu(&self) -> Duration {
-        super::process_cpu(self.pid())
+        Proc::Pid(self.pid()).cpu()
     }
 
     /// `INFO`'s field `name`.
@@ -230,21 +190,8 @@ impl Server {
         Ok(values)
     }
 
-    pub(super) fn stop(mut self) -> Result<(), String> {
-        // SAFETY: `kill` with a pid of ours and a signal number.
-        unsafe { libc::kill(self.pid() as i32, libc::SIGTERM) };
-        let status = self.child.wait().map_err(|e| e.to_string())?;
-        if !status.success() {
-            return Err(format!("kv_server exited with {status}"));
-        }
-        Ok(())
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+    pub(super) fn stop(self) -> Result<(), String> {
+        self.child.stop()
     }
 }
 
@@ -736,6 +683,11 @@ pub struct Redis;
 impl super::Scenario for Redis {
     fn name(&self) -> &'static str {
         "redis"
+    }
+
+    /// No allocation counts: it measures a server of its own, which counts nothing.
+    fn counts_allocations(&self) -> bool {
+        false
     }
 
     fn describe(&self) -> &'static str {

@@ -41,6 +41,7 @@ use std::time::{Duration, Instant};
 use super::redis::{self, set, Mode, Server};
 use super::{Ctx, Entry};
 use crate::report::{Output, Record, Timeline};
+use crate::procfs::Proc;
 
 /// Sizes of the run.
 struct Shape {
@@ -207,12 +208,15 @@ fn good_clients(
     })
 }
 
-fn p99_us(latencies: &mut [u32]) -> f64 {
+fn p99_us(latencies: &[u32]) -> f64 {
     if latencies.is_empty() {
         return 0.0;
     }
-    latencies.sort_unstable();
-    f64::from(latencies[(latencies.len() * 99 / 100).min(latencies.len() - 1)])
+    let mut h = hdrhistogram::Histogram::<u64>::new(3).expect("histogram");
+    for &us in latencies.iter() {
+        h.saturating_record(u64::from(us));
+    }
+    h.value_at_quantile(0.99) as f64
 }
 
 /// The connections that stay through the hostile phase (slowloris and huge claims), with
@@ -384,7 +388,7 @@ fn floods(
 /// The server's RSS and the pool's bytes in use every 200 ms until `stop`.
 fn sample(server: &Server, since: Instant, stop: &AtomicBool, into: &Mutex<Vec<(f64, f64, f64)>>) {
     while !stop.load(Ordering::Relaxed) {
-        let rss = super::process_rss(server.pid()) as f64 / MIB;
+        let rss = Proc::Pid(server.pid()).rss() as f64 / MIB;
         // A reading the server did not answer is left out, not recorded as zero.
         if let Ok(in_use) = server.info("pool_in_use_bytes") {
             into.lock().unwrap().push((
@@ -427,7 +431,7 @@ fn bounds(server: &Server, s: &Shape, holders: &Holders) -> Result<Bounds, Strin
     // kv_server runs the default tiers.
     let floor = tierpool::Builder::DEFAULT_MIN_TIER as f64;
     let connections = (s.slowloris + s.huge) as f64;
-    let base = super::process_rss(server.pid()) as f64 / MIB;
+    let base = Proc::Pid(server.pid()).rss() as f64 / MIB;
     let max_retained = max_retained as f64 / MIB;
     let max_in_use = max_in_use as f64 / MIB;
     Ok(Bounds {
@@ -576,7 +580,7 @@ fn soak(tls: bool, s: &Shape) -> Result<(Vec<Record>, Timeline), String> {
         holders_left,
         in_use: in_use as f64,
         clients: clients as f64,
-        rss: super::process_rss(server.pid()) as f64 / MIB,
+        rss: Proc::Pid(server.pid()).rss() as f64 / MIB,
         panics: server.panics() as f64,
     };
     server.stop()?;
@@ -594,9 +598,9 @@ fn soak(tls: bool, s: &Shape) -> Result<(Vec<Record>, Timeline), String> {
 fn rows(
     kind: &str,
     s: &Shape,
-    mut calm: Seen,
+    calm: Seen,
     quiet: Duration,
-    mut h: Hostile,
+    h: Hostile,
     b: &Bounds,
     after: &Aftermath,
 ) -> Vec<Record> {
@@ -606,9 +610,9 @@ fn rows(
     let calm_rate = rate(&calm, quiet);
     let unflooded_rate = rate(&h.unflooded, h.half);
     let flooded_rate = rate(&h.flooded, h.rest);
-    let calm_p99 = p99_us(&mut calm.latencies);
-    let unflooded_p99 = p99_us(&mut h.unflooded.latencies);
-    let flooded_p99 = p99_us(&mut h.flooded.latencies);
+    let calm_p99 = p99_us(&calm.latencies);
+    let unflooded_p99 = p99_us(&h.unflooded.latencies);
+    let flooded_p99 = p99_us(&h.flooded.latencies);
     let wrong = (calm.wrong + h.unflooded.wrong + h.flooded.wrong + h.flood_wrong) as f64;
     let checked = calm.requests + h.unflooded.requests + h.flooded.requests;
     let row = |param: &str, metric: &str, value: f64, extra: &[(&str, f64)]| {
@@ -698,6 +702,11 @@ pub struct Soak;
 impl super::Scenario for Soak {
     fn name(&self) -> &'static str {
         "soak"
+    }
+
+    /// No allocation counts: it measures a server of its own, which counts nothing.
+    fn counts_allocations(&self) -> bool {
+        false
     }
 
     fn describe(&self) -> &'static str {

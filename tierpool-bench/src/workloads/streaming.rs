@@ -9,10 +9,11 @@ use tierpool::BufferPool;
 
 use super::{size_label, Ctx};
 use crate::alloc::Allocator;
-use crate::alloc::{self, peak_rss_bytes};
+use crate::alloc;
 use crate::choice::Choice;
 use crate::report::{Output, Record};
 use crate::streaming::{run_client, serve, Strategy};
+use crate::procfs::Proc;
 
 /// One shape of the workload.
 #[derive(Clone, Copy, Debug)]
@@ -127,7 +128,7 @@ pub fn run_one(ctx: &Ctx, shape: Shape, strategy: Strategy) -> Output {
     extra.insert("p99 ms".to_string(), ms(h.value_at_quantile(0.99) as f64));
     extra.insert(
         "peak RSS MiB".to_string(),
-        peak_rss_bytes() as f64 / (1 << 20) as f64,
+        Proc::Me.peak_rss() as f64 / (1 << 20) as f64,
     );
     if matches!(strategy, Strategy::Pooled | Strategy::Shared) {
         extra.insert("hit rate".to_string(), pool.stats().hit_rate());
