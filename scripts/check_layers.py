@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
-"""Checks that tierpool's library imports go bottom-up, as its folders' docs say; with
-`--acyclic SRC`, that another crate's modules (the report tool's) import each other in no
-circle.
+"""Checks that a crate's imports go bottom-up, as its folders' docs say: tierpool's library
+(by default) and the report tool's (`tierpool-bench/src`).
 
-The layers are the folders `lib.rs` declares, in its order (`base`, `sys`, `observe`,
-`engine`, `buf`, `pool`, `io`, `compat`); inside a folder, its files in the order its
+The layers are the modules `lib.rs` declares, in its order (tierpool: `base`, `sys`,
+`observe`, `engine`, `buf`, `pool`, `io`, `compat`; the report tool: `harness`,
+`contenders`, `fixtures`, `workloads`, `report`); inside a folder, its files in the order its
 `mod.rs` declares them. A file may use (`crate::...`, `super::...`, or a name the crate root
 re-exports) only what is declared before it: an earlier layer, or an earlier file of its own
 folder. Doc comments, strings and `#[cfg(test)]` modules, inline or in files of their own,
@@ -12,19 +12,15 @@ are not checked (tests may use the whole crate). A file may name an exception, w
 `// check_layers: allow <module path> (why)`. Exits 1 and lists each upward import.
 
     python3 scripts/check_layers.py [tierpool/src]
-    python3 scripts/check_layers.py --acyclic tierpool-bench/src
+    python3 scripts/check_layers.py tierpool-bench/src
 
-With `--acyclic`, each use of one module by another counts between the two modules'
-ancestors that are siblings (`workloads::grpc` using `report` is `workloads` using `report`;
-`kv::tls` using `kv::server` stays within `kv`), and no circle may form among siblings.
+Bottom-up order also means no two modules import each other in a circle.
 """
 import os
 import re
 import sys
 
-ACYCLIC = len(sys.argv) > 1 and sys.argv[1] == "--acyclic"
-ARGS = sys.argv[2:] if ACYCLIC else sys.argv[1:]
-SRC = ARGS[0] if ARGS else os.path.join(os.path.dirname(__file__), "..", "tierpool", "src")
+SRC = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "..", "tierpool", "src")
 MOD_DECL = re.compile(r"^\s*(?:pub(?:\([^)]*\))?\s+)?mod\s+([a-z_0-9]+)\s*;", re.M)
 TEST_DECL = re.compile(r"^\s*#\[cfg\([^\n]*\btest\b[^\n]*\)\]\s*\n\s*(?:pub(?:\([^)]*\))?\s+)?mod\s+([a-z_0-9]+)\s*;", re.M)
 
@@ -110,7 +106,6 @@ def code_lines(text):
 
 
 problems = []
-edges = {}
 for mod, r in sorted(rank.items()):
     if not mod:
         continue
@@ -135,41 +130,8 @@ for mod, r in sorted(rank.items()):
                 continue
             if mod[: len(target)] == target:  # an ancestor (its mod.rs: re-exports, docs)
                 continue
-            # The two modules' ancestors that are siblings: where a circle would show.
-            k = 0
-            while k < min(len(mod), len(target)) and mod[k] == target[k]:
-                k += 1
-            edges.setdefault(mod[: k + 1], set()).add((target[: k + 1], f"{os.path.relpath(f, SRC)}:{no}"))
-            if ACYCLIC:
-                continue
             if rank[target] > r and target not in allowed:
                 problems.append(f"{os.path.relpath(f, SRC)}:{no}: uses crate::{'::'.join(ref)} ({'::'.join(target)}), declared above it")
-
-if ACYCLIC:
-    # A circle among siblings: a depth-first search over the uses between them.
-    state = {}
-    circles = []
-
-    def visit(m, trail):
-        state[m] = 1
-        for t, where in sorted(edges.get(m, ())):
-            if state.get(t) == 1:
-                start = [x for x, _ in trail].index(t) if t in [x for x, _ in trail] else 0
-                circles.append(trail[start:] + [(m, where), (t, "")])
-            elif t not in state:
-                visit(t, trail + [(m, where)])
-        state[m] = 2
-
-    for m in sorted(edges):
-        if m not in state:
-            visit(m, [])
-    if circles:
-        print("modules that import each other in a circle (scripts/check_layers.py --acyclic):")
-        for c in circles:
-            print("  " + " -> ".join("::".join(m) + (f" ({w})" if w else "") for m, w in c[-len(c):]))
-        sys.exit(1)
-    print(f"modules: {len(rank) - 1} in {SRC}, no import circle")
-    sys.exit(0)
 
 if problems:
     print("imports that go up the layers (scripts/check_layers.py):")

@@ -1,6 +1,6 @@
 //! Generates grpc's `grpc.testing.BenchmarkService` twice with tonic-build's manual builder (no
-//! protoc): with tonic's own prost codec (`grpc::stock`) and with tierpool's pooled codec
-//! (`grpc::pooled`). The messages are written out in `src/grpc/messages.rs`.
+//! protoc): with tonic's own prost codec (`fixtures::grpc::stock`) and with tierpool's pooled codec
+//! (`fixtures::grpc::pooled`). The messages are written out in `src/fixtures/grpc/messages.rs`.
 
 use std::path::PathBuf;
 
@@ -17,8 +17,8 @@ fn main() {
             let mut m = Method::builder()
                 .name(name)
                 .route_name(route)
-                .input_type("crate::grpc::SimpleRequest")
-                .output_type("crate::grpc::SimpleResponse")
+                .input_type("crate::fixtures::grpc::SimpleRequest")
+                .output_type("crate::fixtures::grpc::SimpleResponse")
                 .codec_path(codec);
             if from_client {
                 m = m.client_streaming();

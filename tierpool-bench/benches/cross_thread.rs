@@ -10,8 +10,8 @@
 
 use criterion::measurement::WallTime;
 use criterion::{criterion_group, criterion_main, BenchmarkGroup, BenchmarkId, Criterion};
-use tierpool_bench::alloc;
 use tierpool_bench::contenders::{with_contender, Contender, Kind, Visit};
+use tierpool_bench::harness::alloc;
 use tierpool_bench::workloads::cross_thread::hand_off;
 
 struct Bench<'a, 'g> {

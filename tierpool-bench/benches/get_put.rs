@@ -10,8 +10,8 @@ use std::hint::black_box;
 
 use criterion::measurement::WallTime;
 use criterion::{criterion_group, criterion_main, BenchmarkGroup, BenchmarkId, Criterion};
-use tierpool_bench::alloc;
 use tierpool_bench::contenders::{touch, with_contender, Contender, Kind, Visit};
+use tierpool_bench::harness::alloc;
 
 struct Bench<'a, 'g> {
     group: &'a mut BenchmarkGroup<'g, WallTime>,

@@ -28,7 +28,7 @@ fn chain(pool: &BufferPool) -> PooledChain {
 
 /// The report's median (`measure::Summary`), so the examples and the report agree.
 fn median(v: Vec<f64>) -> f64 {
-    tierpool_bench::measure::Summary::of(v).median
+    tierpool_bench::harness::measure::Summary::of(v).median
 }
 
 fn main() {

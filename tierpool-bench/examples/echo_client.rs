@@ -11,8 +11,8 @@
 use std::time::Duration;
 
 use tierpool::BufferPool;
-use tierpool_bench::choice::Choice as _;
-use tierpool_bench::streaming::{run_client, Strategy};
+use tierpool_bench::fixtures::streaming::{run_client, Strategy};
+use tierpool_bench::harness::choice::Choice as _;
 
 #[tokio::main]
 async fn main() {

@@ -9,8 +9,8 @@
 //! ```
 
 use tierpool::BufferPool;
-use tierpool_bench::choice::Choice as _;
-use tierpool_bench::streaming::{serve, Strategy};
+use tierpool_bench::fixtures::streaming::{serve, Strategy};
+use tierpool_bench::harness::choice::Choice as _;
 
 #[tokio::main]
 async fn main() {

@@ -8,7 +8,7 @@
 //! that the VM's slow spells hit both), then the medians.
 
 use tierpool_bench::contenders::Tierpool;
-use tierpool_bench::measure::Summary;
+use tierpool_bench::harness::measure::Summary;
 use tierpool_bench::workloads::cross_thread::hand_off;
 
 fn run(idle_big: bool) -> f64 {

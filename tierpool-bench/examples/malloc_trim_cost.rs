@@ -34,7 +34,7 @@ fn round(trim_allocator: bool) -> (f64, f64, f64) {
     let released = pool.trim();
     let trim_ms = t.elapsed().as_secs_f64() * 1e3;
     assert!(released >= BUFFERS * SIZE);
-    let rss = tierpool_bench::procfs::Proc::Me.rss() as f64 / (1 << 20) as f64;
+    let rss = tierpool_bench::harness::procfs::Proc::Me.rss() as f64 / (1 << 20) as f64;
     let t = Instant::now();
     let again = fill(&pool);
     let refill_ms = t.elapsed().as_secs_f64() * 1e3;
@@ -45,7 +45,7 @@ fn round(trim_allocator: bool) -> (f64, f64, f64) {
 
 /// The report's median (`measure::Summary`), so the examples and the report agree.
 fn median(v: Vec<f64>) -> f64 {
-    tierpool_bench::measure::Summary::of(v).median
+    tierpool_bench::harness::measure::Summary::of(v).median
 }
 
 fn main() {

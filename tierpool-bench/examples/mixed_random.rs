@@ -19,8 +19,8 @@ use std::collections::BTreeSet;
 use std::sync::atomic::AtomicU64;
 use std::time::Duration;
 
-use tierpool_bench::alloc::counting;
 use tierpool_bench::contenders::Tierpool;
+use tierpool_bench::harness::alloc::counting;
 use tierpool_bench::workloads::mixed::{read_packets, Dist, Stream};
 use tierpool_bench::workloads::parallel;
 

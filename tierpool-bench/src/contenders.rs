@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use crossbeam_queue::ArrayQueue;
 use tierpool::{BufferPool, PooledBuf, TrimAllocator};
 
-use crate::alloc::Allocator;
+use crate::harness::alloc::Allocator;
 
 /// A buffer handed out by a contender.
 ///
@@ -309,7 +309,7 @@ pub fn with_contender<V: Visit>(kind: Kind, v: V) -> V::Out {
         Kind::LockfreeObjectPool => v.visit(LockfreePool::new()),
         Kind::TierpoolPurge => v.visit(Tierpool(
             BufferPool::builder()
-                .trim_allocator(purge_of(crate::alloc::current()))
+                .trim_allocator(purge_of(crate::harness::alloc::current()))
                 .build()
                 .expect("valid configuration"),
         )),

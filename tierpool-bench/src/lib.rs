@@ -6,60 +6,36 @@
 //! (one record per measurement), `report.md`, one SVG chart per workload and `index.html` (the
 //! report as one page). See `--help` and `README.md`.
 //!
-//! Layout:
-//! - [`alloc`]: the global allocator (glibc, mimalloc or jemalloc per process) with an
-//!   allocation counter, and RSS;
+//! Layout, one folder per part, each using only the ones above it:
+//! - [`harness`]: how a workload runs and is measured: the global allocator (glibc, mimalloc
+//!   or jemalloc per process) with an allocation counter ([`harness::alloc`]), calibrated,
+//!   interleaved samples ([`harness::measure`]), the child processes the report starts
+//!   ([`harness::children`]) and the servers it runs ([`harness::server_child`]), the one
+//!   reader of `/proc` ([`harness::procfs`]), the open-file limit, progress bars, a
+//!   workload's strategies declared once ([`choices!`]), the records of a run and
+//!   `results.json` ([`harness::record`]), the SVG charts ([`harness::chart`]);
 //! - [`contenders`]: every contender behind one `get(n)` interface;
-//! - [`measure`]: calibrated, interleaved samples and their median/min/max;
-//! - [`workloads`]: one module per workload, each with its [`workloads::Scenario`], and the
-//!   list of them in report order ([`workloads::Workload::ALL`]);
-//! - [`choice`]: a workload's strategies, declared once ([`choices!`]);
-//! - [`children`]: the child processes the report starts;
-//! - [`report`]: records, tables, `results.json` and its validation;
-//! - [`render`]: a report's Markdown (`report.md`, or a document's marked section) and charts;
-//! - [`page`]: the report as one HTML page (`index.html`);
-//! - [`chart`]: the SVG charts;
-//! - [`progress`]: the run's progress bars (indicatif), or plain lines off a terminal;
-//! - [`streaming`]: the loopback streaming server and client (the `streaming` workload and the
-//!   `echo_server` / `echo_client` examples);
-//! - [`grpc`]: grpc's benchmark service on tonic, stock and pooled (the `grpc_server` binary);
-//! - [`kv`]: a Redis-protocol server, tokio-util's framing or tierpool's (the `kv_server`
-//!   binary);
-//! - [`upload_server`]: tierpool-axum's `upload_server` example itself (its source, compiled
-//!   in), which the `uploads` workload runs as `tierpool-bench upload-server`;
-//! - [`server_child`]: a server run as a child of this binary;
-//! - [`procfs`]: the one reader of `/proc` (a process's memory, CPU time, page faults);
-//! - [`nofile`]: the open-file limit, raised for many connections.
+//! - [`fixtures`]: the servers and clients measured: the loopback streaming server and
+//!   client ([`fixtures::streaming`]), grpc's benchmark service on tonic, stock and pooled
+//!   ([`fixtures::grpc`], the `grpc_server` binary), a Redis-protocol server on tokio-util's
+//!   framing or tierpool's ([`fixtures::kv`], the `kv_server` binary), and tierpool-axum's
+//!   `upload_server` example itself ([`fixtures::upload_server`], its source compiled in);
+//! - [`workloads`]: one file per workload, each with its [`workloads::Scenario`], and the
+//!   registry in report order ([`workloads::Workload::ALL`]);
+//! - [`report`]: what a run writes: the tables, the verdict, `report.md` and the charts,
+//!   `index.html`.
 //!
 //! The library half exists so that the criterion benches in `tierpool-bench/benches/` use the same
 //! contenders as the report.
 
 #![warn(missing_docs, missing_debug_implementations)]
 
-pub mod alloc;
-pub mod chart;
-pub mod children;
-pub mod choice;
+pub mod harness;
 pub mod contenders;
-pub mod grpc;
-pub mod kv;
-pub mod measure;
-pub mod nofile;
-pub mod page;
-pub mod procfs;
-pub mod progress;
-pub mod render;
-pub mod report;
-pub mod server_child;
-pub mod streaming;
-/// tierpool-axum's `upload_server` example, compiled into the report from its source so that
-/// the `uploads` workload runs the program a user copies (`run` is its command line).
-#[path = "../../tierpool-axum/examples/upload_server.rs"]
-#[allow(dead_code, missing_docs)] // its `main`, and an example's docs
-pub mod upload_server;
-pub mod verdict;
+pub mod fixtures;
 pub mod workloads;
+pub mod report;
 
 /// Every binary, bench and test of this crate runs under the switchable, counting allocator.
 #[global_allocator]
-static GLOBAL: alloc::BenchAlloc = alloc::BenchAlloc;
+static GLOBAL: harness::alloc::BenchAlloc = harness::alloc::BenchAlloc;

@@ -7,11 +7,12 @@ use std::time::Instant;
 
 use clap::builder::TypedValueParser as _;
 use clap::{CommandFactory, Parser};
-use tierpool_bench::alloc::{self, Allocator, ALLOC_ENV};
 use tierpool_bench::contenders::Kind;
-use tierpool_bench::report::{self, Output, Report};
+use tierpool_bench::harness::alloc::{self, Allocator, ALLOC_ENV};
+use tierpool_bench::harness::progress;
+use tierpool_bench::harness::record::{self, Output, Report};
+use tierpool_bench::report::{page, render};
 use tierpool_bench::workloads::{self, ChildArgs, Ctx, Workload};
-use tierpool_bench::{page, progress, render};
 
 /// tierpool against allocators and pool crates, on workloads modelled on the buffer pools of
 /// gRPC-Go, Vitess and goleveldb.
@@ -114,11 +115,11 @@ impl Cli {
 fn main() -> ExitCode {
     // The grpc workload's server, run as a child of this binary: `grpc_server`'s command line.
     if std::env::args().nth(1).as_deref() == Some("grpc-server") {
-        return tierpool_bench::grpc::server_main(std::env::args().skip(1));
+        return tierpool_bench::fixtures::grpc::server_main(std::env::args().skip(1));
     }
     // The uploads workload's server: tierpool-axum's `upload_server` example.
     if std::env::args().nth(1).as_deref() == Some("upload-server") {
-        return match tierpool_bench::upload_server::run(std::env::args().skip(2)) {
+        return match tierpool_bench::fixtures::upload_server::run(std::env::args().skip(2)) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
                 eprintln!("upload-server: {e}");
@@ -128,7 +129,7 @@ fn main() -> ExitCode {
     }
     // The redis and soak workloads' server: `kv_server`'s command line.
     if std::env::args().nth(1).as_deref() == Some("kv-server") {
-        return tierpool_bench::kv::server_main(std::env::args().skip(2));
+        return tierpool_bench::fixtures::kv::server_main(std::env::args().skip(2));
     }
     let cli = Cli::parse();
     if let Some(shell) = cli.completions {
@@ -185,7 +186,7 @@ fn uncounted() -> Vec<&'static str> {
 fn validate(path: &Path, chosen: &[Workload]) -> Result<(), String> {
     let json = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let names: Vec<&str> = chosen.iter().map(|w| w.name()).collect();
-    let n = report::validate(&json, &names, &uncounted())?;
+    let n = record::validate(&json, &names, &uncounted())?;
     println!(
         "{}: {n} records, every workload present, every figure finite and positive",
         path.display()
@@ -224,14 +225,14 @@ fn report(args: &Cli) -> Result<(), String> {
     let report = Report {
         command: format!("cargo run --release -p tierpool-bench --{cmdline}"),
         quick: args.quick,
-        machine: report::machine(),
+        machine: record::machine(),
         workloads: chosen.iter().map(|w| w.name().to_string()).collect(),
         contenders,
         records: all.records,
         timelines: all.timelines,
     };
     let names: Vec<&str> = chosen.iter().map(|w| w.name()).collect();
-    report::check(&report, &names, &uncounted())
+    record::check(&report, &names, &uncounted())
         .map_err(|e| format!("the report is not well formed: {e}"))?;
     write_outputs(&report, &out_dir, args.json_only, Some(started))
 }
@@ -245,9 +246,9 @@ fn merge(args: &Cli) -> Result<(), String> {
         .map(|path| render::read(path).map(|(report, _)| report))
         .collect::<Result<Vec<_>, _>>()?;
     let order: Vec<&str> = Workload::ALL.iter().map(|w| w.name()).collect();
-    let merged = report::merge(parts, &order)?;
+    let merged = record::merge(parts, &order)?;
     let names: Vec<&str> = merged.workloads.iter().map(String::as_str).collect();
-    report::check(&merged, &names, &uncounted())
+    record::check(&merged, &names, &uncounted())
         .map_err(|e| format!("the merged report is not well formed: {e}"))?;
     write_outputs(&merged, out_dir, args.json_only, None)
 }

@@ -8,8 +8,8 @@ use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 
 use futures_util::StreamExt;
-use tierpool_bench::grpc::stock::benchmark_service_client::BenchmarkServiceClient;
-use tierpool_bench::grpc::SimpleRequest;
+use tierpool_bench::fixtures::grpc::stock::benchmark_service_client::BenchmarkServiceClient;
+use tierpool_bench::fixtures::grpc::SimpleRequest;
 use tonic::Code;
 
 /// A `grpc_server` child on a free port, stopped (SIGTERM) and checked to exit cleanly when
@@ -69,8 +69,9 @@ async fn tonic_client_calls_every_method(addr: &str, refused: Refused) {
         .unwrap()
         .max_decoding_message_size(8 << 20)
         .max_encoding_message_size(8 << 20);
-    let body_len =
-        |r: &tierpool_bench::grpc::SimpleResponse| r.payload.as_ref().map_or(0, |p| p.body.len());
+    let body_len = |r: &tierpool_bench::fixtures::grpc::SimpleResponse| {
+        r.payload.as_ref().map_or(0, |p| p.body.len())
+    };
 
     let r = client
         .unary_call(SimpleRequest::new(1 << 20, 3000, 1))

@@ -14,5 +14,5 @@
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    tierpool_bench::grpc::server_main(std::env::args())
+    tierpool_bench::fixtures::grpc::server_main(std::env::args())
 }

@@ -1,5 +1,5 @@
 //! A Redis-protocol key-value server in two modes, tokio-util's framing or tierpool's: the
-//! `redis` and `soak` workloads' server (`tierpool_bench::kv`).
+//! `redis` and `soak` workloads' server (`tierpool_bench::fixtures::kv`).
 //!
 //! ```text
 //! cargo build --release -p tierpool-bench --bin kv_server
@@ -9,5 +9,5 @@
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    tierpool_bench::kv::server_main(std::env::args().skip(1))
+    tierpool_bench::fixtures::kv::server_main(std::env::args().skip(1))
 }

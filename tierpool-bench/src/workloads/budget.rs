@@ -16,8 +16,8 @@ use tierpool::BufferPool;
 
 use super::{size_label, Ctx};
 
-use crate::report::{Output, Record};
-use crate::procfs::Proc;
+use crate::harness::record::{Output, Record};
+use crate::harness::procfs::Proc;
 
 /// The frame size (seed 003's 1 MiB messages).
 pub const FRAME: usize = 1 << 20;
@@ -109,11 +109,11 @@ pub fn run_one(ctx: &Ctx, budget: Option<usize>) -> Output {
         .enable_all()
         .build()
         .expect("tokio runtime");
-    let before = crate::alloc::counted();
-    crate::alloc::set_counting(true);
+    let before = crate::harness::alloc::counted();
+    crate::harness::alloc::set_counting(true);
     let (elapsed, hist) = rt.block_on(flood(&pool, conns, frames, &f));
-    crate::alloc::set_counting(false);
-    let counted = crate::alloc::counted();
+    crate::harness::alloc::set_counting(false);
+    let counted = crate::harness::alloc::counted();
     drop(rt);
     let run = Flooded {
         elapsed,
@@ -315,15 +315,15 @@ impl super::Scenario for Budget {
     }
 
     fn run(&self, quick: bool) -> Result<Output, String> {
-        let runs: Vec<crate::children::ChildRun> = RUNS
+        let runs: Vec<crate::harness::children::ChildRun> = RUNS
             .into_iter()
-            .map(|b| crate::children::ChildRun {
+            .map(|b| crate::harness::children::ChildRun {
                 id: id(b),
                 shape: None,
                 label: label(b),
             })
             .collect();
-        crate::children::in_rounds(self.name(), rounds(quick), &runs, quick)
+        crate::harness::children::in_rounds(self.name(), rounds(quick), &runs, quick)
     }
 
     fn child(&self, ctx: &Ctx, args: &super::ChildArgs) -> Result<Option<Output>, String> {
@@ -337,8 +337,8 @@ impl super::Scenario for Budget {
         &self,
         path: &std::path::Path,
         data: &super::ChartData,
-    ) -> Result<(), crate::chart::Error> {
-        crate::chart::panels_of_extras(
+    ) -> Result<(), crate::harness::chart::Error> {
+        crate::harness::chart::panels_of_extras(
             path,
             "budget: a flood of 1 MiB frames, with and without a 64 MiB budget",
             data.rows,

@@ -11,11 +11,11 @@ use std::time::{Duration, Instant};
 
 use super::Ctx;
 
-use crate::alloc::Allocator;
+use crate::harness::alloc::Allocator;
 use crate::contenders::{fill_all, with_contender, Contender, Kind, Visit};
-use crate::measure::timed;
-use crate::report::{Output, Record, Timeline};
-use crate::procfs::Proc;
+use crate::harness::measure::timed;
+use crate::harness::record::{Output, Record, Timeline};
+use crate::harness::procfs::Proc;
 
 /// Size of every buffer.
 pub const SIZE: usize = 16 << 10;
@@ -272,7 +272,7 @@ impl super::Scenario for Burst {
             };
             runs.extend(allocs.iter().map(|&a| (k, a)));
         }
-        crate::progress::line(&format!(
+        crate::harness::progress::line(&format!(
             "  burst: {} processes, two at a time, {} ms each",
             runs.len(),
             Shape::new(quick).quiet.as_millis()
@@ -280,7 +280,7 @@ impl super::Scenario for Burst {
         let pairs = runs.len().div_ceil(2);
         let mut out = Output::default();
         for (i, pair) in runs.chunks(2).enumerate() {
-            crate::progress::status(&format!(
+            crate::harness::progress::status(&format!(
                 "burst: processes {} of {pairs} pairs ({})",
                 i + 1,
                 pair.iter()
@@ -291,12 +291,12 @@ impl super::Scenario for Burst {
             let children = pair
                 .iter()
                 .map(|&(k, a)| {
-                    let child = crate::children::spawn(self.name(), a, k.id(), None, quick)?;
+                    let child = crate::harness::children::spawn(self.name(), a, k.id(), None, quick)?;
                     Ok((k.label(a), child))
                 })
                 .collect::<Result<Vec<_>, String>>()?;
             for (label, c) in children {
-                let o = crate::children::collect(c, &label)?;
+                let o = crate::harness::children::collect(c, &label)?;
                 out.records.extend(o.records);
                 out.timelines.extend(o.timelines);
             }
@@ -315,15 +315,15 @@ impl super::Scenario for Burst {
         &self,
         path: &std::path::Path,
         data: &super::ChartData,
-    ) -> Result<(), crate::chart::Error> {
+    ) -> Result<(), crate::harness::chart::Error> {
         // The report's timelines are every workload's: this one's are its contenders'.
-        let mine: Vec<crate::report::Timeline> = data
+        let mine: Vec<crate::harness::record::Timeline> = data
             .timelines
             .iter()
             .filter(|t| data.order.contains(&t.contender))
             .cloned()
             .collect();
-        crate::chart::timelines(
+        crate::harness::chart::timelines(
             path,
             "burst: process RSS, 16 KiB buffers taken at once, released, then 1 get/put per ms",
             "ms since the burst began (taken at once, then released)",

@@ -31,10 +31,10 @@ use tokio::net::{TcpListener, TcpStream};
 
 use super::Ctx;
 
-use crate::children::{in_rounds, ChildRun};
-use crate::choice::Choice;
-use crate::report::{Output, Record};
-use crate::procfs::Proc;
+use crate::harness::children::{in_rounds, ChildRun};
+use crate::harness::choice::Choice;
+use crate::harness::record::{Output, Record};
+use crate::harness::procfs::Proc;
 
 /// The message size.
 pub const MSG: usize = 16 << 10;
@@ -307,7 +307,7 @@ pub const CLIENT: &str = "client";
 pub fn run_client(quick: bool) -> Result<(), String> {
     use std::io::{BufRead, Write};
     let (conns, active, messages) = shape(quick);
-    crate::nofile::raise_nofile(conns as u64 + 256)
+    crate::harness::nofile::raise_nofile(conns as u64 + 256)
         .map_err(|e| format!("the connections workload: {e}"))?;
     let addr: std::net::SocketAddr = std::env::var(ADDR_ENV)
         .map_err(|_| format!("{ADDR_ENV} not set"))?
@@ -402,7 +402,7 @@ struct Measured {
 /// child process, and reports it.
 pub fn run_one(ctx: &Ctx, strategy: Strategy) -> Result<Output, String> {
     let (conns, active, _) = shape(ctx.quick);
-    crate::nofile::raise_nofile(conns as u64 + 256)
+    crate::harness::nofile::raise_nofile(conns as u64 + 256)
         .map_err(|e| format!("the connections workload: {e}"))?;
     // A budget that never binds (1 GiB against at most 160 MiB in use), for its exact peak of
     // bytes in use; the get and return paths are the unbudgeted ones' (the `instructions`
@@ -573,13 +573,13 @@ async fn serve_and_measure(
     let done = Arc::new(AtomicBool::new(false));
     // The bytes held come from the budget's exact peak afterwards.
     let sampler = tokio::spawn(rss_peak_until(done.clone()));
-    let before = crate::alloc::counted();
-    crate::alloc::set_counting(true);
+    let before = crate::harness::alloc::counted();
+    crate::harness::alloc::set_counting(true);
     to_client.write_all(b"go\n").map_err(|e| e.to_string())?;
     to_client.flush().map_err(|e| e.to_string())?;
     let (line, _) = client_line(from_client).await?;
-    crate::alloc::set_counting(false);
-    let counted = crate::alloc::counted();
+    crate::harness::alloc::set_counting(false);
+    let counted = crate::harness::alloc::counted();
     done.store(true, Ordering::Relaxed);
     let rss_peak = sampler.await.expect("sampler");
     let (elapsed, p50_us, p99_us, sent) = parse_done(&line)?;
@@ -708,8 +708,8 @@ impl super::Scenario for Connections {
         &self,
         path: &std::path::Path,
         data: &super::ChartData,
-    ) -> Result<(), crate::chart::Error> {
-        crate::chart::panels_of_extras(
+    ) -> Result<(), crate::harness::chart::Error> {
+        crate::harness::chart::panels_of_extras(
             path,
             "connections: 10,000 connections, 1% active, 16 KiB messages",
             data.rows,

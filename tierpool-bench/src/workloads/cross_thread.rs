@@ -9,8 +9,8 @@ use crossbeam_queue::ArrayQueue;
 
 use super::{run_cases, size_params, Ctx, MakeCases};
 use crate::contenders::{touch, Contender, Kind};
-use crate::measure::Case;
-use crate::report::Output;
+use crate::harness::measure::Case;
+use crate::harness::record::Output;
 
 /// Sizes measured.
 pub const SIZES: [usize; 3] = [4 << 10, 64 << 10, 1 << 20];

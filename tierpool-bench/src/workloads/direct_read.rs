@@ -20,11 +20,11 @@ use compio::io::{AsyncReadAt, AsyncWriteAt};
 use tierpool::AlignedPool;
 
 use super::{files, size_label, Ctx};
-use crate::alloc;
-use crate::children::{in_rounds, ChildRun};
-use crate::choice::Choice;
-use crate::report::{Output, Record};
-use crate::procfs::Proc;
+use crate::harness::alloc;
+use crate::harness::children::{in_rounds, ChildRun};
+use crate::harness::choice::Choice;
+use crate::harness::record::{Output, Record};
+use crate::harness::procfs::Proc;
 
 crate::choices! {
     /// How each block gets its buffer.
@@ -345,12 +345,12 @@ async fn timed_stretches(
     let before = alloc::counted();
     alloc::set_counting(true);
     for start in (0..size).step_by(stretch) {
-        let (t, c) = (Instant::now(), crate::measure::cpu_time());
+        let (t, c) = (Instant::now(), crate::harness::measure::cpu_time());
         for pos in (start..start + stretch).step_by(block) {
             one_block(&mut file, shape, pos, strategy, pool, &mut reused).await;
         }
         times.push(t.elapsed());
-        cpu.push(crate::measure::cpu_time() - c);
+        cpu.push(crate::harness::measure::cpu_time() - c);
     }
     alloc::set_counting(false);
     let after = alloc::counted();
@@ -380,9 +380,9 @@ fn record(
         .iter()
         .map(|t| t.as_nanos() as f64 / per_stretch)
         .collect();
-    let s = crate::measure::Summary::of(ns);
+    let s = crate::harness::measure::Summary::of(ns);
     let mib = stretch as f64 / (1 << 20) as f64;
-    let cpu = crate::measure::Summary::of(
+    let cpu = crate::harness::measure::Summary::of(
         m.cpu
             .iter()
             .map(|c| c.as_nanos() as f64 / 1e3 / mib)
@@ -452,7 +452,7 @@ impl super::Scenario for DirectRead {
     /// Writes the file, reads and writes it in a child per strategy and shape, removes it.
     fn run(&self, quick: bool) -> Result<Output, String> {
         let path = file_path(quick);
-        crate::progress::status(&format!(
+        crate::harness::progress::status(&format!(
             "direct-read: writing the {} MiB file",
             file_size(quick) >> 20
         ));
@@ -487,7 +487,7 @@ impl super::Scenario for DirectRead {
         &self,
         path: &std::path::Path,
         data: &super::ChartData,
-    ) -> Result<(), crate::chart::Error> {
+    ) -> Result<(), crate::harness::chart::Error> {
         let cpu: Vec<Record> = data
             .rows
             .iter()
@@ -498,7 +498,7 @@ impl super::Scenario for DirectRead {
                 Some(c)
             })
             .collect();
-        crate::chart::panels_by_group(
+        crate::harness::chart::panels_by_group(
             path,
             "direct-read: CPU time per MiB of O_DIRECT reads and writes, by buffer",
             &cpu.iter().collect::<Vec<_>>(),

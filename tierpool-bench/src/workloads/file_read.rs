@@ -13,11 +13,11 @@ use compio::io::AsyncReadAt;
 use tierpool::BufferPool;
 
 use super::{files, size_label, Ctx};
-use crate::alloc;
-use crate::children::{in_rounds, ChildRun};
-use crate::choice::Choice;
-use crate::report::{Output, Record};
-use crate::procfs::Proc;
+use crate::harness::alloc;
+use crate::harness::children::{in_rounds, ChildRun};
+use crate::harness::choice::Choice;
+use crate::harness::record::{Output, Record};
+use crate::harness::procfs::Proc;
 
 crate::choices! {
     /// How each read gets its buffer.
@@ -180,7 +180,7 @@ pub fn run_one(ctx: &Ctx, strategy: Strategy, block: usize) -> Option<Output> {
         .iter()
         .map(|t| t.as_nanos() as f64 / per_pass as f64)
         .collect();
-    let s = crate::measure::Summary::of(ns);
+    let s = crate::harness::measure::Summary::of(ns);
     let mut extra = BTreeMap::new();
     extra.insert("MB/s".to_string(), block as f64 / s.median * 1e3);
     extra.insert("page faults/read".to_string(), faults as f64 / reads as f64);

@@ -4,8 +4,8 @@ use std::time::Duration;
 
 use super::{run_cases, size_params, Ctx, MakeCases};
 use crate::contenders::{get_put_once, Contender, Kind};
-use crate::measure::{timed, Case};
-use crate::report::Output;
+use crate::harness::measure::{timed, Case};
+use crate::harness::record::Output;
 
 /// Sizes measured, 256 B to 16 MiB.
 pub const SIZES: [usize; 5] = [256, 4 << 10, 64 << 10, 1 << 20, 16 << 20];

@@ -18,11 +18,11 @@ use hdrhistogram::Histogram;
 use tonic::transport::Channel;
 
 use super::{size_label, Ctx, Entry};
-use crate::grpc::stock::benchmark_service_client::BenchmarkServiceClient;
-use crate::grpc::{Payload, SimpleRequest, SimpleResponse};
-use crate::report::{Output, Record};
-use crate::server_child::ChildServer;
-use crate::procfs::Proc;
+use crate::fixtures::grpc::stock::benchmark_service_client::BenchmarkServiceClient;
+use crate::fixtures::grpc::{Payload, SimpleRequest, SimpleResponse};
+use crate::harness::record::{Output, Record};
+use crate::harness::server_child::ChildServer;
+use crate::harness::procfs::Proc;
 
 /// The server's two modes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -677,7 +677,7 @@ impl super::Scenario for Grpc {
             for (i, &size) in s.sizes.iter().enumerate() {
                 let modes: &[Mode] = if i == 0 { &Mode::SEED } else { &Mode::ALL };
                 for &mode in modes {
-                    crate::progress::status(&format!(
+                    crate::harness::progress::status(&format!(
                         "grpc round {round}/{}: {} ping-pong {}",
                         s.rounds,
                         mode.label(),
@@ -696,7 +696,7 @@ impl super::Scenario for Grpc {
                 }
             }
             for mode in Mode::UNARY {
-                crate::progress::status(&format!(
+                crate::harness::progress::status(&format!(
                     "grpc round {round}/{}: unary, {}",
                     s.rounds,
                     mode.label()
@@ -713,7 +713,7 @@ impl super::Scenario for Grpc {
                 )?);
             }
             for mode in Mode::ALL {
-                crate::progress::status(&format!(
+                crate::harness::progress::status(&format!(
                     "grpc round {round}/{}: {} retention",
                     s.rounds,
                     mode.label()
@@ -723,7 +723,7 @@ impl super::Scenario for Grpc {
             }
         }
         Ok(Output {
-            records: crate::report::merge_rounds(records),
+            records: crate::harness::record::merge_rounds(records),
             timelines: vec![],
         })
     }
@@ -734,7 +734,7 @@ impl super::Scenario for Grpc {
 
     /// The seed's shape at its largest size and the retention row: rows of other sizes have
     /// other scales, and would share a panel's bars with them.
-    fn chart(&self, path: &Path, data: &super::ChartData) -> Result<(), crate::chart::Error> {
+    fn chart(&self, path: &Path, data: &super::ChartData) -> Result<(), crate::harness::chart::Error> {
         let seed: Vec<&Record> = data
             .rows
             .iter()
@@ -744,7 +744,7 @@ impl super::Scenario for Grpc {
                     || r.param.contains("open client streams")
             })
             .collect();
-        crate::chart::panels_of_extras(
+        crate::harness::chart::panels_of_extras(
             path,
             "grpc: the seed's shape (bidi 1 MiB x 150 streams) and an open stream's memory after 3 MiB",
             &seed,

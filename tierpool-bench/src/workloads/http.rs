@@ -29,9 +29,9 @@ use hyper_util::rt::{TokioExecutor, TokioIo};
 use tierpool::{BufferPool, PooledBytes, PooledChain, ViewFrames};
 
 use super::{size_label, Ctx};
-use crate::choice::Choice;
-use crate::report::{Output, Record};
-use crate::procfs::Proc;
+use crate::harness::choice::Choice;
+use crate::harness::record::{Output, Record};
+use crate::harness::procfs::Proc;
 
 crate::choices! {
     /// How a response body is made (its id is the URL's first path segment).
@@ -447,16 +447,16 @@ pub fn start_server(
 /// One client run against `url`, the server measured meanwhile (its allocations, CPU time and
 /// page faults).
 fn measured(client: Client, url: &str, seconds: u32) -> Result<Run, String> {
-    let before = crate::alloc::counted();
-    let cpu = crate::measure::cpu_time();
+    let before = crate::harness::alloc::counted();
+    let cpu = crate::harness::measure::cpu_time();
     let faults = Proc::Me.minor_faults();
-    crate::alloc::set_counting(true);
+    crate::harness::alloc::set_counting(true);
     let result = client.run(url, seconds);
-    crate::alloc::set_counting(false);
+    crate::harness::alloc::set_counting(false);
     let (rps, requests, p99) = result?;
-    let cpu = crate::measure::cpu_time() - cpu;
+    let cpu = crate::harness::measure::cpu_time() - cpu;
     let faults = Proc::Me.minor_faults().saturating_sub(faults);
-    let after = crate::alloc::counted();
+    let after = crate::harness::alloc::counted();
     Ok(Run {
         rps,
         requests,
@@ -472,8 +472,8 @@ fn measured(client: Client, url: &str, seconds: u32) -> Result<Run, String> {
 /// the medians of the other figures.
 fn record(ctx: &Ctx, client: Client, size: usize, s: Strategy, runs: &[Run]) -> Record {
     let us: Vec<f64> = runs.iter().map(|r| 1e9 / r.rps).collect();
-    let m = crate::measure::Summary::of(us);
-    let median = |v: Vec<f64>| crate::measure::Summary::of(v).median;
+    let m = crate::harness::measure::Summary::of(us);
+    let median = |v: Vec<f64>| crate::harness::measure::Summary::of(v).median;
     let requests: f64 = runs.iter().map(|r| r.requests).sum();
     let mut extra = BTreeMap::new();
     extra.insert("requests/s".to_string(), 1e9 / m.median);
@@ -604,10 +604,10 @@ impl super::Scenario for Http {
 
     /// The server and its clients in one child (wrk, h2load and curl its own children).
     fn run(&self, quick: bool) -> Result<Output, String> {
-        crate::children::run_one(
+        crate::harness::children::run_one(
             self.name(),
-            crate::alloc::Allocator::System,
-            crate::children::ALL_KINDS,
+            crate::harness::alloc::Allocator::System,
+            crate::harness::children::ALL_KINDS,
             None,
             quick,
             "the http server",
@@ -623,8 +623,8 @@ impl super::Scenario for Http {
         &self,
         path: &std::path::Path,
         data: &super::ChartData,
-    ) -> Result<(), crate::chart::Error> {
-        crate::chart::panels_by_group(
+    ) -> Result<(), crate::harness::chart::Error> {
+        crate::harness::chart::panels_by_group(
             path,
             "http: time per request (1/throughput), by body size",
             data.rows,

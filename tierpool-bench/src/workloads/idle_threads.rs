@@ -17,11 +17,11 @@ use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
 use super::Ctx;
-use crate::alloc::Allocator;
-use crate::choice::Choice;
+use crate::harness::alloc::Allocator;
+use crate::harness::choice::Choice;
 use crate::contenders::Kind;
-use crate::report::{Output, Record};
-use crate::procfs::Proc;
+use crate::harness::record::{Output, Record};
+use crate::harness::procfs::Proc;
 
 /// Thread counts.
 pub const THREADS: [usize; 3] = [16, 64, 256];
@@ -334,10 +334,10 @@ impl super::Scenario for IdleThreads {
     fn run(&self, quick: bool) -> Result<Output, String> {
         let mut out = Output::default();
         for (i, t) in thread_counts(quick).iter().enumerate() {
-            crate::progress::status(&format!("idle-threads: {t} threads"));
+            crate::harness::progress::status(&format!("idle-threads: {t} threads"));
             for (s, a) in Strategy::runs() {
                 let what = s.label_under(a);
-                let o = crate::children::run_one(self.name(), a, s.id(), Some(i), quick, &what)?;
+                let o = crate::harness::children::run_one(self.name(), a, s.id(), Some(i), quick, &what)?;
                 out.records.extend(o.records);
             }
         }
@@ -355,8 +355,8 @@ impl super::Scenario for IdleThreads {
         &self,
         path: &std::path::Path,
         data: &super::ChartData,
-    ) -> Result<(), crate::chart::Error> {
-        crate::chart::panels_by_group(
+    ) -> Result<(), crate::harness::chart::Error> {
+        crate::harness::chart::panels_by_group(
             path,
             "idle-threads: process RSS after the threads went idle, by thread count",
             data.rows,

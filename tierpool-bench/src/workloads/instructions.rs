@@ -19,9 +19,9 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::hint::black_box;
 use std::process::{Child, Command, Stdio};
 
-use crate::alloc::{Allocator, ALLOC_ENV, JEMALLOC, MIMALLOC};
+use crate::harness::alloc::{Allocator, ALLOC_ENV, JEMALLOC, MIMALLOC};
 use crate::contenders::{get_put_once, with_contender, Buf, Contender, Kind, Visit};
-use crate::report::{Output, Record};
+use crate::harness::record::{Output, Record};
 
 use super::size_label;
 
@@ -255,7 +255,7 @@ pub fn run(quick: bool) -> Result<Output, String> {
         .into_iter()
         .flat_map(|(k, a)| sizes.iter().map(move |&n| (k, a, n)))
         .collect();
-    crate::progress::line(&format!(
+    crate::harness::progress::line(&format!(
         "  instructions: {} callgrind runs, two at a time",
         jobs.len()
     ));
@@ -313,7 +313,7 @@ pub fn feature_costs(quick: bool) -> Vec<Record> {
     match try_feature_costs(quick) {
         Ok(r) => r,
         Err(why) => {
-            crate::progress::line(&format!("  instructions: feature costs skipped: {why}"));
+            crate::harness::progress::line(&format!("  instructions: feature costs skipped: {why}"));
             Vec::new()
         }
     }
@@ -326,7 +326,7 @@ fn build_hot_loop(
     dir: &std::path::Path,
     features: &str,
 ) -> Result<std::path::PathBuf, String> {
-    crate::progress::status(&format!(
+    crate::harness::progress::status(&format!(
         "instructions: building hot_loop with features '{features}'"
     ));
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());

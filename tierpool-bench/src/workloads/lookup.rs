@@ -9,8 +9,8 @@ use tierpool::__bench::Lookup as TierLookup;
 
 use super::Ctx;
 use crate::contenders::Kind;
-use crate::measure::{measure, timed, Case};
-use crate::report::{Output, Record};
+use crate::harness::measure::{measure, timed, Case};
+use crate::harness::record::{Output, Record};
 
 /// Sizes swept: `0..SIZES`.
 pub const SIZES: usize = 1 << 19;
@@ -113,9 +113,9 @@ pub fn run(ctx: &Ctx) -> Output {
         ctx.budget(Duration::from_millis(10)),
         |done, total| {
             if ctx.progress {
-                crate::progress::status(&format!("lookup: round {done}/{total}"));
+                crate::harness::progress::status(&format!("lookup: round {done}/{total}"));
                 if done == total {
-                    crate::progress::status_done();
+                    crate::harness::progress::status_done();
                 }
             }
         },
@@ -178,7 +178,7 @@ impl super::Scenario for Lookup {
     fn run(&self, quick: bool) -> Result<Output, String> {
         Ok(run(&Ctx {
             quick,
-            alloc: crate::alloc::Allocator::System,
+            alloc: crate::harness::alloc::Allocator::System,
             progress: true,
         }))
     }

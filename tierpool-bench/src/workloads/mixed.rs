@@ -15,8 +15,8 @@ use std::time::Duration;
 
 use super::{parallel, run_cases, Ctx, MakeCases, Rng};
 use crate::contenders::{fill_and_check, Buf, Contender, Kind};
-use crate::measure::Case;
-use crate::report::Output;
+use crate::harness::measure::Case;
+use crate::harness::record::Output;
 
 /// Reader threads.
 pub const THREADS: usize = 2;

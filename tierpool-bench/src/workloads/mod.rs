@@ -2,7 +2,7 @@
 //! the report knows about its workload, and [`Workload::ALL`] lists them in report order.
 //!
 //! Every workload returns an [`Output`]: records (and, for `burst`, timelines). Timed work
-//! goes through [`crate::measure`]: interleaved rounds, medians, and a separate
+//! goes through [`crate::harness::measure`]: interleaved rounds, medians, and a separate
 //! allocation-counting pass.
 
 pub mod files;
@@ -13,12 +13,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
-use crate::alloc::Allocator;
-use crate::chart;
-use crate::children::{self, ALL_KINDS};
 use crate::contenders::{with_contender, Kind, Visit};
-use crate::measure::{measure, Budget, Case, Measured};
-use crate::report::{Output, Record, Timeline};
+use crate::harness::alloc::Allocator;
+use crate::harness::chart;
+use crate::harness::children::{self, ALL_KINDS};
+use crate::harness::measure::{measure, Budget, Case, Measured};
+use crate::harness::record::{Output, Record, Timeline};
 
 /// Everything the report knows about one workload: what it asks, who competes, how it runs
 /// (in the report's process and in its children), and how it is drawn. One implementation per
@@ -59,7 +59,7 @@ pub trait Scenario: Sync {
     /// it needs).
     fn run(&self, quick: bool) -> Result<Output, String>;
 
-    /// Runs one child process's share ([`crate::children`]); `None` if it prints nothing.
+    /// Runs one child process's share ([`crate::harness::children`]); `None` if it prints nothing.
     fn child(&self, ctx: &Ctx, args: &ChildArgs) -> Result<Option<Output>, String>;
 
     /// Draws the workload's chart at `path`: by default a line per contender of its median
@@ -164,8 +164,8 @@ impl Entry {
         }
     }
 
-    /// The entry of a strategy ([`crate::choice::Choice`]).
-    pub fn of<S: crate::choice::Choice>(s: S) -> Entry {
+    /// The entry of a strategy ([`crate::harness::choice::Choice`]).
+    pub fn of<S: crate::harness::choice::Choice>(s: S) -> Entry {
         Entry::new(s.label(), s.description())
     }
 }
@@ -231,7 +231,7 @@ impl ChildArgs {
     }
 
     /// `--contender` as a strategy of `workload`.
-    pub fn strategy<S: crate::choice::Choice>(&self, workload: &str) -> Result<S, String> {
+    pub fn strategy<S: crate::harness::choice::Choice>(&self, workload: &str) -> Result<S, String> {
         let id = self.contender()?;
         S::from_id(id).ok_or(format!("unknown {workload} strategy {id}"))
     }
@@ -444,9 +444,9 @@ pub fn run_cases<M: MakeCases>(
     let label = format!("{name} ({})", ctx.alloc.name());
     let measured: Vec<Measured> = measure(&mut cases, ctx.budget(sample_time), |done, total| {
         if ctx.progress {
-            crate::progress::status(&format!("{label}: round {done}/{total}"));
+            crate::harness::progress::status(&format!("{label}: round {done}/{total}"));
             if done == total {
-                crate::progress::status_done();
+                crate::harness::progress::status_done();
             }
         }
     });

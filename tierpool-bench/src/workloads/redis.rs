@@ -1,4 +1,4 @@
-//! `redis`: a real protocol server, ported as a user would. `kv_server` ([`crate::kv`], a
+//! `redis`: a real protocol server, ported as a user would. `kv_server` ([`crate::fixtures::kv`], a
 //! Redis-protocol key-value server whose RESP decoder and encoder are one tokio-util `Decoder`
 //! and `Encoder`) runs in two modes, `baseline` (tokio-util's `FramedRead` and `FramedWrite`:
 //! a `BytesMut` each per connection, never shrunk) and `pooled` (tierpool's, whose buffers are
@@ -39,9 +39,9 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use super::{Ctx, Entry};
-use crate::report::{Output, Record};
-use crate::server_child::ChildServer;
-use crate::procfs::Proc;
+use crate::harness::record::{Output, Record};
+use crate::harness::server_child::ChildServer;
+use crate::harness::procfs::Proc;
 
 /// The modes `kv_server` runs in.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -69,8 +69,8 @@ impl Mode {
 
     fn setup(self) -> &'static str {
         match self {
-            Mode::Baseline => "redis workload: kv_server (tierpool_bench::kv) --mode baseline: its RESP Decoder and Encoder in tokio-util's FramedRead and FramedWrite over each connection's halves (a BytesMut each, 8 KiB from the start, grown by large frames and never shrunk); the TLS rows over tokio-rustls 0.26 (rustls 0.23, ring); the mini-redis Connection rows (--framing connection): mini-redis's shape, the same parser over a BytesMut of 4 KiB filled by read_buf, replies through tokio's BufWriter",
-            Mode::Pooled => "redis workload: kv_server (tierpool_bench::kv) --mode pooled: the same Decoder and Encoder in tierpool::io::codec's FramedRead and FramedWrite (buffers from a pool with a budget that never binds and the background trimmer; held only while bytes are unread or unwritten); the TLS rows over tierpool-rustls (rustls 0.23, ring; record buffers from the same pool); the mini-redis Connection rows: that shape ported as the crate docs say, tierpool::io::ReadBuffer and tierpool::io::BufWriter",
+            Mode::Baseline => "redis workload: kv_server (tierpool_bench::fixtures::kv) --mode baseline: its RESP Decoder and Encoder in tokio-util's FramedRead and FramedWrite over each connection's halves (a BytesMut each, 8 KiB from the start, grown by large frames and never shrunk); the TLS rows over tokio-rustls 0.26 (rustls 0.23, ring); the mini-redis Connection rows (--framing connection): mini-redis's shape, the same parser over a BytesMut of 4 KiB filled by read_buf, replies through tokio's BufWriter",
+            Mode::Pooled => "redis workload: kv_server (tierpool_bench::fixtures::kv) --mode pooled: the same Decoder and Encoder in tierpool::io::codec's FramedRead and FramedWrite (buffers from a pool with a budget that never binds and the background trimmer; held only while bytes are unread or unwritten); the TLS rows over tierpool-rustls (rustls 0.23, ring; record buffers from the same pool); the mini-redis Connection rows: that shape ported as the crate docs say, tierpool::io::ReadBuffer and tierpool::io::BufWriter",
         }
     }
 }
@@ -114,7 +114,7 @@ const LARGE: usize = 64 << 10;
 /// The server's decay interval (tierpool's default): what "two intervals later" waits.
 const INTERVAL: Duration = Duration::from_secs(1);
 
-/// A running `kv_server` (this binary's `kv-server` subcommand, `tierpool_bench::kv`).
+/// A running `kv_server` (this binary's `kv-server` subcommand, `tierpool_bench::fixtures::kv`).
 pub(super) struct Server {
     child: ChildServer,
     pub(super) port: u16,
@@ -449,7 +449,7 @@ impl Rows {
     }
 
     fn progress(&self, what: &str) {
-        crate::progress::status(&format!("redis ({}): {what}", self.progress));
+        crate::harness::progress::status(&format!("redis ({}): {what}", self.progress));
     }
 }
 
@@ -655,7 +655,7 @@ fn run_connection_shape(mode: Mode, s: &Shape) -> Result<Vec<Record>, String> {
     let server = Server::start_with(mode, false, &["--framing", "connection"])?;
     let mut records = Vec::new();
     for test in ["set", "get"] {
-        crate::progress::status(&format!(
+        crate::harness::progress::status(&format!(
             "redis ({}, mini-redis's Connection): redis-benchmark -t {test} -d {LARGE}",
             mode.arg()
         ));
@@ -691,7 +691,7 @@ impl super::Scenario for Redis {
     }
 
     fn describe(&self) -> &'static str {
-        "A real protocol server, ported as a user would: kv_server (this crate's, tierpool_bench::kv), a Redis-protocol (RESP2) key-value server whose decoder and encoder are one tokio-util Decoder and Encoder, in two modes: baseline (tokio-util's FramedRead and FramedWrite: a BytesMut each per connection) and pooled (tierpool::io::codec's, buffers held only while bytes are unread or unwritten). One server process per mode and round (3 interleaved rounds; the trickle and the strace run in the first only), driven from this process and by redis-benchmark: 10,000 connections that each PING and then idle (RSS per idle connection, two decay intervals later), one 64 KiB SET of one key on each of 1,000 of them (RSS two intervals later, and kept above idle), 1,000 fresh connections each sending all but the last byte of a 4,000-byte SET one byte per write (RSS while they wait; pooled: the bytes the pool has out, exact, against the bytes pending), redis-benchmark -t set and -t get at 1 KiB and 64 KiB values with 50 clients (per request: 1/throughput, requests/s, the server's CPU time), and one redis-benchmark GET run with strace -c attached to the server (receive system calls per request). Rows named mini-redis Connection: the server started with --framing connection, mini-redis's Connection shape (a read buffer, the same parser over its unread bytes, a buffered writer; baseline BytesMut and tokio's BufWriter, pooled ReadBuffer and tierpool's BufWriter), redis-benchmark -t set and -t get at 64 KiB. Rows named TLS: the server started with --tls-cert (pooled: tierpool-rustls, baseline: tokio-rustls, over one rustls 0.23 configuration; ring), the idle connections (a completed handshake and a PING, then idle; this process a rustls client), the large values and redis-benchmark --tls again."
+        "A real protocol server, ported as a user would: kv_server (this crate's, tierpool_bench::fixtures::kv), a Redis-protocol (RESP2) key-value server whose decoder and encoder are one tokio-util Decoder and Encoder, in two modes: baseline (tokio-util's FramedRead and FramedWrite: a BytesMut each per connection) and pooled (tierpool::io::codec's, buffers held only while bytes are unread or unwritten). One server process per mode and round (3 interleaved rounds; the trickle and the strace run in the first only), driven from this process and by redis-benchmark: 10,000 connections that each PING and then idle (RSS per idle connection, two decay intervals later), one 64 KiB SET of one key on each of 1,000 of them (RSS two intervals later, and kept above idle), 1,000 fresh connections each sending all but the last byte of a 4,000-byte SET one byte per write (RSS while they wait; pooled: the bytes the pool has out, exact, against the bytes pending), redis-benchmark -t set and -t get at 1 KiB and 64 KiB values with 50 clients (per request: 1/throughput, requests/s, the server's CPU time), and one redis-benchmark GET run with strace -c attached to the server (receive system calls per request). Rows named mini-redis Connection: the server started with --framing connection, mini-redis's Connection shape (a read buffer, the same parser over its unread bytes, a buffered writer; baseline BytesMut and tokio's BufWriter, pooled ReadBuffer and tierpool's BufWriter), redis-benchmark -t set and -t get at 64 KiB. Rows named TLS: the server started with --tls-cert (pooled: tierpool-rustls, baseline: tokio-rustls, over one rustls 0.23 configuration; ring), the idle connections (a completed handshake and a PING, then idle; this process a rustls client), the large values and redis-benchmark --tls again."
     }
 
     fn weight(&self) -> u64 {
@@ -718,12 +718,12 @@ impl super::Scenario for Redis {
 
     fn run(&self, quick: bool) -> Result<Output, String> {
         let s = shape(quick);
-        crate::nofile::raise_nofile((s.idle + 64) as u64)
+        crate::harness::nofile::raise_nofile((s.idle + 64) as u64)
             .map_err(|e| format!("the redis workload opens {} connections: {e}", s.idle))?;
         let mut records = Vec::new();
         for round in 1..=s.rounds {
             for mode in Mode::ALL {
-                crate::progress::status(&format!(
+                crate::harness::progress::status(&format!(
                     "redis round {round}/{}: {} TLS",
                     s.rounds,
                     mode.arg()
@@ -731,7 +731,7 @@ impl super::Scenario for Redis {
                 records.extend(run_mode(mode, true, &s, quick, round == 1)?);
             }
             for mode in Mode::ALL {
-                crate::progress::status(&format!(
+                crate::harness::progress::status(&format!(
                     "redis round {round}/{}: {}",
                     s.rounds,
                     mode.arg()
@@ -743,7 +743,7 @@ impl super::Scenario for Redis {
             }
         }
         Ok(Output {
-            records: crate::report::merge_rounds(records),
+            records: crate::harness::record::merge_rounds(records),
             timelines: vec![],
         })
     }
@@ -752,8 +752,8 @@ impl super::Scenario for Redis {
         Err("the redis workload runs no child of this binary".into())
     }
 
-    fn chart(&self, path: &Path, data: &super::ChartData) -> Result<(), crate::chart::Error> {
-        crate::chart::panels_of_extras(
+    fn chart(&self, path: &Path, data: &super::ChartData) -> Result<(), crate::harness::chart::Error> {
+        crate::harness::chart::panels_of_extras(
             path,
             "redis: kv_server, tokio-util's framing against tierpool's",
             data.rows,

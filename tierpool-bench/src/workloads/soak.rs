@@ -40,8 +40,8 @@ use std::time::{Duration, Instant};
 
 use super::redis::{self, set, Mode, Server};
 use super::{Ctx, Entry};
-use crate::report::{Output, Record, Timeline};
-use crate::procfs::Proc;
+use crate::harness::record::{Output, Record, Timeline};
+use crate::harness::procfs::Proc;
 
 /// Sizes of the run.
 struct Shape {
@@ -536,7 +536,7 @@ fn soak(tls: bool, s: &Shape) -> Result<(Vec<Record>, Timeline), String> {
     drop(c);
 
     // Quiet: the well-behaved clients alone.
-    crate::progress::status(&format!("soak {kind}: quiet, {} s", quiet.as_secs()));
+    crate::harness::progress::status(&format!("soak {kind}: quiet, {} s", quiet.as_secs()));
     let stop = Arc::new(AtomicBool::new(false));
     let clients = good_clients(port, tls, s.good, &stop);
     std::thread::sleep(quiet);
@@ -544,7 +544,7 @@ fn soak(tls: bool, s: &Shape) -> Result<(Vec<Record>, Timeline), String> {
     let calm = clients.join().map_err(|_| "the clients panicked")??;
 
     // The connections that stay, then the bound on RSS from what the server says it may hold.
-    crate::progress::status(&format!(
+    crate::harness::progress::status(&format!(
         "soak {kind}: opening {} slowloris and {} huge-claim connections",
         s.slowloris, s.huge
     ));
@@ -553,7 +553,7 @@ fn soak(tls: bool, s: &Shape) -> Result<(Vec<Record>, Timeline), String> {
     let bounds = bounds(&server, s, &holders)?;
     let huge = std::mem::take(&mut holders.huge);
 
-    crate::progress::status(&format!("soak {kind}: hostile, {} s", s.hostile.as_secs()));
+    crate::harness::progress::status(&format!("soak {kind}: hostile, {} s", s.hostile.as_secs()));
     let mut h = hostile(&server, tls, s, holders)?;
     std::thread::sleep(Duration::from_millis(500));
     let holders_left = server.info("connected_clients")?.saturating_sub(1) as f64;
@@ -720,7 +720,7 @@ impl super::Scenario for Soak {
     fn contenders(&self) -> Vec<Entry> {
         vec![Entry::new(
             CONTENDER,
-            "soak workload: kv_server (tierpool_bench::kv) --mode pooled --max-in-use 67108864 (tierpool::io::codec's FramedRead and FramedWrite; TLS: tierpool-rustls), the background trimmer on",
+            "soak workload: kv_server (tierpool_bench::fixtures::kv) --mode pooled --max-in-use 67108864 (tierpool::io::codec's FramedRead and FramedWrite; TLS: tierpool-rustls), the background trimmer on",
         )]
     }
 
@@ -731,7 +731,7 @@ impl super::Scenario for Soak {
     fn run(&self, quick: bool) -> Result<Output, String> {
         let s = shape(quick);
         let needed = (s.slowloris + s.huge + s.pipelines + s.floods + s.good + 256) as u64;
-        crate::nofile::raise_nofile(needed)
+        crate::harness::nofile::raise_nofile(needed)
             .map_err(|e| format!("the soak opens {needed} connections: {e}"))?;
         let mut records = Vec::new();
         let mut timelines = Vec::new();
@@ -751,14 +751,14 @@ impl super::Scenario for Soak {
         &self,
         path: &std::path::Path,
         data: &super::ChartData,
-    ) -> Result<(), crate::chart::Error> {
+    ) -> Result<(), crate::harness::chart::Error> {
         let mine: Vec<Timeline> = data
             .timelines
             .iter()
             .filter(|t| t.contender.starts_with(CONTENDER))
             .cloned()
             .collect();
-        crate::chart::timelines(
+        crate::harness::chart::timelines(
             path,
             "soak: kv_server's RSS under hostile peers (plain, then TLS)",
             "ms since the hostile peers began",

@@ -8,12 +8,12 @@ use std::time::Duration;
 use tierpool::BufferPool;
 
 use super::{size_label, Ctx};
-use crate::alloc::Allocator;
-use crate::alloc;
-use crate::choice::Choice;
-use crate::report::{Output, Record};
-use crate::streaming::{run_client, serve, Strategy};
-use crate::procfs::Proc;
+use crate::harness::alloc::Allocator;
+use crate::harness::alloc;
+use crate::harness::choice::Choice;
+use crate::harness::record::{Output, Record};
+use crate::fixtures::streaming::{run_client, serve, Strategy};
+use crate::harness::procfs::Proc;
 
 /// One shape of the workload.
 #[derive(Clone, Copy, Debug)]
@@ -69,8 +69,8 @@ pub fn rounds(quick: bool) -> usize {
 }
 
 /// The report label of `strategy` in a process running under `alloc`.
-pub fn label(strategy: Strategy, alloc: crate::alloc::Allocator) -> String {
-    if alloc == crate::alloc::Allocator::System {
+pub fn label(strategy: Strategy, alloc: crate::harness::alloc::Allocator) -> String {
+    if alloc == crate::harness::alloc::Allocator::System {
         strategy.label().to_string()
     } else {
         format!("{} on {}", strategy.label(), alloc.name())
@@ -203,7 +203,7 @@ impl super::Scenario for Streaming {
         let mut records = Vec::new();
         for round in 1..=rounds {
             for (i, shape) in shapes(quick).iter().enumerate() {
-                crate::progress::status(&format!(
+                crate::harness::progress::status(&format!(
                     "streaming round {round}/{rounds}: {}",
                     shape.label()
                 ));
@@ -220,13 +220,13 @@ impl super::Scenario for Streaming {
                 for (s, a) in runs {
                     let what = label(s, a);
                     let out =
-                        crate::children::run_one(self.name(), a, s.id(), Some(i), quick, &what)?;
+                        crate::harness::children::run_one(self.name(), a, s.id(), Some(i), quick, &what)?;
                     records.extend(out.records);
                 }
             }
         }
         Ok(Output {
-            records: crate::report::merge_rounds(records),
+            records: crate::harness::record::merge_rounds(records),
             timelines: vec![],
         })
     }

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use super::{parallel, run_cases, Ctx, MakeCases};
 use crate::contenders::{touch, Contender, Kind};
-use crate::measure::Case;
-use crate::report::Output;
+use crate::harness::measure::Case;
+use crate::harness::record::Output;
 
 /// Buffer size.
 pub const SIZE: usize = 4 << 10;

@@ -27,8 +27,8 @@ use http_body_util::{BodyExt, Full};
 use hyper_util::rt::{TokioExecutor, TokioIo};
 
 use super::{Ctx, Entry};
-use crate::report::{Output, Record};
-use crate::server_child::ChildServer;
+use crate::harness::record::{Output, Record};
+use crate::harness::server_child::ChildServer;
 
 const MIB: f64 = (1 << 20) as f64;
 
@@ -219,7 +219,7 @@ fn floods(mode: Mode, s: &Shape, round: usize) -> Result<Figures, String> {
         } else {
             "HTTP/1.1, a connection each"
         };
-        crate::progress::status(&format!(
+        crate::harness::progress::status(&format!(
             "uploads round {round}: {} x {} MiB, {how}, {}",
             s.uploads,
             s.upload_size >> 20,
@@ -245,7 +245,7 @@ fn floods(mode: Mode, s: &Shape, round: usize) -> Result<Figures, String> {
 
 /// The small-JSON rows of one round: h2load over HTTP/1.1 and HTTP/2.
 fn json(mode: Mode, s: &Shape, round: usize) -> Result<Figures, String> {
-    crate::progress::status(&format!(
+    crate::harness::progress::status(&format!(
         "uploads round {round}: 1 KiB JSON, {}",
         mode.arg()
     ));
@@ -298,7 +298,7 @@ fn json(mode: Mode, s: &Shape, round: usize) -> Result<Figures, String> {
 /// The trickle row of one round: connections each sending part of a declared body, a byte
 /// per write; the server's RSS above idle per connection while they wait.
 fn trickle(mode: Mode, s: &Shape, round: usize) -> Result<Figures, String> {
-    crate::progress::status(&format!(
+    crate::harness::progress::status(&format!(
         "uploads round {round}: {} trickling connections, {}",
         s.trickles,
         mode.arg()
@@ -417,7 +417,7 @@ impl super::Scenario for Uploads {
 
     fn run(&self, quick: bool) -> Result<Output, String> {
         let s = shape(quick);
-        let _ = crate::nofile::raise_nofile(4 * s.uploads as u64 + 1024);
+        let _ = crate::harness::nofile::raise_nofile(4 * s.uploads as u64 + 1024);
         let mut rounds: BTreeMap<&str, Vec<Figures>> = BTreeMap::new();
         for round in 1..=s.rounds {
             for mode in Mode::ALL {

@@ -6,7 +6,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::alloc::{counting, AllocCount};
+use crate::harness::alloc::{counting, AllocCount};
 
 /// How long to measure.
 #[derive(Clone, Copy, Debug)]

@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::Duration;
 
-use crate::procfs::Proc;
+use crate::harness::procfs::Proc;
 
 /// A running child server.
 #[derive(Debug)]

@@ -11,7 +11,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use crate::report::{fmt_num, Record, Timeline};
+use crate::harness::record::{fmt_num, Record, Timeline};
 
 /// What drawing a chart can fail with.
 pub type Error = Box<dyn std::error::Error>;

@@ -8,9 +8,9 @@
 
 use std::process::{Child, Command, Stdio};
 
-use crate::alloc::{Allocator, ALLOC_ENV};
-use crate::progress;
-use crate::report::Output;
+use crate::harness::alloc::{Allocator, ALLOC_ENV};
+use crate::harness::progress;
+use crate::harness::record::Output;
 
 /// `--contender` value of a child that runs every contender (under its allocator).
 pub const ALL_KINDS: &str = "all";
@@ -99,7 +99,7 @@ pub fn in_rounds(
         }
     }
     Ok(Output {
-        records: crate::report::merge_rounds(records),
+        records: crate::harness::record::merge_rounds(records),
         timelines: vec![],
     })
 }

@@ -4,7 +4,7 @@
 
 use std::fmt;
 
-use crate::report::{fmt_num, Record};
+use crate::harness::record::{fmt_num, Record};
 
 /// Differences up to this fraction of the better figure are a draw: single-thread times on
 /// this shared machine drift 10-30% between runs (BENCHMARKS.md, *Noise*); medians taken in

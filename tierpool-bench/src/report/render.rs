@@ -6,8 +6,9 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::Path;
 
-use crate::report::{self, Record, Report, Table};
-use crate::verdict::{self, Verdict};
+use crate::harness::record::{Record, Report};
+use crate::report::table::{self, Table};
+use crate::report::verdict::{self, Verdict};
 use crate::workloads::{self, ChartData, Workload};
 
 /// The line before a document's rendered section.
@@ -39,14 +40,14 @@ pub fn sections(report: &Report) -> Vec<Section<'_>> {
             let w = Workload::from_name(name);
             let order = w.map(|w| w.order()).unwrap_or_default();
             let baseline = w.map_or_else(
-                || crate::contenders::Kind::Vec.label(crate::alloc::Allocator::System),
+                || crate::contenders::Kind::Vec.label(crate::harness::alloc::Allocator::System),
                 |w| w.baseline(),
             );
-            let rows = report::ordered(&report.records, name, &order);
+            let rows = table::ordered(&report.records, name, &order);
             Section {
                 name: name.clone(),
                 describe: w.map_or("", |w| w.describe()),
-                table: report::table_of(&rows, &baseline),
+                table: table::table_of(&rows, &baseline),
                 rows,
                 order,
             }
@@ -327,7 +328,7 @@ pub fn relative_to(dir: &Path, base: &Path) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::Output;
+    use crate::harness::record::Output;
 
     fn record(workload: &str, contender: &str, param: &str, median: f64) -> Record {
         Record {

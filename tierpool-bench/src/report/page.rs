@@ -10,9 +10,10 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use crate::render::{self, Section};
-use crate::report::{Report, Table};
-use crate::verdict;
+use crate::harness::record::Report;
+use crate::report::render::{self, Section};
+use crate::report::table::Table;
+use crate::report::verdict;
 
 /// Escapes text for HTML.
 pub fn escape(s: &str) -> String {
@@ -314,7 +315,7 @@ pub fn into_dir(json: &Path, dir: &Path) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::Record;
+    use crate::harness::record::Record;
 
     #[test]
     fn dates() {

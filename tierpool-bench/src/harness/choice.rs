@@ -33,7 +33,7 @@ pub trait Choice: Copy + PartialEq + Sized + 'static {
 ///         Fresh => ("fresh", "Vec", "Vec::with_capacity(n)"),
 ///     }
 /// }
-/// use tierpool_bench::choice::Choice as _;
+/// use tierpool_bench::harness::choice::Choice as _;
 /// assert_eq!(Strategy::from_id("fresh"), Some(Strategy::Fresh));
 /// assert_eq!(Strategy::ALL, &[Strategy::Pooled, Strategy::Fresh]);
 /// ```
@@ -54,7 +54,7 @@ macro_rules! choices {
             $( $(#[$vmeta])* $variant, )+
         }
 
-        impl $crate::choice::Choice for $name {
+        impl $crate::harness::choice::Choice for $name {
             const ALL: &'static [Self] = &[$($name::$variant),+];
 
             fn id(self) -> &'static str {
