@@ -16,7 +16,7 @@ use crate::body::{chain_body, collect};
 use crate::limit::body_limit;
 
 /// A tower layer that reads every request body into pooled memory before the service runs,
-/// under a limit and the pool's budget (as [`collect_body`] does): for services that do not
+/// under a limit and the pool's budget (as [`collect_body`](tierpool::io::collect_body) does): for services that do not
 /// use [`PooledBody`](crate::PooledBody) and [`PooledJson`](crate::PooledJson), so that no
 /// upload of the router escapes the budget.
 ///
