@@ -122,9 +122,22 @@ pub struct Measured {
 /// get+put for tierpool and 6,076 for `Vec` under mimalloc in one full run, 1.7 allocations per
 /// operation, against 2.5-5 ns for the same code in other runs.
 fn calibrate(run: &mut dyn FnMut(u64) -> Duration, target: Duration) -> u64 {
-    const MAX: u64 = 1 << 40;
-    let mut iters = 1u64;
-    let mut before = run(iters);
+    let before = run(1);
+    grow(run, target, 1, before)
+}
+
+/// Most iterations a call may run.
+const MAX_ITERS: u64 = 1 << 40;
+
+/// [`calibrate`] from `iters` iterations, whose call took `before`: more iterations until
+/// the time they add is half a sample, then a call with the estimate to check it.
+fn grow(
+    run: &mut dyn FnMut(u64) -> Duration,
+    target: Duration,
+    mut iters: u64,
+    mut before: Duration,
+) -> u64 {
+    const MAX: u64 = MAX_ITERS;
     loop {
         let more = if before < target / 64 { 8 } else { 2 } * iters;
         let t = run(more);
@@ -164,14 +177,22 @@ pub fn measure(
     budget: Budget,
     mut progress: impl FnMut(usize, usize),
 ) -> Vec<Measured> {
-    let iters: Vec<u64> = cases
+    let target = budget.sample_time;
+    let mut iters: Vec<u64> = cases
         .iter_mut()
-        .map(|c| {
-            let n = calibrate(&mut c.run, budget.sample_time);
-            (c.run)(n); // warm-up
-            n
-        })
+        .map(|c| calibrate(&mut c.run, target))
         .collect();
+    // The warm-up, once every case is calibrated, also checks each count: a stall across
+    // two calls of a case's calibration (the workload before this one still exiting, say)
+    // passes its check and leaves it too few iterations, and its samples would time what a
+    // call costs however many iterations it runs (a consumer thread's start in
+    // `cross-thread`: 1,099 ns per buffer where the same case reads 22 ns).
+    for (c, n) in cases.iter_mut().zip(&mut iters) {
+        let t = (c.run)(*n);
+        if t < target / 2 && *n < MAX_ITERS {
+            *n = grow(&mut c.run, target, *n, t);
+        }
+    }
     let mut samples = vec![Vec::with_capacity(budget.samples); cases.len()];
     for round in 0..budget.samples {
         for i in round_order(round, cases.len()) {
@@ -251,6 +272,35 @@ mod tests {
             (1_500_000..=2_500_000).contains(&n),
             "{n} after {calls} calls"
         );
+    }
+
+    /// A stall across two calls of calibration (the growth and its check) leaves too few
+    /// iterations; the warm-up after every case is calibrated finds it and grows the count,
+    /// so the samples time the iterations, not the cost of a call.
+    #[test]
+    fn a_count_left_too_small_by_a_stall_is_grown_at_the_warm_up() {
+        let mut calls = 0;
+        let run = move |n: u64| {
+            calls += 1;
+            // 1 ms per call (a thread's start), 10 ns per iteration; calls 8 and 9 stall.
+            let stall = if calls == 8 || calls == 9 {
+                Duration::from_millis(30)
+            } else {
+                Duration::ZERO
+            };
+            Duration::from_millis(1) + Duration::from_nanos(10) * n as u32 + stall
+        };
+        let mut cases = vec![Case {
+            run: Box::new(run),
+            ops_per_iter: 1.0,
+        }];
+        let budget = Budget {
+            count_iters: 1,
+            ..Budget::full(Duration::from_millis(20))
+        };
+        let m = measure(&mut cases, budget, |_, _| {});
+        // 10 ns per operation, and at most half a sample's fixed cost on top (about 10.5).
+        assert!(m[0].time.median < 12.0, "{:?}", m[0].time);
     }
 
     #[test]

@@ -208,11 +208,15 @@ fn good_clients(
     })
 }
 
+/// The 99th percentile of `latencies` (microseconds), three significant digits.
 fn p99_us(latencies: &[u32]) -> f64 {
     if latencies.is_empty() {
         return 0.0;
     }
-    let mut h = hdrhistogram::Histogram::<u64>::new(3).expect("histogram");
+    // Bounds that hold every `u32`: a histogram made with `new` starts at a highest value of
+    // 2 and `saturating_record` clamps to it rather than grow.
+    let mut h = hdrhistogram::Histogram::<u64>::new_with_bounds(1, u64::from(u32::MAX), 3)
+        .expect("valid bounds");
     for &us in latencies.iter() {
         h.saturating_record(u64::from(us));
     }
@@ -764,5 +768,20 @@ impl super::Scenario for Soak {
             "ms since the hostile peers began",
             &mine,
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// Latencies past the histogram's first buckets (2,047 us) read as they are, not clamped.
+    #[test]
+    fn p99_reads_latencies_of_seconds_as_they_are() {
+        // 99 latencies of 0.1-9.9 ms and one of 3 s: the 99th percentile is 9.9 ms.
+        let mut latencies: Vec<u32> = (1..=99).map(|i| i * 100).collect();
+        latencies.push(3_000_000);
+        let p99 = super::p99_us(&latencies);
+        assert!((9_890.0..=9_910.0).contains(&p99), "{p99}");
+        let p99 = super::p99_us(&[2_500_000; 10]);
+        assert!((2_497_500.0..=2_502_500.0).contains(&p99), "{p99}");
     }
 }

@@ -170,7 +170,10 @@ async fn flood(addr: &str, http2: bool, s: &Shape) -> Result<(f64, f64), String>
             Ok::<_, String>(begun.elapsed())
         }));
     }
-    let mut times = hdrhistogram::Histogram::<u64>::new(3).expect("histogram");
+    // Up to an hour in microseconds: a histogram made with `new` starts at a highest value
+    // of 2 and `saturating_record` clamps to it rather than grow.
+    let mut times = hdrhistogram::Histogram::<u64>::new_with_bounds(1, 3_600_000_000, 3)
+        .expect("valid bounds");
     for t in tasks {
         let took = t.await.map_err(|e| e.to_string())??;
         times.saturating_record(took.as_micros() as u64);
