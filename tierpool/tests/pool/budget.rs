@@ -413,6 +413,21 @@ fn stress_threads_and_tasks_never_exceed_the_budget() {
         }
     };
     std::thread::scope(|s| {
+        // The whole budget, held by a thread of its own (one that exits, so its cache retires)
+        // while every other thread and task starts: each meets a spent budget first, so the
+        // budget is contended however the threads are scheduled (under qemu-user, threads ran
+        // one after another and none ever waited).
+        let (held_tx, held_rx) = std::sync::mpsc::channel();
+        let (gate_pool, gate_take, gate_give) = (pool.clone(), take.clone(), give.clone());
+        s.spawn(move || {
+            let gate = gate_pool.get(LIMIT);
+            gate_take(LIMIT);
+            held_tx.send(()).unwrap();
+            std::thread::sleep(Duration::from_millis(20));
+            gate_give(LIMIT);
+            drop(gate);
+        });
+        held_rx.recv().unwrap();
         for id in 0..8u64 {
             let (pool, take, give) = (pool.clone(), take.clone(), give.clone());
             s.spawn(move || {
