@@ -9,7 +9,10 @@ The layers are the modules `lib.rs` declares, in its order (tierpool: `base`, `s
 re-exports) only what is declared before it: an earlier layer, or an earlier file of its own
 folder. Doc comments, strings and `#[cfg(test)]` modules, inline or in files of their own,
 are not checked (tests may use the whole crate). A file may name an exception, with its reason, in a comment
-`// check_layers: allow <module path> (why)`. Exits 1 and lists each upward import.
+`// check_layers: allow <module path> (why)`. A folder's `mod.rs` may name its door,
+`// check_layers: door <file>, <file>, ...`: files outside the folder may then use only those
+of its files (tierpool's `engine/`: `ops`, `config`, `error`). Exits 1 and lists each upward
+import and each one that goes around a door.
 
     python3 scripts/check_layers.py [tierpool/src]
     python3 scripts/check_layers.py tierpool-bench/src
@@ -57,6 +60,16 @@ def walk(parts, prefix_rank):
 
 
 walk([], ())
+
+# Folders with a door: folder path -> the children outside files may use.
+doors = {}
+for mod in rank:
+    f = module_file(list(mod)) if mod else None
+    if f and f.endswith("mod.rs"):
+        with open(f) as fh:
+            m = re.search(r"// check_layers: door ([a-z_0-9, ]+)", fh.read())
+        if m:
+            doors[mod] = {n.strip() for n in m.group(1).split(",") if n.strip()}
 
 # The names lib.rs re-exports, resolved to the module they come from.
 reexports = {}
@@ -132,6 +145,10 @@ for mod, r in sorted(rank.items()):
                 continue
             if rank[target] > r and target not in allowed:
                 problems.append(f"{os.path.relpath(f, SRC)}:{no}: uses crate::{'::'.join(ref)} ({'::'.join(target)}), declared above it")
+            for folder, door in doors.items():
+                inside = target[: len(folder)] == folder and len(target) > len(folder)
+                if inside and mod[: len(folder)] != folder and target[len(folder)] not in door:
+                    problems.append(f"{os.path.relpath(f, SRC)}:{no}: uses crate::{'::'.join(ref)}, behind {'::'.join(folder)}'s door ({', '.join(sorted(door))})")
 
 if problems:
     print("imports that go up the layers (scripts/check_layers.py):")

@@ -301,9 +301,9 @@
 //! | `base/` | 0 | the switch between `std` and loom (`sync.rs`); the two words a buffer carries, its pool's key and its tag (`key.rs`) |
 //! | `sys/` | 1 | the operating system and the allocator: the asymmetric fence (`fence.rs`), giving memory back (`trim.rs`), `statx` for direct I/O (`direct_io.rs`) |
 //! | `observe/` | 2 | what the pool reports: `Stats` and its counters, `metrics` publication, holder tracking |
-//! | `engine/` | 3 | the machinery: size classes, the budget, errors, decay clock, the depot, configuration, the thread caches (`cache/`), a pool's state, the slow path (`policy/`), the thread-local table (`local.rs`), the registry |
+//! | `engine/` | 3 | the machinery: size classes, the budget, errors, decay clock, the depot, configuration, the thread caches (`cache/`), a pool's state, the slow path (`policy/`), the thread-local table (`local.rs`), the registry, the background trimmer; the layers above enter through `ops.rs` alone |
 //! | `buf/` | 4 | the buffers a user holds: `PooledBuf`, `PooledBytes`, `AlignedBuf`, and their `bytes` traits |
-//! | `pool/` | 5 | what hands them out: `BufferPool` (get, acquire, trimmer), `Builder`, `AlignedPool`, the default pool |
+//! | `pool/` | 5 | what hands them out: `BufferPool` (get, acquire), `Builder`, `AlignedPool`, the default pool |
 //! | `io/` | 6 | reading and writing: what the pooled readers and writers are made of (`parts/`: the read rules (`rule.rs`, public as `ReadRule`), the stores, the core that applies the rules to a read loop, the write loop), `ReadBuffer` (`read_buf.rs`), `BufWriter` (`write_buf.rs`), tokio-util's codecs (`codec/`: `framed_read.rs`, `framed_write.rs`, and `lent.rs`, the buffer lent to a codec), `PooledChain` (`chain.rs`), readiness-first reads (`ready.rs`), frames (`frame.rs`), provided-buffer rings (`buf_ring/`) |
 //! | `compat/` | 7 | other crates' traits: compio, tokio-uring, monoio, `http_body` |
 //!
@@ -323,7 +323,7 @@
 //! | the large slot | one tier above `cache_bytes` may hold one buffer | `room::take_large_slot` |
 //! | eviction | at the cap, the depot's oldest buffers of other sizes make way for a buffer in use | `room::evict`, `Depot::evict` |
 //! | retrieval | a get its stack and a refill cannot serve: a larger buffer filed under its tier, or a loan of a larger tier's | `retrieve::retrieve` |
-//! | housekeeping | every 16th slow operation, a rung doorbell, or a tier's due return count looks at the pool | `service::housekeeping`, `Owner::pace`; a due return count through `local.rs`'s `service` |
+//! | housekeeping | every 16th slow operation, a rung doorbell, or a tier's due return count looks at the pool | `service::housekeeping`, `Owner::pace`; a due return count through `ops.rs`'s `service` |
 //! | service | what the pool asks of a cache: closed, trimmed, budget pressure, a new interval | `service::service` |
 //! | the idle rule | what stayed unused through an interval is released: cache stacks, the depot, spare storage, parked caches | `service::decay`, `IdleStack::decay` (`engine/idle.rs`) |
 //! | the tick | once per interval, by one thread: the depot's, spare storage's and parked caches' decay (`PoolState::claim_tick`), idle caches reclaimed, the allocator trimmed, overdue budget waits reported, metrics | `tick::tick` |
@@ -437,6 +437,7 @@
 //! | file | what the `unsafe` does | relies on | checked by |
 //! |---|---|---|---|
 //! | `engine/local.rs` | reaches this thread's table and current cache through raw pointers in a `const` thread-local | at most one reference into the table is live; a thread enters a cache once at a time, also under re-entrancy and at thread exit (module docs) | Miri (lib, semantics, threads, alloc_free, leak), loom (`reclaim::loom_an_owner_coming_back_waits_for_its_reclaimer`) |
+//! | `engine/ops.rs` | a return past the fast path rebuilds its `Vec` from the parts the fast path gave up | the parts of one `Vec` whose owner let go of it (`ManuallyDrop`), passed once | Miri (every test whose returns reach the slow path: a full stack, another pool, thread exit) |
 //! | `engine/cache/block.rs` | builds a cache's one allocation (head, then the tiers) with a custom layout, and frees it as a `Box` | the layout computed once; every slot written once | Miri (every test that makes a cache) |
 //! | `engine/cache/fast.rs` | the fast path: from the doorbell's address to the table and the tier at constant offsets | the block's layout; the owner's busy mark | Miri, loom, the callgrind guard |
 //! | `engine/cache/stack.rs`, `tier_ops.rs`, `owner.rs` | reading and writing a stack's slots between its bounds; rebuilding a `Vec` from a slot's pointer (`tier_ops.rs`); the two ways to become a cache's owner (`owner.rs`) | `head <= len <= cap`; a slot holds a buffer of exactly its tier; Dekker's protocol with both fences on the rare side (`owner.rs` docs) | Miri, loom (with the owner's fence removed, loom finds both sides on one stack), stress and soak under TSan |

@@ -133,9 +133,6 @@ pub mod io;
 mod compat;
 pub mod implementation;
 
-#[cfg(all(test, loom))]
-mod loom_tests;
-
 pub use buf::aligned::AlignedBuf;
 pub use buf::pooled::PooledBuf;
 pub use buf::shared::PooledBytes;

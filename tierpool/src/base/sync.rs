@@ -3,7 +3,7 @@
 //! Every module that shares state between threads imports `Mutex` and the atomics from
 //! here, never from `std` directly. Under `--cfg loom` they are loom's model-checked versions, so
 //! the depot and the published counters can be explored exhaustively by the loom models in
-//! `src/loom_tests.rs` without `cfg` attributes scattered through the logic.
+//! `src/engine/loom_tests.rs` without `cfg` attributes scattered through the logic.
 //!
 //! Two things deliberately stay on `std` even under loom: the thread-local table of thread
 //! caches (`engine/local.rs`, one OS thread owns it, nothing to interleave) and the process-wide

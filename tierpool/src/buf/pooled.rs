@@ -7,14 +7,7 @@ use std::mem::{self, ManuallyDrop};
 use std::ops::{Deref, DerefMut};
 
 use crate::base::key::{Key, Tag};
-use crate::base::sync::Arc;
-use crate::engine::cache::Owner;
-use crate::engine::cache::Pushed;
-use crate::engine::local::{self, SlowOp};
-use crate::engine::state::PoolState;
-use crate::engine::{policy, registry};
-use crate::observe::holders::is_tracked;
-use crate::sys::alloc::free;
+use crate::engine::ops;
 
 /// A `Vec<u8>` on loan from a [`BufferPool`](crate::BufferPool); dropping it returns the buffer.
 ///
@@ -54,84 +47,6 @@ pub struct PooledBuf {
 // The size the docs promise: a `Vec` and eight bytes.
 const _: () = assert!(mem::size_of::<PooledBuf>() == 32);
 
-/// Returns `v` to the pool with key `key`: the drop path of [`PooledBuf`] and
-/// [`BufferPool::put`](crate::BufferPool::put). A pool with a budget takes the same path:
-/// a buffer on a stack stays charged (`budget.rs`).
-#[inline(always)]
-pub(crate) fn give_back(key: Key, tag: Tag, mut v: Vec<u8>) {
-    match local::fast_push(key, tag.hint(), &mut v) {
-        // Taken: `v` is an empty `Vec` now, with nothing to free.
-        Pushed::Kept => mem::forget(v),
-        Pushed::Due => {
-            mem::forget(v);
-            local::service(key, tag.hint());
-        }
-        Pushed::Refused => {
-            // The `Vec` goes to the slow path as its parts, in registers: passed whole (by
-            // reference to a copy, the ABI's way for 24 bytes), it can make the compiler keep
-            // `v` in memory on the fast path too.
-            let mut v = mem::ManuallyDrop::new(v);
-            give_back_slow(v.as_mut_ptr(), v.len(), v.capacity(), key, tag)
-        }
-    }
-}
-
-/// A return the fast path could not take: through this thread's cache's slow path, or
-/// without one. The buffer comes as the parts of a `Vec` whose ownership passes here.
-#[cold]
-#[inline(never)]
-fn give_back_slow(ptr: *mut u8, len: usize, cap: usize, key: Key, tag: Tag) {
-    // SAFETY: the parts of a `Vec<u8>` the caller gave up (`ManuallyDrop`), so this is its
-    // only owner.
-    let v = unsafe { Vec::from_raw_parts(ptr, len, cap) };
-    local::slow(key, Return { v, key, tag });
-}
-
-/// A buffer coming back to the pool with key `key`, on the slow path.
-struct Return {
-    v: Vec<u8>,
-    key: Key,
-    tag: Tag,
-}
-
-impl SlowOp for Return {
-    type Out = ();
-    fn find_pool(&self) -> Option<Arc<PoolState>> {
-        registry::lookup(self.key)
-    }
-    fn with_cache(self, o: &Owner<'_>, pool: &PoolState) {
-        policy::put_slow(o, pool, self.v, pool.untrack(self.tag));
-    }
-    fn without_cache(self, pool: Option<&PoolState>) {
-        match pool {
-            Some(pool) => pool.put_direct(self.v, pool.untrack(self.tag)),
-            None => free(self.v, self.key.align()), // the pool is gone
-        }
-    }
-}
-
-/// Gives the charge recorded in `tag` back to the budget of the pool with key `key`: a
-/// buffer of a budgeted pool left the pool (`into_vec`, `into_bytes`).
-#[cold]
-pub(crate) fn refund(key: Key, tag: Tag) {
-    // A tracked buffer (feature `holders`) leaves its entry too, budget or not.
-    if (!key.budgeted() && !is_tracked(tag)) || tag == Tag::NONE {
-        return;
-    }
-    local::with_pool(
-        key,
-        || registry::lookup(key),
-        |pool| {
-            if let Some(pool) = pool {
-                let tag = pool.untrack(tag);
-                if key.budgeted() {
-                    pool.refund(pool.charge_of(tag));
-                }
-            }
-        },
-    );
-}
-
 impl PooledBuf {
     #[inline(always)]
     pub(crate) fn new(buf: Vec<u8>, key: Key, tag: Tag) -> Self {
@@ -163,7 +78,7 @@ impl PooledBuf {
     pub fn into_vec(self) -> Vec<u8> {
         let mut this = ManuallyDrop::new(self);
         // The bytes leave the pool: with a budget they stop counting as in use.
-        refund(this.key, this.tag);
+        ops::refund(this.key, this.tag);
         // SAFETY: `this` is never dropped (`ManuallyDrop`), so `buf` is taken only here.
         unsafe { ManuallyDrop::take(&mut this.buf) }
     }
@@ -175,7 +90,7 @@ impl Drop for PooledBuf {
         // SAFETY: `drop` runs once, and nothing uses `buf` after it; `into_parts` and
         // `into_vec`, the only other takers, do not run `Drop`.
         let buf = unsafe { ManuallyDrop::take(&mut self.buf) };
-        give_back(self.key, self.tag, buf);
+        ops::put(self.key, self.tag, buf);
     }
 }
 

@@ -25,7 +25,8 @@ use std::ptr::NonNull;
 use crate::base::key::{Key, Tag};
 use crate::base::sync::{AtomicUsize, Ordering};
 use crate::buf::block::{self as blocks, Inner};
-use crate::buf::pooled::{give_back, PooledBuf};
+use crate::buf::pooled::PooledBuf;
+use crate::engine::ops;
 
 /// A shared, read-only view of (part of) a pooled buffer; the buffer returns to its pool when
 /// the last view is dropped.
@@ -409,7 +410,7 @@ fn last_view(inner: NonNull<Inner>) {
     #[cfg(loom)]
     LAST_VIEWS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     if tag != Tag::FOREIGN {
-        give_back(pool, tag, buf);
+        ops::put(pool, tag, buf);
     }
 }
 

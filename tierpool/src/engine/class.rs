@@ -131,12 +131,6 @@ impl Classes {
         self.sizes.len()
     }
 
-    /// The largest tier size.
-    #[inline]
-    pub(crate) fn max(&self) -> usize {
-        self.max
-    }
-
     /// The thread caches' lookup for bucket `b` of `usize` (`b < ALL_BUCKETS`): the first
     /// candidate tier, or `len()`, the index of the caches' sentinel tier, above the largest.
     pub(crate) fn first_candidate(&self, b: usize) -> usize {

@@ -3,7 +3,10 @@
 
 use std::time::Duration;
 
-use crate::engine::class::{self, Classes, MAX_ALIGNMENT, MAX_TIERS};
+use crate::engine::class::{self, Classes};
+// The limits a configuration is validated against, for the builder's constants.
+pub(crate) use crate::engine::budget::MAX_BUDGET;
+pub(crate) use crate::engine::class::{MAX_ALIGNMENT, MAX_TIERS};
 use crate::engine::error::ConfigError;
 use crate::sys::trim::TrimAllocator;
 

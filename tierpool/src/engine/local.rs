@@ -313,35 +313,6 @@ pub(crate) fn with_pool<R>(
     f(pool.as_deref())
 }
 
-/// Housekeeping on this thread's cache for `key`: the return countdown of the tier with hint
-/// `hint` ran out.
-#[cold]
-#[inline(never)]
-pub(crate) fn service(key: Key, hint: u32) {
-    slow(key, Service { hint });
-}
-
-/// [`service`]'s operation: housekeeping, on a cache only.
-struct Service {
-    hint: u32,
-}
-
-impl SlowOp for Service {
-    type Out = ();
-    fn find_pool(&self) -> Option<Arc<PoolState>> {
-        None
-    }
-    fn with_cache(self, o: &Owner<'_>, pool: &PoolState) {
-        // The look first, then the next countdown, at the length the look just chose
-        // (`Owner::pace`): the other way round, a thread that went from busy to sparse ran
-        // two more countdowns of 256 before its looks came closer. The finished countdown
-        // reads as 0 meanwhile, so the count the look reads is exact.
-        policy::service(o, pool);
-        o.fold_countdown(self.hint);
-    }
-    fn without_cache(self, _: Option<&PoolState>) {}
-}
-
 /// One slow operation on a pool: what it does with this thread's cache for the pool, and
 /// what it does without one. [`slow`] picks which, down the ladder (module docs).
 pub(crate) trait SlowOp: Sized {
@@ -449,7 +420,7 @@ fn run<O: SlowOp>(local: &Local, table: &mut Table, key: Key, op: O) -> O::Out {
 
 /// The owner's side of a get and a return for the loom models, on a given cache instead of
 /// this thread's table (loom's models drive the components, not the thread-local table): the
-/// fast path, and the slow path when the fast one refuses, as `pool/buffer_pool.rs` and `buf/pooled.rs` do.
+/// fast path, and the slow path when the fast one refuses, as `ops.rs` does.
 #[cfg(all(test, loom))]
 pub(crate) mod for_models {
     use crate::base::key::Tag;
@@ -487,7 +458,7 @@ pub(crate) mod for_models {
     }
 
     /// A return of `v` (tag `tag`) on `cache`'s thread.
-    pub(crate) fn give_back(cache: &Arc<Cache>, pool: &PoolState, mut v: Vec<u8>, tag: Tag) {
+    pub(crate) fn put(cache: &Arc<Cache>, pool: &PoolState, mut v: Vec<u8>, tag: Tag) {
         let key = cache.head.own_key;
         // SAFETY: as in `get`.
         match unsafe { fast::push(Cache::doorbell(cache), key, tag.hint(), &mut v) } {

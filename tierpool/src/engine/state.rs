@@ -45,19 +45,19 @@ pub(crate) enum Got {
 #[derive(Debug)]
 pub(crate) struct PoolState {
     /// Never written after construction.
-    pub(crate) classes: Classes,
-    pub(crate) thread_cache_bytes: usize,
+    pub(in crate::engine) classes: Classes,
+    pub(in crate::engine) thread_cache_bytes: usize,
     /// What each thread cache may reserve: `thread_cache_bytes`, or under a budget
     /// `min(thread_cache_bytes, limit / 16)` (0 where caches cannot be reclaimed: `fence.rs`).
     cache_bytes: usize,
-    pub(crate) zero_on_return: bool,
+    pub(in crate::engine) zero_on_return: bool,
     /// A get its tier cannot serve may be lent a larger tier's buffer ([`Self::lends`]).
     lend: bool,
     /// The alignment of every buffer's allocation (1 for a plain pool, an
     /// [`AlignedPool`](crate::AlignedPool)'s alignment): see `Settings::align`. Never 0.
     align: usize,
-    pub(crate) max_retained_bytes: usize,
-    pub(crate) clock: Clock,
+    pub(in crate::engine) max_retained_bytes: usize,
+    pub(in crate::engine) clock: Clock,
     /// The thread caches' lookup table (`cache::offset_table`), copied into each.
     cache_table: Box<[u32; ALL_BUCKETS]>,
     /// What thread caches reserve their room from: `allowance`, or, where caches cannot be
@@ -65,32 +65,32 @@ pub(crate) struct PoolState {
     cache_allowance: Arc<Allowance>,
     /// Stack storage thread caches gave up, for the next caches' stacks (`cache/spare.rs`).
     spares: Arc<SpareSlots>,
-    pub(crate) depot: Depot,
+    pub(in crate::engine) depot: Depot,
     /// Set once, by `close`, before it rings the caches (see [`Cache::ring`]).
-    pub(crate) closed: AtomicBool,
+    pub(in crate::engine) closed: AtomicBool,
     /// Bumped by `trim()` before it rings the caches; thread caches compare it with the value
     /// they last acted on (see [`Cache::ring`]).
-    pub(crate) trim_gen: AtomicU64,
+    pub(in crate::engine) trim_gen: AtomicU64,
     /// The last epoch whose tick has been done.
     tick_epoch: AtomicU64,
     /// The sixteenth of an interval in which idle caches were last reclaimed for room.
-    pub(crate) last_quiet_reclaim: AtomicU64,
+    pub(in crate::engine) last_quiet_reclaim: AtomicU64,
     /// Every thread cache of this pool.
-    pub(crate) caches: Caches,
-    pub(crate) trimmer: Mutex<Option<std::thread::Thread>>,
+    pub(in crate::engine) caches: Caches,
+    pub(in crate::engine) trimmer: Mutex<Option<std::thread::Thread>>,
     /// The budget on bytes in use, if configured. A budgeted pool keeps only buffers of
     /// exactly a tier's size, so that every buffer it hands out has the capacity it was
     /// charged.
-    pub(crate) budget: Option<Budget>,
+    pub(in crate::engine) budget: Option<Budget>,
     /// Released bytes, for glibc's `malloc_trim` (`sys/trim.rs`).
-    pub(crate) allocator_trim: AllocatorTrim,
+    pub(in crate::engine) allocator_trim: AllocatorTrim,
     /// The pool's name (`Builder::name`).
-    pub(crate) name: String,
+    pub(in crate::engine) name: String,
     /// What metrics publication remembers (`observe/telemetry.rs`; nothing without the
     /// feature `metrics`).
     published: Published,
     /// The tracked buffers (`observe/holders.rs`; none without the feature `holders`).
-    pub(crate) holders: Tracker,
+    pub(in crate::engine) holders: Tracker,
 }
 
 impl PoolState {
@@ -138,6 +138,46 @@ impl PoolState {
             published: Default::default(),
             holders: Tracker::new(config.track_every, config.report_waits_after),
         }
+    }
+
+    /// The pool's name (`Builder::name`).
+    pub(crate) fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The tracked buffers (feature `holders`).
+    pub(crate) fn holders(&self) -> &Tracker {
+        &self.holders
+    }
+
+    /// The tier sizes, ascending.
+    pub(crate) fn tier_sizes(&self) -> &[usize] {
+        self.classes.sizes()
+    }
+
+    /// The cap on retained bytes (`Builder::max_retained_bytes`).
+    pub(crate) fn max_retained_bytes(&self) -> usize {
+        self.max_retained_bytes
+    }
+
+    /// What each thread cache may keep, as configured (`Builder::thread_cache_bytes`).
+    pub(crate) fn thread_cache_bytes(&self) -> usize {
+        self.thread_cache_bytes
+    }
+
+    /// The bytes the shared depot holds.
+    pub(crate) fn depot_bytes(&self) -> usize {
+        self.depot.bytes()
+    }
+
+    /// The budget on bytes in use, if the pool has one.
+    pub(crate) fn budget(&self) -> Option<&Budget> {
+        self.budget.as_ref()
+    }
+
+    /// The bytes the thread caches hold (charged, in a budgeted pool).
+    pub(crate) fn held_in_caches(&self) -> usize {
+        self.caches.held_bytes()
     }
 
     /// True once the pool closed. `Acquire`, pairing with `close`'s `Release` store: a thread

@@ -14,15 +14,9 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
-use crate::base::sync::Arc;
 use crate::buf::pooled::PooledBuf;
-use crate::engine::budget::{Budget, Ticket, Wake};
-use crate::engine::cache::Owner;
 use crate::engine::error::AllocError;
-use crate::engine::fresh::Fresh;
-use crate::engine::local::{self, SlowOp};
-use crate::engine::policy;
-use crate::engine::state::{Got, PoolState};
+use crate::engine::ops::{self, Budget, Fresh, Got, Ticket, Wake};
 use crate::observe::holders::{site, Site};
 use crate::pool::handle::{PoolRef, Wait};
 use crate::pool::kind::{Kind, Plain};
@@ -35,29 +29,6 @@ enum Begun {
         ticket: Ticket,
         charge: usize,
     },
-}
-
-/// A get on this thread's cache's slow path, or without a cache (down the ladder), with
-/// `prepaid` bytes of its charge already paid.
-struct Get<'a> {
-    n: usize,
-    how: Fresh,
-    prepaid: usize,
-    state: &'a Arc<PoolState>,
-}
-
-impl SlowOp for Get<'_> {
-    type Out = Result<Got, AllocError>;
-    fn find_pool(&self) -> Option<Arc<PoolState>> {
-        Some(Arc::clone(self.state))
-    }
-    fn with_cache(self, o: &Owner<'_>, pool: &PoolState) -> Self::Out {
-        policy::get_slow(o, pool, self.n, self.how, self.prepaid)
-    }
-    fn without_cache(self, pool: Option<&PoolState>) -> Self::Out {
-        pool.unwrap_or(self.state)
-            .get_direct(self.n, self.how, self.prepaid)
-    }
 }
 
 impl PoolRef {
@@ -117,7 +88,7 @@ impl PoolRef {
         // first look at the ticket wakes it: no lost wake-up. The queue sweeps the caches
         // again now that it is joined.
         let ticket = budget.enqueue(charge, wake);
-        policy::sweep(state);
+        ops::sweep(state);
         Ok(Begun::Queued { ticket, charge })
     }
 
@@ -128,9 +99,13 @@ impl PoolRef {
         let (state, budget) = (self.state(), self.budget());
         let start = Instant::now();
         let deadline = timeout.and_then(|t| start.checked_add(t));
-        let mut report = || state.holders.report_wait(&state.name, n, start.elapsed());
+        let mut report = || {
+            state
+                .holders()
+                .report_wait(state.name(), n, start.elapsed())
+        };
         let report = state
-            .holders
+            .holders()
             .report_after()
             .and_then(|after| start.checked_add(after))
             .map(|at| (at, &mut report as &mut dyn FnMut()));
@@ -148,15 +123,7 @@ impl PoolRef {
     /// A buffer for `n` bytes through this thread's cache, or without one (down the ladder),
     /// `prepaid` bytes of its charge paid.
     fn fetch(&self, n: usize, how: Fresh, prepaid: usize) -> Result<Got, AllocError> {
-        local::slow(
-            self.key,
-            Get {
-                n,
-                how,
-                prepaid,
-                state: self.state_arc(),
-            },
-        )
+        ops::get(self.key, self.state_arc(), n, how, prepaid)
     }
 
     /// A get of `n` bytes whose charge is paid from `prepaid` bytes set aside (a
@@ -222,7 +189,7 @@ impl PoolRef {
             });
         };
         let ticket = budget.enqueue(bytes, wake);
-        policy::sweep(self.state());
+        ops::sweep(self.state());
         Ok(Some(ticket))
     }
 
@@ -258,8 +225,7 @@ impl PoolRef {
     /// The budget, for a pool whose key says it has one.
     fn budget(&self) -> &Budget {
         self.state()
-            .budget
-            .as_ref()
+            .budget()
             .expect("only a pool with a budget asks to wait")
     }
 
@@ -284,10 +250,10 @@ impl PoolRef {
     /// they hold anything; false if that was not enough (nothing taken).
     fn take_swept(&self, charge: usize) -> bool {
         let state = self.state();
-        if state.caches.held_bytes() == 0 {
+        if state.held_in_caches() == 0 {
             return false;
         }
-        policy::sweep(state);
+        ops::sweep(state);
         self.budget().try_take(charge, 0, 1).is_some()
     }
 }

@@ -7,17 +7,13 @@ use std::fmt;
 use std::time::Duration;
 
 use crate::base::key::Tag;
-use crate::buf::pooled::give_back;
 use crate::engine::config::Config;
 use crate::engine::error::{AllocError, ConfigError};
-use crate::engine::fresh::Fresh;
-use crate::engine::local;
-use crate::engine::policy;
+use crate::engine::ops::{self, Fresh};
 use crate::observe::stats::Stats;
 use crate::pool::acquire::Acquire;
-use crate::pool::handle::{PoolRef, TrimOwn, Wait};
+use crate::pool::handle::{PoolRef, Wait};
 use crate::pool::kind::{Aligned, Kind, Plain};
-use crate::sys::trim::Why;
 // check_layers: allow pool::builder (a pool and its builder name each other)
 use crate::pool::builder::Builder;
 
@@ -127,7 +123,7 @@ impl BufferPool {
     /// ```
     #[inline]
     pub fn put(&self, buf: Vec<u8>) {
-        give_back(self.core.key, Tag::NONE, buf);
+        ops::put(self.core.key, Tag::NONE, buf);
     }
 }
 
@@ -383,7 +379,7 @@ impl<K: Kind> BufferPool<K> {
     #[cfg(feature = "holders")]
     #[cfg_attr(docsrs, doc(cfg(feature = "holders")))]
     pub fn holders(&self) -> Vec<crate::Holder> {
-        self.core.state().holders.holders()
+        self.core.state().holders().holders()
     }
 
     /// A snapshot of the pool's counters. See [`Stats`] for what is exact when.
@@ -423,23 +419,12 @@ impl<K: Kind> BufferPool<K> {
     /// other.join().unwrap();
     /// ```
     pub fn trim(&self) -> usize {
-        let state = self.core.state();
-        let caches = match policy::trim_all(state) {
-            Some(bytes) => bytes,
-            // Caches cannot be reclaimed here: this thread's own releases now, the others at
-            // their owners' next operation.
-            None => local::slow(self.core.key, TrimOwn),
-        };
-        let bytes = caches + state.depot.trim();
-        state.trim_spares();
-        state.allocator_trim.released(bytes, Why::Trim);
-        state.allocator_trim.run_now();
-        bytes
+        ops::trim(self.core.key, self.core.state())
     }
 
     /// The tier sizes, ascending (an aligned pool's: each a multiple of the alignment).
     pub fn tier_sizes(&self) -> &[usize] {
-        self.core.state().classes.sizes()
+        self.core.state().tier_sizes()
     }
 
     /// The capacity a get of `n` bytes gives when it takes a fresh buffer, and what
@@ -489,7 +474,7 @@ impl<K: Kind> BufferPool<K> {
 
     /// The pool's name ([`Builder::name`]; `pool-1`, `pool-2`, ... for unnamed pools).
     pub fn name(&self) -> &str {
-        &self.core.state().name
+        self.core.state().name()
     }
 
     /// Publishes the pool's figures to the [`metrics`](https://docs.rs/metrics) facade now
@@ -512,7 +497,7 @@ impl<K: Kind> BufferPool<K> {
     /// The cap on the bytes the pool retains: the depot and every thread cache together (see
     /// [`Builder::max_retained_bytes`]).
     pub fn max_retained_bytes(&self) -> usize {
-        self.core.state().max_retained_bytes
+        self.core.state().max_retained_bytes()
     }
 
     /// The most each thread's cache for this pool may hold (under a budget on bytes in use,
@@ -520,12 +505,12 @@ impl<K: Kind> BufferPool<K> {
     /// number of threads, the depot and all thread caches together retain at most
     /// [`max_retained_bytes`](Self::max_retained_bytes).
     pub fn thread_cache_bytes(&self) -> usize {
-        self.core.state().thread_cache_bytes
+        self.core.state().thread_cache_bytes()
     }
 
     /// The budget on bytes in use ([`Builder::max_in_use_bytes`]), if the pool has one.
     pub fn max_in_use_bytes(&self) -> Option<usize> {
-        self.core.state().budget.as_ref().map(|b| b.limit())
+        self.core.state().budget().map(|b| b.limit())
     }
 
     /// True if both handles refer to the same pool.
@@ -545,16 +530,17 @@ impl Default for BufferPool {
 impl<K: Kind> fmt::Debug for BufferPool<K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let s = self.core.state();
+        let tiers = s.tier_sizes();
         f.debug_struct("BufferPool")
-            .field("name", &s.name)
+            .field("name", &s.name())
             .field("key", &self.core.key)
             .field("kind", &self.kind)
-            .field("tiers", &s.classes.len())
-            .field("smallest", &s.classes.size(0))
-            .field("largest", &s.classes.max())
-            .field("max_retained_bytes", &s.max_retained_bytes)
-            .field("thread_cache_bytes", &s.thread_cache_bytes)
-            .field("depot_bytes", &s.depot.bytes())
+            .field("tiers", &tiers.len())
+            .field("smallest", &tiers[0])
+            .field("largest", &tiers[tiers.len() - 1])
+            .field("max_retained_bytes", &s.max_retained_bytes())
+            .field("thread_cache_bytes", &s.thread_cache_bytes())
+            .field("depot_bytes", &s.depot_bytes())
             .finish()
     }
 }

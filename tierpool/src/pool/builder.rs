@@ -3,9 +3,7 @@
 
 use std::time::Duration;
 
-use crate::engine::budget::MAX_BUDGET;
-use crate::engine::class::{MAX_ALIGNMENT, MAX_TIERS};
-use crate::engine::config::{self, Settings, TierSpec};
+use crate::engine::config::{self, Settings, TierSpec, MAX_ALIGNMENT, MAX_BUDGET, MAX_TIERS};
 use crate::engine::error::ConfigError;
 use crate::pool::buffer_pool::{AlignedPool, BufferPool};
 use crate::pool::kind::Aligned;

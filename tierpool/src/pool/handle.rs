@@ -3,17 +3,12 @@
 //! path, written once on it. What the fast path cannot serve goes to `acquire.rs`.
 
 use crate::base::key::{Key, Tag};
-use crate::base::sync::{lock, Arc};
+use crate::base::sync::Arc;
 use crate::buf::pooled::PooledBuf;
-use crate::engine::cache::Owner;
 use crate::engine::config::Config;
 use crate::engine::error::AllocError;
-use crate::engine::fresh::{prepare_hit, Fresh};
-use crate::engine::local::{self, Popped, SlowOp};
-use crate::engine::state::PoolState;
-use crate::engine::{policy, registry};
+use crate::engine::ops::{self, Fresh, PoolState};
 use crate::observe::holders::{site, Sampler, Site};
-use crate::pool::trimmer;
 
 /// How long a get may wait for room in the budget.
 #[derive(Debug, Clone, Copy)]
@@ -45,46 +40,7 @@ struct Handle {
 
 impl Drop for Handle {
     fn drop(&mut self) {
-        // Every thread cache gives up its buffers now (reclaimed), or, where caches cannot be
-        // reclaimed, at its owner's next operation or exit; this thread's own at once.
-        policy::close_all(&self.state);
-        registry::unregister(self.key);
-        local::slow(self.key, Housekeeping);
-        if let Some(trimmer) = lock(&self.state.trimmer).take() {
-            trimmer.unpark();
-        }
-    }
-}
-
-/// This thread's cache's housekeeping (at close: it sees the ring and gives its buffers up).
-struct Housekeeping;
-
-impl SlowOp for Housekeeping {
-    type Out = ();
-    fn find_pool(&self) -> Option<Arc<PoolState>> {
-        None
-    }
-    fn with_cache(self, o: &Owner<'_>, pool: &PoolState) {
-        policy::service(o, pool);
-    }
-    fn without_cache(self, _: Option<&PoolState>) {}
-}
-
-/// Where caches cannot be reclaimed: `trim()` releases this thread's cache now (the others
-/// see the trim at their next operation).
-pub(crate) struct TrimOwn;
-
-impl SlowOp for TrimOwn {
-    type Out = usize;
-    fn find_pool(&self) -> Option<Arc<PoolState>> {
-        None
-    }
-    fn with_cache(self, o: &Owner<'_>, pool: &PoolState) -> usize {
-        o.set_trim_gen(pool.trim_gen.load(std::sync::atomic::Ordering::Relaxed));
-        policy::release_all(o, pool)
-    }
-    fn without_cache(self, _: Option<&PoolState>) -> usize {
-        0
+        ops::close(self.key, &self.state);
     }
 }
 
@@ -92,22 +48,17 @@ impl std::fmt::Debug for PoolRef {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("PoolRef")
             .field("key", &self.key)
-            .field("name", &self.state().name)
+            .field("name", &self.state().name())
             .finish()
     }
 }
 
 impl PoolRef {
     pub(crate) fn new(config: Config) -> Self {
-        let background = config.background_trim;
-        let state = Arc::new(PoolState::new(config));
-        let key = registry::register(&state);
-        if background {
-            *lock(&state.trimmer) = trimmer::spawn(&state);
-        }
+        let (key, state) = ops::open(config);
         PoolRef {
             key,
-            sampler: Sampler::new(state.holders.every()),
+            sampler: Sampler::new(state.holders().every()),
             handle: Arc::new(Handle { key, state }),
         }
     }
@@ -135,8 +86,8 @@ impl PoolRef {
         wait: Wait,
         site: Site,
     ) -> Result<PooledBuf, AllocError> {
-        let (v, tag) = match local::fast_pop(self.key, n) {
-            Some(hit) => taken(hit, n, how),
+        let (v, tag) = match ops::pop(self.key, n, how) {
+            Some(hit) => hit,
             // The slow path's result comes through memory; taking it apart here, on its own
             // branch, lets the fast path keep the handle in registers instead of copying it
             // through the stack (the callgrind guard counts the difference).
@@ -152,8 +103,8 @@ impl PoolRef {
     #[inline(always)]
     #[cfg_attr(feature = "holders", track_caller)]
     pub(crate) fn obtain_or_panic(&self, n: usize, how: Fresh) -> PooledBuf {
-        let (v, tag) = match local::fast_pop(self.key, n) {
-            Some(hit) => taken(hit, n, how),
+        let (v, tag) = match ops::pop(self.key, n, how) {
+            Some(hit) => hit,
             None => self.slow_or_panic(n, how).into_parts(),
         };
         let tag = self.sampled(tag, v.capacity(), site());
@@ -183,7 +134,7 @@ impl PoolRef {
     #[cold]
     #[inline(never)]
     fn track_slow(&self, tag: Tag, cap: usize, site: Site) -> Tag {
-        self.state().holders.track(tag, cap, site)
+        self.state().holders().track(tag, cap, site)
     }
 
     /// `b`, taken at `site` on a path that does not sample (the budget's), tracked if due.
@@ -192,15 +143,6 @@ impl PoolRef {
         let tag = self.sampled(tag, v.capacity(), site);
         PooledBuf::new(v, self.key, tag)
     }
-}
-
-/// A buffer the thread cache just gave for `n` bytes, ready to hand out, with its tag.
-#[inline(always)]
-fn taken(hit: Popped, n: usize, how: Fresh) -> (Vec<u8>, Tag) {
-    let tag = Tag::from_hint(hit.hint);
-    let mut v = hit.into_vec();
-    prepare_hit(&mut v, n, how);
-    (v, tag)
 }
 
 /// The panic of a get that cannot be served: a buffer larger than the whole budget.

@@ -6,7 +6,6 @@
 //! | file | what it holds |
 //! |---|---|
 //! | `kind.rs` | what a pool hands out: [`Plain`](crate::Plain) buffers or [`Aligned`](crate::Aligned) ones |
-//! | `trimmer.rs` | the background trimmer thread |
 //! | `handle.rs` | what every pool handle holds (the key, the state, closing), and the get's fast path |
 //! | `acquire.rs` | the slow get: the one wait on the budget, blocking or async ([`Acquire`](crate::Acquire)) |
 //! | `buffer_pool.rs` | [`BufferPool`](crate::BufferPool): its gets, figures and controls, written once for both kinds |
@@ -16,7 +15,6 @@
 //! | `global.rs` | the process-wide default pool |
 
 pub(crate) mod kind;
-pub(crate) mod trimmer;
 pub(crate) mod handle;
 pub(crate) mod acquire;
 pub(crate) mod buffer_pool;

@@ -6,9 +6,8 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use crate::buf::pooled::PooledBuf;
-use crate::engine::budget::{Ticket, Wake};
 use crate::engine::error::AllocError;
-use crate::engine::fresh::Fresh;
+use crate::engine::ops::{Fresh, Ticket, Wake};
 use crate::observe::holders::{site, Site};
 use crate::pool::buffer_pool::BufferPool;
 

@@ -1,6 +1,6 @@
-//! What a thread cache does beyond the fast path, in safe code, and the engine's one door for
-//! the layers above: a get or a return the fast path could not serve, the owner's
-//! housekeeping, and what reclaimers do with a cache they took over.
+//! What a thread cache does beyond the fast path, in safe code: a get or a return the fast
+//! path could not serve, the owner's housekeeping, and what reclaimers do with a cache they
+//! took over. The layers above reach it through `ops.rs`.
 //!
 //! Every function on one cache takes its [`Owner`] (the owning thread's, or a reclaimer's:
 //! the rules are the same either way) and the pool's state. Each file answers one question:

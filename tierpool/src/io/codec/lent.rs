@@ -6,7 +6,8 @@ use std::fmt;
 use bytes::{Bytes, BytesMut};
 
 use crate::base::key::{Key, Tag};
-use crate::buf::pooled::{give_back, refund, PooledBuf};
+use crate::buf::pooled::PooledBuf;
+use crate::engine::ops;
 use crate::io::parts::Store;
 
 /// A pooled buffer lent to a codec as a `BytesMut` (no copy), and how to give it back.
@@ -87,7 +88,7 @@ impl Drop for Lent {
     fn drop(&mut self) {
         let v: Vec<u8> = std::mem::take(&mut self.bm).into();
         if v.as_ptr() as usize == self.addr && v.capacity() == self.cap {
-            give_back(self.key, self.tag, v);
+            ops::put(self.key, self.tag, v);
         } else {
             // The pooled allocation left the pool (to the frames, or freed by a decoder's
             // `reserve`): its charge goes back. This buffer is the decoder's (a `reserve`
@@ -95,7 +96,7 @@ impl Drop for Lent {
             // freed, not kept. Filed under the largest tier below its capacity, it would be
             // handed out later as that tier, larger than asked, and a read buffer parked in
             // it would hold more than its bound.
-            refund(self.key, self.tag);
+            ops::refund(self.key, self.tag);
             drop(v);
         }
     }

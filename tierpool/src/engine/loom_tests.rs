@@ -342,7 +342,7 @@ mod reclaim {
                 let (mut v, tag) = local_for_models::get(&c1, &s1, 64);
                 assert_eq!(v.capacity(), 64);
                 v.push(7); // the owner's write, before it gives the buffer back
-                local_for_models::give_back(&c1, &s1, v, tag);
+                local_for_models::put(&c1, &s1, v, tag);
             });
             let mut released = 0;
             let done = state.caches.reclaim(
@@ -379,7 +379,7 @@ mod reclaim {
             let (s1, c1) = (state.clone(), cache.clone());
             let owner = thread::spawn(move || {
                 let v = Vec::with_capacity(64);
-                local_for_models::give_back(&c1, &s1, v, crate::base::key::Tag::NONE);
+                local_for_models::put(&c1, &s1, v, crate::base::key::Tag::NONE);
             });
             state.caches.reclaim(
                 Turn::Wait,
@@ -497,7 +497,7 @@ mod budget {
             let s1 = state.clone();
             let owner = thread::spawn(move || {
                 let cache = s1.new_cache(super::key(true));
-                local_for_models::give_back(&cache, &s1, Vec::with_capacity(64), Tag::tier(0));
+                local_for_models::put(&cache, &s1, Vec::with_capacity(64), Tag::tier(0));
                 cache
             });
             loom::future::block_on(Wait {
