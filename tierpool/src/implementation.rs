@@ -207,7 +207,7 @@
 //!  ┌──────────────────────────────────────────────────────────┐ using == 0, empty the cache
 //!  │ Depot (pool P): per tier, a lock on its own cache line    │
 //!  │ over a stack of exact-size buffers and one of larger ones │
-//!  │ Allowance: depot contents + every cache's reserved room   │
+//!  │ Allowance: depot contents + every cache's booked room     │
 //!  │            <= max_retained_bytes                          │
 //!  └──────────────────────────────────────────────────────────┘
 //! ```
@@ -246,7 +246,7 @@
 //!   gets and returns go to the depot.
 //! - **Policy** (`engine/policy/`, safe code, one rule per file, listed in *The slow path's
 //!   rules* below): what a get or a return does when the fast path cannot serve it. Tiers
-//!   reserve room when first used and grow with use (so the fast path checks a limit, not a
+//!   book room when first used and grow with use (so the fast path checks a limit, not a
 //!   byte count), batches move to and from the depot under one lock
 //!   acquisition (half a stack to it; from it, one buffer first and twice as many each
 //!   refill after, up to half a stack), odd-capacity buffers go to the depot, housekeeping
@@ -304,7 +304,7 @@
 //! | `engine/` | 3 | the machinery: size classes, the budget, errors, decay clock, the depot, configuration, the thread caches (`cache/`), a pool's state, the slow path (`policy/`), the thread-local table (`local.rs`), the registry, the background trimmer; the layers above enter through `ops.rs` alone |
 //! | `buf/` | 4 | the buffers a user holds: `PooledBuf`, `PooledBytes`, `AlignedBuf`, and their `bytes` traits |
 //! | `pool/` | 5 | what hands them out: `BufferPool` (get, acquire), `Builder`, `AlignedPool`, the default pool |
-//! | `io/` | 6 | reading and writing: what the pooled readers and writers are made of (`parts/`: the read rules (`rule.rs`, public as `ReadRule`), the stores, the core that applies the rules to a read loop, the write loop), `ReadBuffer` (`read_buf.rs`), `BufWriter` (`write_buf.rs`), tokio-util's codecs (`codec/`: `framed_read.rs`, `framed_write.rs`, and `lent.rs`, the buffer lent to a codec), `PooledChain` (`chain.rs`), readiness-first reads (`ready.rs`), frames (`frame.rs`), provided-buffer rings (`buf_ring/`) |
+//! | `io/` | 6 | reading and writing: what the pooled readers and writers are made of (`parts/`: the read rules (`rule.rs`, public as `ReadRule`), the stores, the core that applies the rules to a read loop, the write loop), `ReadBuffer` (`read_buf.rs`), `BufWriter` (`write_buf.rs`), tokio-util's codecs (`codec/`: `framed_read.rs`, `framed_write.rs`, and `bytes_mut_store.rs`, the buffer handed to a codec as a `BytesMut`), `PooledChain` (`chain.rs`), readiness-first reads (`ready.rs`), frames (`frame.rs`), provided-buffer rings (`buf_ring/`) |
 //! | `compat/` | 7 | other crates' traits: compio, tokio-uring, monoio, `http_body` |
 //!
 //! ## The slow path's rules
@@ -318,19 +318,19 @@
 //! | flush | a return's stack is full: its oldest buffers to the depot, half the stack (all of a stack of one or two) | `exchange::flush` |
 //! | give up | a stack and its room to the depot at once (room-making, the large slot, a sweep, thread exit) | `exchange::give_up` |
 //! | release | buffers to the allocator, their pages first when idle or refused at the cap | `exchange::release`, `DepotTier::release`, `PoolState::file_in_depot` |
-//! | first room | a tier's first reservation: one buffer, or the large slot | `room::reserve` |
-//! | the room ladder | where more room comes from, by purpose (refill, miss, return): free room, unused reservations, other stacks, the allowance, eviction, quiet caches | `room::grow` |
+//! | first room | a tier's first booking: one buffer, or the large slot | `room::book` |
+//! | the room ladder | where more room comes from, by purpose (refill, miss, return): free room, unused bookings, other stacks, the allowance, eviction, quiet caches | `room::grow` |
 //! | the large slot | one tier above `cache_bytes` may hold one buffer | `room::take_large_slot` |
 //! | eviction | at the cap, the depot's oldest buffers of other sizes make way for a buffer in use | `room::evict`, `Depot::evict` |
 //! | retrieval | a get its stack and a refill cannot serve: a larger buffer filed under its tier, or a loan of a larger tier's | `retrieve::retrieve` |
-//! | housekeeping | every 16th slow operation, a rung doorbell, or a tier's due return count looks at the pool | `service::housekeeping`, `Owner::pace`; a due return count through `ops.rs`'s `service` |
-//! | service | what the pool asks of a cache: closed, trimmed, budget pressure, a new interval | `service::service` |
-//! | the idle rule | what stayed unused through an interval is released: cache stacks, the depot, spare storage, parked caches | `service::decay`, `IdleStack::decay` (`engine/idle.rs`) |
+//! | housekeeping | every 16th slow operation, a rung doorbell, or a tier's due return count looks at the pool | `housekeeping::after_slow_op`, `Owner::pace`; a due return count through `ops.rs`'s `look_due` |
+//! | the look | what the pool asks of a cache: closed, trimmed, budget pressure, a new interval | `housekeeping::look` |
+//! | the idle rule | what stayed unused through an interval is released: cache stacks, the depot, spare storage, parked caches | `housekeeping::decay`, `IdleStack::decay` (`engine/idle.rs`) |
 //! | the tick | once per interval, by one thread: the depot's, spare storage's and parked caches' decay (`PoolState::claim_tick`), idle caches reclaimed, the allocator trimmed, overdue budget waits reported, metrics | `tick::tick` |
 //! | reclaim for room | the allowance is spent: caches quiet since the last tick are emptied | `tick::reclaim_quiet` |
 //! | after the operation | refunds, the tick, reclaiming for room run once the owner is gone | `tick::finish` |
 //! | pool-wide | `trim()`, closing, a budget waiter's sweep: every cache reclaimed and acted on | `pool_wide::reclaim_all` |
-//! | thread exit | a cache gives everything to the depot, then, its refunds settled, is detached and parked for the next thread | `local::retire` (`service::retire`, `Caches::detach`) |
+//! | thread exit | a cache gives everything to the depot, then, its refunds settled, is detached and parked for the next thread | `local::retire` (`housekeeping::retire`, `Caches::detach`) |
 //! | the budget's charges | a refill charges its batch, everything leaving a stack refunds | `PoolState::charge`, `Owner::defer_refund` |
 //!
 //! ## Special cases
@@ -347,15 +347,15 @@
 //!
 //! | special case | where | kept by | guard |
 //! |---|---|---|---|
-//! | housekeeping paced by the time between looks: a tier's return countdown from 256 down to 8, and a look every 16 slow operations | `Owner::pace`, `Owner::tick_countdown`, `SLOW_CHECK_EVERY` | `idle-threads`: a thread returning a buffer a millisecond looked at the clock every 256 ms | `housekeeping_is_paced_by_the_time_between_looks_and_counts_stay_exact` (`src/engine/policy/tests.rs`) |
-//! | a closed pool's caches are rung, free everything, keep nothing | `service::kill`, `pool_wide::close_all`, `Owner::mark_dead` | the API: a pool dropped while buffers are out | `a_buffer_outliving_its_pool_is_freed_on_a_thread_that_still_has_a_cache` (`tests/leak.rs`), `loom_close_is_never_missed_by_a_cache` |
-//! | budget pressure: a waiter sweeps every cache before it queues and after; while it waits caches keep nothing, and a cache made meanwhile is born rung | `PoolRef::take_swept`, `pool_wide::sweep`, `service::service`, `PoolState::new_cache` | `budget`, `soak` (each half hung about one run in ten without it) | `loom_budget_sweep_strands_nothing`, `buffers_idle_in_another_threads_cache_never_block_a_request_for_the_whole_budget` (`tests/pool/budget.rs`) |
+//! | housekeeping paced by the time between looks: a tier's return countdown from 256 down to 8, and a look every 16 slow operations | `Owner::pace`, `Owner::count_slow_op`, `SLOW_CHECK_EVERY` | `idle-threads`: a thread returning a buffer a millisecond looked at the clock every 256 ms | `housekeeping_is_paced_by_the_time_between_looks_and_counts_stay_exact` (`src/engine/policy/tests.rs`) |
+//! | a closed pool's caches are rung, free everything, keep nothing | `housekeeping::kill`, `pool_wide::close_all`, `Owner::mark_dead` | the API: a pool dropped while buffers are out | `a_buffer_outliving_its_pool_is_freed_on_a_thread_that_still_has_a_cache` (`tests/leak.rs`), `loom_close_is_never_missed_by_a_cache` |
+//! | budget pressure: a waiter sweeps every cache before it queues and after; while it waits caches keep nothing, and a cache made meanwhile is born rung | `PoolRef::take_swept`, `pool_wide::sweep`, `housekeeping::look`, `PoolState::new_cache` | `budget`, `soak` (each half hung about one run in ten without it) | `loom_budget_sweep_strands_nothing`, `buffers_idle_in_another_threads_cache_never_block_a_request_for_the_whole_budget` (`tests/pool/budget.rs`) |
 //! | a cache's share of a budget: `min(thread_cache_bytes, limit / 16)`, plus a large slot of at most `limit / 16` | `CACHE_SHARE`, `PoolState::make_cache` | `instructions` at 16 MiB under a budget (63 instructions with the slot, 1,389 without) | the callgrind count under a budget in `.ci/run`; none for the share itself |
-//! | an idle tier gives back its room and its slots at decay; refills count as use | `service::decay`, `Owner::idle_since_last_look` | `cross-thread` (a producer only gets) | `decay_keeps_a_getting_tier_and_frees_an_idle_one` (`src/engine/policy/tests.rs`) |
+//! | an idle tier gives back its room and its slots at decay; refills count as use | `housekeeping::decay`, `Owner::idle_since_last_look` | `cross-thread` (a producer only gets) | `decay_keeps_a_getting_tier_and_frees_an_idle_one` (`src/engine/policy/tests.rs`) |
 //! | the allocator asked to trim or purge once 1 MiB was released | `AllocatorTrim::maybe_run`, from `tick::tick` | `burst` (glibc, jemalloc, mimalloc) | `trim_allocator_is_called_after_a_megabyte_and_can_be_turned_off` (`tests/pool/decay.rs`), `tests/purge_jemalloc.rs`, `tests/purge_mimalloc.rs` |
 //! | sizes outside the tiers: a get above the largest is exact and never kept (charged in pages under a budget); returns outside the tiers are freed | `get::oversize`, `put::put_slow` | the API (Vitess' no false hits) | `oversize_requests_are_exact_and_not_kept` (`tests/pool/semantics.rs`), `oversize_buffers_are_charged_their_size_in_pages` (`tests/pool/budget.rs`) |
 //! | the large slot: one tier above `cache_bytes` may hold one buffer | `stack_cap`, `Owner::booking`, `room::take_large_slot` | `get-put` and `instructions` at 16 MiB | `a_tier_above_the_thread_budget_keeps_one_buffer_in_the_thread_cache` (`tests/pool/semantics.rs`), the callgrind count at 16 MiB |
-//! | room grows with use (one buffer, then doubling); unused reservations of other tiers are lowered first | `room::grow`, `room::lower_unused_limits`, `Owner::raise_limit` | `cross-thread` at 1 MiB | `steady_state_get_put_allocates_nothing` (`tests/alloc_free.rs`) |
+//! | room grows with use (one buffer, then doubling); unused bookings of other tiers are lowered first | `room::grow`, `room::lower_unused_limits`, `Owner::raise_limit` | `cross-thread` at 1 MiB | `steady_state_get_put_allocates_nothing` (`tests/alloc_free.rs`) |
 //! | other tiers' stacks make way, with their room | `room::make_room`, `exchange::give_up` | `cross-thread` at 64 KiB (`idle_budget`) | `a_full_cache_makes_room_and_its_idle_buffers_reach_other_threads` (`tests/pool/threads.rs`) |
 //! | a refill spares the stacks of its lenders while the depot has none of its tier | `room::grow` (`Purpose::Refill`), `PoolState::lenders_of` | `mixed_cap` | `a_tier_and_its_lender_that_do_not_fit_one_cache_together_keep_hitting` (`tests/pool/semantics.rs`) |
 //! | slow start: a refill asks for one buffer, then twice as many each time; decay halves it | `Owner::fill`, `Owner::double_fill`, `Owner::halve_fill` | `mixed` with random sizes (`mixed_random`) | `refills_start_at_one_buffer_and_double_with_use` (`src/engine/policy/tests.rs`) |
@@ -374,7 +374,7 @@
 //! | a return refused at the cap, and an idle release, give their pages back first (64 KiB or more); evicted buffers do not | `PoolState::file_in_depot`, `exchange::release`, `DepotTier::release`, `free_released` | `idle-threads` at 16 threads (73-153 MiB to 1.2-1.6 MiB above start); `mixed_random` (70% more faults if evictions did) | `buffers_refused_at_the_cap_leave_the_process` (`tests/rss_cap.rs`), `released_buffers_leave_the_process_from_idle_threads_arenas` (`tests/rss.rs`) |
 //! | emptied stacks free their storage | `IdleStack::take_oldest`, `Owner::free_storage` | `burst` (160 MiB of stack storage stayed resident) | `trim_frees_the_stacks_as_well_as_the_buffers` (`tests/leak.rs`) |
 //! | the background trimmer ticks when the next interval begins | `trimmer::spawn` | `idle-threads` with `background_trim` | `the_background_trimmer_empties_idle_caches_within_a_few_intervals` (`tests/pool/reclaim.rs`) |
-//! | thread exit: stacks to the depot with their room, then detach once refunds are settled | `local::retire`, `service::retire`, `Caches::detach` | `mixed` (fresh threads per sample), `cross-thread` | `thread_exit_hands_its_cache_to_the_depot` (`tests/pool/threads.rs`), `an_exited_thread_settles_its_charges_before_it_stops_counting` (`tests/pool/budget.rs`) |
+//! | thread exit: stacks to the depot with their room, then detach once refunds are settled | `local::retire`, `housekeeping::retire`, `Caches::detach` | `mixed` (fresh threads per sample), `cross-thread` | `thread_exit_hands_its_cache_to_the_depot` (`tests/pool/threads.rs`), `an_exited_thread_settles_its_charges_before_it_stops_counting` (`tests/pool/budget.rs`) |
 //! | parked caches: up to 8 per pool, taken over by the next thread, freed after an interval unused | `Caches::unpark`, `Caches::decay_parked`, `MAX_PARKED` | `mixed_random` (2 allocations per new thread instead of 6) | `a_new_thread_takes_over_the_cache_an_exited_one_left` (`tests/alloc_free.rs`) |
 //! | spare stack storage (at most 8,192 slots, decayed) | `SpareSlots::take`, `SpareSlots::give`, `SpareSlots::decay` | `mixed` (stacks cost 0.5 allocations per packet) | `a_new_thread_takes_the_stack_storage_an_exited_one_left` (`tests/alloc_free.rs`) |
 //! | spare thread tables (at most 16 per process, never decayed: a table is a few hundred bytes) | `local::new_table`, `local::retire_table`, `MAX_SPARE_TABLES` | `mixed_random` (0 allocations per new thread) | `a_new_thread_takes_over_the_cache_an_exited_one_left` (`tests/alloc_free.rs`) |
@@ -395,8 +395,8 @@
 //! | *depot* | the pool's shared store: per tier, a stack of exact-size buffers and one of larger (*odd*) ones, each behind its own lock |
 //! | *exact*, *odd* | a buffer of exactly its tier's size (thread caches hold only these), or larger (foreign or grown, filed under the largest tier it covers) |
 //! | *allowance* | the one count of what the pool retains: the depot's bytes plus every cache's room, never above `max_retained_bytes` |
-//! | *room*, *reservation*, *limit* | how many buffers of a tier a cache may hold now, drawn from the allowance and from `cache_bytes` |
-//! | *cache_bytes* | what one thread cache may reserve in all |
+//! | *room*, *limit* | how many buffers of a tier a cache may hold now, drawn from the allowance and from `cache_bytes` |
+//! | *cache_bytes* | what one thread cache may book in all |
 //! | *cap* (of a stack) | the most a tier's limit may be: `min(64, cache_bytes / size)`; 1 for a tier above `cache_bytes` (the large slot), 0 when `cache_bytes` is 0 |
 //! | *large slot* | room for one buffer of one tier above `cache_bytes` |
 //! | *at the cap* | a tier has no room and the allowance has less than one of its buffers free |
@@ -412,12 +412,13 @@
 //! | *sweep* | reclaim every cache of a pool, busy or idle, so a budget waiter waits on no thread |
 //! | *refill*, *flush* | move a batch of buffers from the depot to a cache, or from a cache to the depot |
 //! | *give up* | hand a whole stack and its room to the depot |
-//! | *reserve* | draw room for a tier from the pool's allowance before the cache may hold buffers there |
+//! | *book*, *booking* | draw room for a tier from the pool's allowance before the cache may hold buffers there; the room drawn (a *reservation* is the public [`Reservation`](crate::Reservation): budget set aside) |
 //! | *interval*, *epoch* | the decay period (`Builder::decay_interval`), and its number |
 //! | *low-water mark* | the fewest items a stack held since the last decay: those below it stayed idle |
 //! | *decay* | at an interval boundary, release what stayed below its low-water mark for a whole interval |
 //! | *tick* | the pool's once-per-interval work: depot decay, reclaiming idle caches, publishing metrics |
-//! | *release* | free buffers to the allocator (decay, trim, the cap); counted by reason |
+//! | *release* | free buffers to the allocator (decay, trim, the cap); counted by reason. A buffer going back to its pool is a *return* (`ops::put`); a charge going back to the budget, a *refund* |
+//! | *housekeeping*, *look* | what a cache does beside gets and returns; the look at the pool it runs when due (closed, trimmed, budget pressure, a new interval: `housekeeping::look`) |
 //! | *trim* | release everything retained now (`BufferPool::trim`) |
 //! | *spares* | stack storage caches gave up, kept for the next cache's stacks |
 //! | *parked cache* | an exited thread's empty cache, kept for the next thread |
@@ -453,7 +454,7 @@
 //! | `buf/block.rs` | a `PooledBytes` control block boxed and unboxed through its pointer | a block is given back once, by the last view | Miri, loom (`loom_shared_views_hand_the_buffer_back_exactly_once`) |
 //! | `buf/aligned.rs` | `AlignedBuf::set_len` (public, `unsafe`) | the caller's: the bytes up to `new_len` are initialized, within the capacity | Miri (its unit tests) |
 //! | `buf/bytes.rs` | `BufMut` for `PooledBuf` (forwarded to `Vec`'s) and `AlignedBuf` (within the capacity) | `BufMut`'s contract | Miri (`--features bytes`) |
-//! | `io/parts/core.rs`, `io/parts/store.rs`, `io/codec/lent.rs`, `io/ready.rs` | a read into a buffer's spare capacity, then its length raised by what the read initialized | `AsyncRead` (`ReadBuf`) reports only bytes it initialized; the length stays within the capacity | Miri (the read buffer's unit tests), the fuzz targets `read_buffer` and `framed_read` (under AddressSanitizer) |
+//! | `io/parts/core.rs`, `io/parts/store.rs`, `io/codec/bytes_mut_store.rs`, `io/ready.rs` | a read into a buffer's spare capacity, then its length raised by what the read initialized | `AsyncRead` (`ReadBuf`) reports only bytes it initialized; the length stays within the capacity | Miri (the read buffer's unit tests), the fuzz targets `read_buffer` and `framed_read` (under AddressSanitizer) |
 //! | `sys/uring.rs` | io_uring's `register` system call for a provided-buffer ring | the ring's memory outlives its registration (`io/buf_ring/ring.rs`) | `tests/runtimes/buf_ring.rs` on a real io_uring |
 //! | `io/buf_ring/ring.rs` | registers a ring with io_uring, writes its entries, turns completions into views | the ring outlives its registration; a completion is passed once (`complete` is `unsafe` for it) | `tests/runtimes/buf_ring.rs` on a real io_uring, under LSan |
 //! | `compat/compio.rs`, `tokio_uring.rs`, `monoio.rs` | the runtimes' buffer traits (`set_len`, stable pointers) | the heap pointer stays put while the kernel owns the buffer; lengths are honest | `tests/runtimes/compio.rs`, `tokio_uring.rs`, `monoio.rs`, `direct_io.rs` on a real io_uring |

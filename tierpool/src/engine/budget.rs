@@ -203,7 +203,7 @@ impl Budget {
     }
 
     /// Gives `bytes` back to the account: to the queue's front first.
-    pub(crate) fn release(&self, bytes: usize) {
+    pub(crate) fn refund(&self, bytes: usize) {
         if bytes == 0 {
             return;
         }
@@ -411,7 +411,7 @@ mod tests {
         assert_eq!(b.snapshot().free, 10);
         assert_eq!(b.try_take(20, 0, 1), None, "does not fit");
         assert_eq!(b.try_take(10, 50, 20), Some(0));
-        b.release(100);
+        b.refund(100);
         assert_eq!(b.snapshot().free, 100);
         assert_eq!(b.snapshot().peak, 100);
     }
@@ -426,11 +426,11 @@ mod tests {
         assert_eq!(b.try_take(1, 0, 1), None);
         let small = b.enqueue(1, Wake::Task(None));
         assert!(!b.poll(&big, None));
-        b.release(60);
+        b.refund(60);
         assert!(b.poll(&big, None), "served once all 100 came back");
         assert!(!b.poll(&small, None));
         assert!(b.under_pressure());
-        b.release(100);
+        b.refund(100);
         assert!(b.poll(&small, None));
         assert!(!b.under_pressure());
         let s = b.snapshot();
@@ -443,14 +443,14 @@ mod tests {
         assert_eq!(b.try_take(100, 0, 1), Some(0));
         let first = b.enqueue(80, Wake::Task(None));
         let second = b.enqueue(30, Wake::Task(None));
-        b.release(50); // all to the front
+        b.refund(50); // all to the front
         assert_eq!(b.snapshot().queued, 50);
         b.cancel(first);
         assert!(b.poll(&second, None), "the 50 went on to the next waiter");
         let s = b.snapshot();
         assert_eq!((s.free, s.queued), (20, 0));
-        b.release(50);
-        b.release(30);
+        b.refund(50);
+        b.refund(30);
         assert_eq!(b.snapshot().free, 100);
     }
 
@@ -459,7 +459,7 @@ mod tests {
         let b = Budget::new(10);
         assert_eq!(b.try_take(10, 0, 1), Some(0));
         let t = b.enqueue(10, Wake::Task(None));
-        b.release(10);
+        b.refund(10);
         b.cancel(t);
         assert_eq!(b.snapshot().free, 10);
     }
@@ -470,13 +470,13 @@ mod tests {
         assert_eq!(b.try_take(10, 0, 1), Some(0));
         let t = b.enqueue(5, Wake::Task(None));
         assert!(b.under_pressure());
-        b.release(3);
+        b.refund(3);
         assert_eq!(
             b.try_take(1, 0, 1),
             None,
             "3 are free, but the queue is first"
         );
-        b.release(2);
+        b.refund(2);
         assert!(!b.under_pressure(), "served: the queue is empty");
         assert!(b.poll(&t, None));
         assert_eq!(
@@ -484,8 +484,8 @@ mod tests {
             None,
             "5 are in use by the waiter, 5 outside"
         );
-        b.release(5);
-        b.release(5);
+        b.refund(5);
+        b.refund(5);
         assert_eq!(b.snapshot().free, 10);
     }
 
@@ -493,7 +493,7 @@ mod tests {
     fn blocking_wait_times_out_and_returns_what_it_gathered() {
         let b = Budget::new(10);
         assert_eq!(b.try_take(10, 0, 1), Some(0));
-        b.release(4);
+        b.refund(4);
         let t = b.enqueue(10, Wake::Thread(std::thread::current()));
         let deadline = Instant::now() + Duration::from_millis(20);
         assert!(!b.wait(t, Some(deadline), None));

@@ -6,7 +6,7 @@
 //! returns are far apart in time, so that it looks a few times an interval), every 16
 //! slow-path operations, and whenever its doorbell rang. When a cache sees a new epoch it releases its own buffers
 //! that stayed unused through the previous interval (its low-water mark), gives back the
-//! reservations of tiers it stopped using, and asks the pool to *tick* for that epoch, once
+//! bookings of tiers it stopped using, and asks the pool to *tick* for that epoch, once
 //! whoever gets there first: the depot releases what stayed idle in it, and every thread cache
 //! that has not been used since the previous tick (its owner went quiet for at least an
 //! interval) is reclaimed by the ticking thread and emptied (`cache/reclaim.rs`).

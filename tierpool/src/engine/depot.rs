@@ -3,12 +3,12 @@
 //!
 //! One stack of buffers per tier, each behind its own lock on its own cache line. The bytes
 //! the depot holds are counted in the allowance, together with the room thread caches have
-//! reserved (`cache/reserve.rs`), so `max_retained_bytes` bounds both at once.
+//! booked (`cache/book.rs`), so `max_retained_bytes` bounds both at once.
 //!
 //! # Invariants
 //! - The allowance's `held` is the sum of the capacities of all buffers in the depot plus
-//!   every thread cache's reservation, except transiently inside an operation: bytes are
-//!   *taken* before buffers are pushed or room is reserved and *given* back after buffers
+//!   every thread cache's booking, except transiently inside an operation: bytes are
+//!   *taken* before buffers are pushed or room is booked and *given* back after buffers
 //!   are popped or room is given up, so `held <= cap` at every instant and what is actually
 //!   retained never exceeds `held`.
 //! - Every buffer in tier `t`'s `exact` stack has capacity exactly `sizes[t]` (these are the
@@ -34,7 +34,7 @@ use crate::sys::trim::free_released;
 
 /// What a pool may retain, depot and thread caches together: `held <= cap` at every instant
 /// (module docs). Shared by the depot and the pool's thread caches; touched only on slow
-/// paths (a batch moved, a reservation changed).
+/// paths (a batch moved, a booking changed).
 #[derive(Debug)]
 pub(crate) struct Allowance {
     held: CachePadded<AtomicUsize>,
@@ -85,7 +85,7 @@ impl Allowance {
         }
     }
 
-    /// Bytes held now (depot contents plus reservations).
+    /// Bytes held now (depot contents plus bookings).
     pub(crate) fn held(&self) -> usize {
         self.held.load(Ordering::Relaxed)
     }
@@ -192,7 +192,7 @@ pub(crate) struct Guard<'a> {
     /// Always `Some` until the guard drops (an `Option` so that `drop` can unlock first).
     tier: Option<MutexGuard<'a, DepotTier>>,
     size: usize,
-    /// Bytes taken out under this guard, unreserved when it drops (outside the lock).
+    /// Bytes taken out under this guard, unbooked when it drops (outside the lock).
     taken: usize,
 }
 
@@ -316,7 +316,7 @@ impl Depot {
     /// What a thread cache that needs room displaces when the allowance is spent: what the
     /// depot holds waits for someone to take it, and the caches of threads at work come
     /// first. `keep` is the tiers whose buffers the cache may be about to take: its own and
-    /// the larger tiers that may lend to it, so that reserving room never releases the buffer
+    /// the larger tiers that may lend to it, so that booking room never releases the buffer
     /// the get would be lent a moment later.
     pub(crate) fn evict(&self, need: usize, min: usize, keep: std::ops::Range<usize>) -> usize {
         let held: usize = (self.tiers.iter().enumerate())
@@ -378,8 +378,8 @@ impl Guard<'_> {
     }
 
     /// How many of `n` buffers of the tier's exact size fit under the cap (0 once the pool is
-    /// closed); reserves their bytes, to be filled with [`Self::push_exact`].
-    pub(crate) fn reserve_exact(&mut self, n: usize) -> usize {
+    /// closed); books their bytes, to be filled with [`Self::push_exact`].
+    pub(crate) fn book_exact(&mut self, n: usize) -> usize {
         if self.depot.closed.load(Ordering::Relaxed) {
             return 0;
         }
@@ -409,18 +409,18 @@ impl Guard<'_> {
         buf
     }
 
-    /// Adds a buffer of exactly the tier's size whose bytes were reserved with
-    /// [`Self::reserve_exact`].
+    /// Adds a buffer of exactly the tier's size whose bytes were booked with
+    /// [`Self::book_exact`].
     pub(crate) fn push_exact(&mut self, buf: Vec<u8>) {
-        let buf = self.check_exact(buf, "reserved");
+        let buf = self.check_exact(buf, "booked");
         let tier = self.t_mut();
         tier.bytes += buf.capacity();
         tier.exact.push(buf);
     }
 
     /// Adds a buffer of exactly the tier's size whose bytes are already counted in the
-    /// allowance: a thread cache hands over the room it had reserved for it
-    /// (`cache/reserve.rs`, `transfer_out`). False if the depot is closed: the buffer is freed
+    /// allowance: a thread cache hands over the room it had booked for it
+    /// (`cache/book.rs`, `transfer_out`). False if the depot is closed: the buffer is freed
     /// (its pages first, as every buffer a closed pool lets go) and its room goes back to the
     /// allowance.
     pub(crate) fn push_transferred(&mut self, buf: Vec<u8>) -> bool {
@@ -450,7 +450,7 @@ impl Guard<'_> {
 
     /// Takes the newest buffer of exactly the tier's size *with its room*: its bytes stay
     /// counted in the allowance, and the caller (a thread cache) takes them over as its
-    /// reservation ([`Owner::transfer_in`](crate::engine::cache::owner::Owner::transfer_in)), the
+    /// booking ([`Owner::transfer_in`](crate::engine::cache::owner::Owner::transfer_in)), the
     /// reverse of [`Self::push_transferred`]. So a buffer moves from the depot to a stack
     /// without the allowance having room for it twice on the way.
     #[must_use = "its bytes stay counted in the allowance: the caller holds their room"]
@@ -497,7 +497,7 @@ mod tests {
     /// Moves `caps.len()` exact buffers into tier `t` through a guard; returns how many fit.
     fn put_exact(d: &Depot, t: usize, n: usize) -> usize {
         let mut g = d.lock(t);
-        let k = g.reserve_exact(n);
+        let k = g.book_exact(n);
         for _ in 0..k {
             g.push_exact(Vec::with_capacity(g.size));
         }

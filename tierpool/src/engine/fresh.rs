@@ -7,16 +7,16 @@ use crate::sys::alloc::{self, free};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Fresh {
     /// `Vec::with_capacity`; aborts or panics on failure like `Vec`.
-    Plain,
+    Infallible,
     /// Zeroed (`calloc`), `len` set to the request.
     Zeroed,
     /// `try_reserve_exact`; failure is an error.
     Fallible,
-    /// As `Plain`, and served by the request's own tier only: no larger tier's buffer is
+    /// As `Infallible`, and served by the request's own tier only: no larger tier's buffer is
     /// lent (`Classes::lenders`). What `io`'s readers and writers ask for: their bounds on
     /// what they hold are counted in tier sizes.
-    PlainExact,
-    /// As `Fallible`, and served by the request's own tier only (as `PlainExact`).
+    InfallibleExact,
+    /// As `Fallible`, and served by the request's own tier only (as `InfallibleExact`).
     FallibleExact,
 }
 
@@ -24,7 +24,7 @@ impl Fresh {
     /// True if a larger tier's retained buffer may serve the get (not for the exact kinds).
     #[inline]
     pub(crate) fn lends(self) -> bool {
-        !matches!(self, Fresh::PlainExact | Fresh::FallibleExact)
+        !matches!(self, Fresh::InfallibleExact | Fresh::FallibleExact)
     }
 }
 
@@ -68,7 +68,7 @@ fn alloc_once(cap: usize, n: usize, how: Fresh, align: usize) -> Result<Vec<u8>,
         return alloc_aligned(cap, n, how, align);
     }
     match how {
-        Fresh::Plain | Fresh::PlainExact => Ok(Vec::with_capacity(cap)),
+        Fresh::Infallible | Fresh::InfallibleExact => Ok(Vec::with_capacity(cap)),
         Fresh::Zeroed => {
             let mut v = vec![0u8; cap];
             v.truncate(n);
@@ -174,7 +174,7 @@ mod tests {
         if let Ok(what) = std::env::var(CHILD) {
             let v = match what.as_str() {
                 "vec" => Vec::with_capacity(1 << 20),
-                _ => alloc_fresh(1 << 20, 1 << 20, Fresh::Plain, 1).unwrap(),
+                _ => alloc_fresh(1 << 20, 1 << 20, Fresh::Infallible, 1).unwrap(),
             };
             let bad = v.capacity() >= LARGE && v.as_ptr().align_offset(4096) == 4096 - 16;
             println!("placement: {}", if bad { "bad" } else { "good" });
@@ -194,7 +194,7 @@ mod tests {
     /// zeroed), also when it was made twice.
     #[test]
     fn large_fresh_buffers_have_what_was_asked() {
-        for how in [Fresh::Plain, Fresh::Zeroed, Fresh::Fallible] {
+        for how in [Fresh::Infallible, Fresh::Zeroed, Fresh::Fallible] {
             for cap in [LARGE, 1 << 20, 3 << 20] {
                 for align in [1, 4096] {
                     let v = alloc_fresh(cap, cap / 2, how, align).unwrap();
@@ -214,7 +214,7 @@ mod tests {
     /// wrongly sized buffer.
     #[test]
     fn aligned_sizes_past_isize_max_are_errors() {
-        for how in [Fresh::Plain, Fresh::Fallible] {
+        for how in [Fresh::Infallible, Fresh::Fallible] {
             let e = alloc_fresh(isize::MAX as usize + 1, 7, how, 4096).unwrap_err();
             assert_eq!(e, AllocError::CapacityOverflow { requested: 7 });
         }

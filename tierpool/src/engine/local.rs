@@ -144,7 +144,7 @@ fn retire_table(mut table: Box<Table>) {
 
 impl Table {
     /// Retires the caches of pools that closed since the last look.
-    fn sweep(&mut self) {
+    fn retire_closed(&mut self) {
         let closed = closed_pools();
         if closed == self.closed_seen {
             return;
@@ -384,7 +384,7 @@ fn attach<O: SlowOp>(
     }
     // SAFETY: this thread's live table, and `busy` makes this the only reference into it.
     let table = unsafe { &mut *local.table.get() };
-    table.sweep();
+    table.retire_closed();
     if let hash_map::Entry::Vacant(slot) = table.entries.entry(key) {
         let Some(pool) = op.find_pool() else {
             return Err((op, Some(None)));
@@ -450,7 +450,9 @@ pub(crate) mod for_models {
         }
         // SAFETY: as above.
         let o = unsafe { cache.enter() };
-        let got = policy::finish(o, pool, |o| policy::get_slow(o, pool, n, Fresh::Plain, 0));
+        let got = policy::finish(o, pool, |o| {
+            policy::get_slow(o, pool, n, Fresh::Infallible, 0)
+        });
         match got.expect("no allocation failure") {
             Got::Buf(v, tag) => Some((v.into_vec(), tag)),
             Got::Wait(_) => None,

@@ -35,7 +35,7 @@ fn drain(d: &Depot, t: usize) -> Vec<usize> {
 /// Moves up to `n` exact buffers of `size` into tier `t` under one lock; returns how many fit.
 fn put_batch(d: &Depot, t: usize, size: usize, n: usize) -> usize {
     let mut g = d.lock(t);
-    let k = g.reserve_exact(n);
+    let k = g.book_exact(n);
     for _ in 0..k {
         g.push_exact(Vec::with_capacity(size));
     }
@@ -209,7 +209,7 @@ fn loom_doorbell_ring_is_never_lost() {
             c1.ring(); // what `trim_all` does where caches cannot be reclaimed
             generation
         });
-        // The owner's side of `policy::service`: enter (rung: under the lock), re-arm, look.
+        // The owner's side of `policy::look`: enter (rung: under the lock), re-arm, look.
         // SAFETY: this thread is the cache's owner, in no other operation on it.
         let o = unsafe { cache.enter() };
         o.rearm();
@@ -455,8 +455,8 @@ mod budget {
             assert_eq!(b.try_take(2, 0, 1), Some(0));
             let b2 = b.clone();
             let returner = thread::spawn(move || {
-                b2.release(1);
-                b2.release(1);
+                b2.refund(1);
+                b2.refund(1);
             });
             loom::future::block_on(Wait {
                 budget: &b,
@@ -472,12 +472,12 @@ mod budget {
 
     /// The sweep (`policy::sweep`): a thread makes its cache and gives back a buffer charged
     /// to the budget (the fast path refuses it: the new cache has no room yet; the slow path
-    /// reserves room and keeps it unless it sees the pressure) while a waiter for the whole
+    /// books room and keeps it unless it sees the pressure) while a waiter for the whole
     /// budget joins the queue and sweeps every cache. In every interleaving the buffer's
     /// charge reaches the waiter: the sweep takes it from the stack, or the owner sees the
     /// pressure and refunds it. With the sweep skipping caches that held nothing when it listed
     /// them, loom finds the deadlock: the owner read the pressure flag before it was raised,
-    /// and reserved and pushed after the listing. (The budget stress test found it first.)
+    /// and booked and pushed after the listing. (The budget stress test found it first.)
     #[test]
     fn loom_budget_sweep_strands_nothing() {
         let mut model = loom::model::Builder::new();
@@ -507,7 +507,7 @@ mod budget {
                 after_enqueue: || policy::sweep(&state),
             });
             let cache = owner.join().unwrap();
-            budget.release(64 * 16); // the waiter's and the rest
+            budget.refund(64 * 16); // the waiter's and the rest
             assert_eq!(budget.snapshot().free, 64 * 16, "every byte accounted for");
             drop(cache);
         });
@@ -523,14 +523,14 @@ mod budget {
             let first = b.enqueue(2, Wake::Task(None));
             let second = b.enqueue(1, Wake::Task(None));
             let b2 = b.clone();
-            let releaser = thread::spawn(move || b2.release(1));
+            let releaser = thread::spawn(move || b2.refund(1));
             b.cancel(first);
             releaser.join().unwrap();
             assert!(b.poll(&second, None));
             let s = b.snapshot();
             assert_eq!((s.free, s.queued, s.waiting), (0, 0, 0));
-            b.release(1);
-            b.release(1);
+            b.refund(1);
+            b.refund(1);
             assert_eq!(b.snapshot().free, 2);
         });
     }

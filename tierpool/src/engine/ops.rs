@@ -52,22 +52,23 @@ pub(crate) fn open(config: Config) -> (Key, Arc<PoolState>) {
 pub(crate) fn close(key: Key, state: &PoolState) {
     policy::close_all(state);
     registry::unregister(key);
-    local::slow(key, Housekeeping);
+    local::slow(key, LookAtClose);
     if let Some(trimmer) = lock(&state.trimmer).take() {
         trimmer.unpark();
     }
 }
 
-/// This thread's cache's housekeeping (at close: it sees the ring and gives its buffers up).
-struct Housekeeping;
+/// [`close`]'s operation: this thread's cache looks at the pool, sees the ring and gives its
+/// buffers up.
+struct LookAtClose;
 
-impl SlowOp for Housekeeping {
+impl SlowOp for LookAtClose {
     type Out = ();
     fn find_pool(&self) -> Option<Arc<PoolState>> {
         None
     }
     fn with_cache(self, o: &Owner<'_>, pool: &PoolState) {
-        policy::service(o, pool);
+        policy::look(o, pool);
     }
     fn without_cache(self, _: Option<&PoolState>) {}
 }
@@ -136,7 +137,7 @@ pub(crate) fn put(key: Key, tag: Tag, mut v: Vec<u8>) {
         Pushed::Kept => mem::forget(v),
         Pushed::Due => {
             mem::forget(v);
-            service(key, tag.hint());
+            look_due(key, tag.hint());
         }
         Pushed::Refused => {
             // The `Vec` goes to the slow path as its parts, in registers: passed whole (by
@@ -183,19 +184,19 @@ impl SlowOp for Return {
 }
 
 /// Housekeeping on this thread's cache for `key`: the return countdown of the tier with hint
-/// `hint` ran out.
+/// `hint` ran out, so the cache looks at the pool.
 #[cold]
 #[inline(never)]
-fn service(key: Key, hint: u32) {
-    local::slow(key, Service { hint });
+fn look_due(key: Key, hint: u32) {
+    local::slow(key, DueLook { hint });
 }
 
-/// [`service`]'s operation: housekeeping, on a cache only.
-struct Service {
+/// [`look_due`]'s operation, on a cache only.
+struct DueLook {
     hint: u32,
 }
 
-impl SlowOp for Service {
+impl SlowOp for DueLook {
     type Out = ();
     fn find_pool(&self) -> Option<Arc<PoolState>> {
         None
@@ -205,7 +206,7 @@ impl SlowOp for Service {
         // (`Owner::pace`): the other way round, a thread that went from busy to sparse ran
         // two more countdowns of 256 before its looks came closer. The finished countdown
         // reads as 0 meanwhile, so the count the look reads is exact.
-        policy::service(o, pool);
+        policy::look(o, pool);
         o.fold_countdown(self.hint);
     }
     fn without_cache(self, _: Option<&PoolState>) {}

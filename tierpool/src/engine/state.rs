@@ -47,7 +47,7 @@ pub(crate) struct PoolState {
     /// Never written after construction.
     pub(in crate::engine) classes: Classes,
     pub(in crate::engine) thread_cache_bytes: usize,
-    /// What each thread cache may reserve: `thread_cache_bytes`, or under a budget
+    /// What each thread cache may book: `thread_cache_bytes`, or under a budget
     /// `min(thread_cache_bytes, limit / 16)` (0 where caches cannot be reclaimed: `fence.rs`).
     cache_bytes: usize,
     pub(in crate::engine) zero_on_return: bool,
@@ -60,7 +60,7 @@ pub(crate) struct PoolState {
     pub(in crate::engine) clock: Clock,
     /// The thread caches' lookup table (`cache::offset_table`), copied into each.
     cache_table: Box<[u32; ALL_BUCKETS]>,
-    /// What thread caches reserve their room from: `allowance`, or, where caches cannot be
+    /// What thread caches book their room from: `allowance`, or, where caches cannot be
     /// reclaimed (`fence.rs`), an unbounded one of their own.
     cache_allowance: Arc<Allowance>,
     /// Stack storage thread caches gave up, for the next caches' stacks (`cache/spare.rs`).
@@ -225,7 +225,7 @@ impl PoolState {
         )
     }
 
-    /// True if thread caches reserve their room from the depot's allowance (so that a stack
+    /// True if thread caches book their room from the depot's allowance (so that a stack
     /// can hand its buffers to the depot with their room); false where caches cannot be
     /// reclaimed and count apart.
     pub(crate) fn caches_share_allowance(&self) -> bool {
@@ -262,7 +262,7 @@ impl PoolState {
     /// Gives `bytes` of charge back to the budget (nothing without one).
     pub(crate) fn refund(&self, bytes: usize) {
         if let Some(b) = &self.budget {
-            b.release(bytes);
+            b.refund(bytes);
         }
     }
 

@@ -7,7 +7,7 @@ use std::io::{self, IoSlice};
 
 use crate::io::parts::ReadRule;
 #[cfg(feature = "tokio")]
-use crate::io::parts::{Core, Plain};
+use crate::io::parts::{Core, VecStore};
 use crate::{AllocError, BufferPool, PooledBuf, PooledBytes};
 
 /// An ordered list of [`PooledBytes`] views that reads as one byte sequence, without copying
@@ -462,7 +462,7 @@ impl PooledChain {
         let start = self.len;
         // Each chunk is read into a buffer that follows what arrived: while the stream waits,
         // the chunk being read holds at most twice its bytes (`io/read_buf.rs`).
-        let mut reading = Core::<Plain>::new(pool.clone());
+        let mut reading = Core::<VecStore>::new(pool.clone());
         loop {
             let (buf, complete) = match reading.read_chunk(io, chunk).await {
                 Ok(got) => got,

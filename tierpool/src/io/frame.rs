@@ -72,7 +72,7 @@ use std::io;
 use bytes::{Buf, BufMut};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
-use crate::io::parts::{Core, Plain};
+use crate::io::parts::{Core, VecStore};
 use crate::{AllocError, BufferPool, PooledBuf, PooledBytes, PooledChain};
 
 /// The longest header a [`FrameFormat`] may have.
@@ -247,7 +247,7 @@ pub struct FrameReader<R, F = Grpc> {
     format: F,
     max_frame: usize,
     /// A payload being read (its read sizes carry over from frame to frame).
-    payload: Core<Plain>,
+    payload: Core<VecStore>,
 }
 
 impl<R: AsyncRead + Unpin> FrameReader<R, Grpc> {

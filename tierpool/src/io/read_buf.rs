@@ -11,7 +11,7 @@ use tokio::io::AsyncRead;
 
 use crate::buf::shared::PooledBytes;
 use crate::engine::error::AllocError;
-use crate::io::parts::{Core, Plain, ReadRule, Store};
+use crate::io::parts::{Core, ReadRule, Store, VecStore};
 use crate::pool::buffer_pool::BufferPool;
 
 /// A pooled, contiguous, growable read buffer: reads append to it, a parser looks at the
@@ -50,7 +50,7 @@ use crate::pool::buffer_pool::BufferPool;
 /// ```
 #[derive(Debug)]
 pub struct ReadBuffer {
-    core: Core<Plain>,
+    core: Core<VecStore>,
     /// After a split: the unread bytes as a view of the buffer the frames share.
     rest: Option<PooledBytes>,
     /// The most unread bytes it may hold (`max_len`).
@@ -126,7 +126,7 @@ impl ReadBuffer {
                 if let Some(s) = &mut self.core.slot {
                     s.start += n;
                 }
-                self.core.release_if_drained();
+                self.core.give_back_if_drained();
             }
         }
     }
@@ -145,7 +145,7 @@ impl ReadBuffer {
         let mut rest = match self.rest.take() {
             Some(rest) => rest,
             None => match self.core.hand_over() {
-                Some(Plain { buf, start }) => {
+                Some(VecStore { buf, start }) => {
                     let mut view = buf.into_shared();
                     view.advance(start);
                     view
@@ -192,13 +192,13 @@ impl ReadBuffer {
     pub fn unread_mut(&mut self) -> Result<&mut [u8], AllocError> {
         if let Some(rest) = self.rest.take() {
             match rest.try_into_mut() {
-                Ok(buf) => self.core.slot = Some(Plain::adopt(buf)),
+                Ok(buf) => self.core.slot = Some(VecStore::adopt(buf)),
                 Err(rest) => {
                     let size = ReadRule::grow_capacity(self.core.pool(), rest.len());
                     match self.core.pool().try_get_exact(size) {
                         Ok(mut buf) => {
                             buf.extend_from_slice(&rest);
-                            self.core.slot = Some(Plain::adopt(buf));
+                            self.core.slot = Some(VecStore::adopt(buf));
                         }
                         Err(e) => {
                             self.rest = Some(rest);
@@ -209,7 +209,7 @@ impl ReadBuffer {
             }
         }
         Ok(match &mut self.core.slot {
-            Some(Plain { buf, start }) => &mut buf[*start..],
+            Some(VecStore { buf, start }) => &mut buf[*start..],
             None => &mut [],
         })
     }
@@ -243,7 +243,7 @@ impl ReadBuffer {
                 }
             }
         };
-        self.core.slot = Some(Plain::adopt(buf));
+        self.core.slot = Some(VecStore::adopt(buf));
         Poll::Ready(Ok(()))
     }
 

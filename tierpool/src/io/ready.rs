@@ -48,7 +48,7 @@ use std::task::Poll;
 use bytes::BufMut;
 use tokio::io::{AsyncRead, AsyncReadExt, ReadBuf};
 
-use crate::io::parts::{Core, Plain};
+use crate::io::parts::{Core, VecStore};
 use crate::{BufferPool, PooledBuf};
 
 /// A socket that can wait until it is readable without reading: tokio's TCP and Unix streams
@@ -163,7 +163,7 @@ where
         return Ok(Some(take(pool, 0).await?));
     }
     io.readable().await?;
-    let mut reading = Core::<Plain>::with_first_offer(pool.clone(), n);
+    let mut reading = Core::<VecStore>::with_first_offer(pool.clone(), n);
     match reading.read_chunk(io, n).await? {
         (None, _) => Ok(None),
         (Some(buf), true) => Ok(Some(buf)),

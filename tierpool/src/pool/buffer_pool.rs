@@ -183,7 +183,7 @@ impl<K: Kind> BufferPool<K> {
     #[inline(always)]
     #[cfg_attr(feature = "holders", track_caller)]
     pub fn get(&self, n: usize) -> K::Buf {
-        self.get_as(n, Fresh::Plain)
+        self.get_as(n, Fresh::Infallible)
     }
 
     /// [`get`](Self::get) with fresh buffers made as `how` says (`Plain`, or `PlainExact`).
@@ -254,7 +254,7 @@ impl<K: Kind> BufferPool<K> {
     #[must_use = "the buffer goes straight back to the pool if unused"]
     #[cfg_attr(feature = "holders", track_caller)]
     pub fn get_exact(&self, n: usize) -> K::Buf {
-        self.get_as(n, Fresh::PlainExact)
+        self.get_as(n, Fresh::InfallibleExact)
     }
 
     /// Like [`get`](Self::get), but waits at most `timeout` for room in the budget, and

@@ -54,14 +54,14 @@ pub(crate) struct Head {
     pub(in crate::engine) lock: Mutex<()>,
     /// One per pool tier (no sentinel).
     pub(in crate::engine) cold: Box<[TierCold]>,
-    /// The most bytes this cache may reserve (`thread_cache_bytes`, or less under a budget).
+    /// The most bytes this cache may book (`thread_cache_bytes`, or less under a budget).
     pub(in crate::engine) cache_bytes: usize,
     /// Sum over tiers within `cache_bytes` of `limit * size`; never above `cache_bytes`.
-    pub(in crate::engine) reserved: AtomicUsize,
+    pub(in crate::engine) booked: AtomicUsize,
     /// The large slot: 1 + the index of the one tier above `cache_bytes` that may hold a
     /// buffer (its limit is 1), or 0.
     pub(in crate::engine) large: AtomicUsize,
-    /// The pool's allowance, which every reservation is drawn from.
+    /// The pool's allowance, which every booking is drawn from.
     pub(in crate::engine) allowance: Arc<Allowance>,
     /// The pool's spare stack storage, where this cache's stacks get and leave theirs.
     pub(in crate::engine) spares: Arc<SpareSlots>,
@@ -118,7 +118,7 @@ impl Head {
             lock: Mutex::new(()),
             cold,
             cache_bytes,
-            reserved: AtomicUsize::new(0),
+            booked: AtomicUsize::new(0),
             large: AtomicUsize::new(0),
             allowance,
             spares,
@@ -158,7 +158,7 @@ const _: () = {
 };
 
 impl Cache {
-    /// A cache whose doorbell is armed with `key`, with nothing reserved yet.
+    /// A cache whose doorbell is armed with `key`, with nothing booked yet.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
         key: Key,
@@ -225,14 +225,14 @@ impl Cache {
     }
 
     /// True if the cache holds nothing of the pool's: no stack storage (so no buffer), no
-    /// reservation, no large slot, and it is not dead. What an exiting thread's cache is
-    /// once it gave everything back (`policy/service.rs`, `retire`): such a cache may be parked for the
+    /// booking, no large slot, and it is not dead. What an exiting thread's cache is
+    /// once it gave everything back (`policy/housekeeping.rs`, `retire`): such a cache may be parked for the
     /// next thread ([`Caches::detach`](super::reclaim::Caches::detach)). Read by its owner,
     /// by its exiting thread once it gave everything back, or by a holder of the only
     /// reference.
     pub(crate) fn is_empty(&self) -> bool {
         !self.is_dead()
-            && self.head.reserved.load(Relaxed) == 0
+            && self.head.booked.load(Relaxed) == 0
             && self.head.large.load(Relaxed) == 0
             && self.tiers.iter().all(|t| t.end.load(Relaxed).is_null())
     }
@@ -333,7 +333,7 @@ impl std::fmt::Debug for Cache {
         f.debug_struct("Cache")
             .field("key", &self.head.own_key)
             .field("tiers", &self.head.cold.len())
-            .field("reserved", &self.head.reserved.load(Relaxed))
+            .field("booked", &self.head.booked.load(Relaxed))
             .field("dead", &self.is_dead())
             .finish()
     }
@@ -341,7 +341,7 @@ impl std::fmt::Debug for Cache {
 
 impl Drop for Cache {
     /// Frees whatever the stacks still hold (normally nothing: the owner or a reclaimer
-    /// empties them first) and the stacks' storage, and gives the reservations back to the
+    /// empties them first) and the stacks' storage, and gives the bookings back to the
     /// allowance. `&mut self`: no owner is left.
     fn drop(&mut self) {
         for (tier, cold) in self.tiers.iter().zip(self.head.cold.iter()) {
@@ -355,6 +355,6 @@ impl Drop for Cache {
         let large_bytes = large.checked_sub(1).map_or(0, |t| self.tiers[t].size);
         self.head
             .allowance
-            .give(self.head.reserved.load(Relaxed) + large_bytes);
+            .give(self.head.booked.load(Relaxed) + large_bytes);
     }
 }

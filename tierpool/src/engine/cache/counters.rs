@@ -99,9 +99,9 @@ impl Cache {
             .wrapping_add(slow.rotate_left(42))
     }
 
-    /// True if the cache reserves room (so reclaiming it would give something back).
+    /// True if the cache books room (so reclaiming it would give something back).
     pub(crate) fn holds_room(&self) -> bool {
-        self.head.reserved.load(Relaxed) > 0 || self.head.large.load(Relaxed) > 0
+        self.head.booked.load(Relaxed) > 0 || self.head.large.load(Relaxed) > 0
     }
 
     /// True if the activity signature is the same as at the last tick (read-only).

@@ -10,7 +10,7 @@
 //! | `fast.rs` | the fast path: a get or a return in one visit, reached from the doorbell's address |
 //! | `owner.rs` | who may touch the stacks when ([`Owner`]: the busy mark, the lock, the heavy fence), and the cache-wide state it keeps (housekeeping's pace, epochs, work left for after the operation) |
 //! | `tier_ops.rs` | what an owner does to a tier's stack: push, pop, take the oldest out, low-water mark, loans, storage, counters |
-//! | `reserve.rs` | reservations: how much each tier may hold, drawn from the pool's allowance |
+//! | `book.rs` | bookings: how much each tier may hold, drawn from the pool's allowance |
 //! | `reclaim.rs` | the pool's list of caches, and taking caches over from their owners |
 //!
 //! The files are listed bottom-up: each imports only files above it, and the engine's files
@@ -29,7 +29,7 @@
 //!  │               thread wants the owner's attention or is reclaiming the cache    │
 //!  │         using ← 1 while the owner works on its stacks (fast or slow path)      │
 //!  │   hint_end, table: bucket → byte offset of the bucket's first tier             │
-//!  │   lock, reservations, decay and housekeeping state, cold counters               │
+//!  │   lock, bookings, decay and housekeeping state, cold counters               │
 //!  ├───────────────────────────────────────────────────────────────────────────────┤
 //!  │ tiers: [Tier; tiers + 1], 64 bytes each, the last a sentinel that never matches │
 //!  └───────────────────────────────────────────────────────────────────────────────┘
@@ -53,7 +53,7 @@ mod counters;
 pub(super) mod fast;
 pub(super) mod owner;
 mod tier_ops;
-mod reserve;
+mod book;
 pub(crate) mod reclaim;
 
 pub(crate) use block::{offset_table, Cache};

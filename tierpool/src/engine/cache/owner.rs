@@ -247,7 +247,7 @@ impl<'a> Owner<'a> {
 
     /// Counts a slow operation; true when housekeeping is due.
     #[inline]
-    pub(crate) fn tick_countdown(&self) -> bool {
+    pub(crate) fn count_slow_op(&self) -> bool {
         let h = &self.cache.head;
         bump(&h.slow_ops, 1);
         let left = h.countdown.load(Relaxed).saturating_sub(1);
@@ -332,8 +332,8 @@ impl<'a> Owner<'a> {
     }
 
     /// Marks the cache dead (the pool closed): every operation takes the slow path from now
-    /// on, which keeps nothing. The stacks must already be empty, with no room reserved and
-    /// no storage (`policy/service.rs`, `release_all`).
+    /// on, which keeps nothing. The stacks must already be empty, with no room booked and
+    /// no storage (`policy/housekeeping.rs`, `release_all`).
     pub(crate) fn mark_dead(&self) {
         let c = self.cache;
         debug_assert!((0..self.tiers()).all(|t| self.len(t) == 0 && self.limit(t) == 0));

@@ -34,7 +34,7 @@
 //!
 //! # Parked caches
 //!
-//! A thread that exits gives its cache's buffers, reservations and stack storage back and
+//! A thread that exits gives its cache's buffers, bookings and stack storage back and
 //! then detaches it (`local.rs`, `retire`, which says in what order and why). Rather than
 //! free it, the list keeps up to [`MAX_PARKED`] such empty caches, and the pool's next new
 //! thread takes one ([`Caches::unpark`]) instead of allocating its own: a program that starts
@@ -67,7 +67,7 @@ pub(crate) enum Turn {
 
 /// The most empty caches of exited threads a pool keeps for the next threads: 8, about
 /// 94 KiB with the default 56 tiers (a cache is 4 KiB of lookup table, a 64-byte line and
-/// 72 bytes of cold state per tier, and holds no buffer, reservation or stack storage).
+/// 72 bytes of cold state per tier, and holds no buffer, booking or stack storage).
 #[cfg(not(loom))]
 pub(crate) const MAX_PARKED: usize = 8;
 

@@ -109,14 +109,14 @@ impl Tier {
 pub(crate) struct TierCold {
     /// Capacity of `slots` once allocated: the most `limit` may be.
     pub(in crate::engine) cap: u32,
-    /// The tier's reservation, in buffers (`<= cap`).
+    /// The tier's booking, in buffers (`<= cap`).
     pub(in crate::engine) limit: AtomicU32,
     /// Buffers released from the stack to the allocator (decay, trim, close, no room).
     pub(in crate::engine) released: AtomicU64,
     /// Returns onto the stack counted before the current countdown (`counters.rs`).
     pub(in crate::engine) pushes_folded: AtomicU64,
     /// Returns plus refills at the last decay: a tier with an empty stack and neither since
-    /// gives its reservation back.
+    /// gives its booking back.
     pub(in crate::engine) entered_seen: AtomicU64,
     pub(in crate::engine) misses: AtomicU64,
     /// Hits served straight from the depot (odd capacities, bypassed tiers).
@@ -278,7 +278,7 @@ pub(in crate::engine) fn fold(tier: &Tier, cold: &TierCold, every: u64) {
     }
 }
 
-/// Buffers a thread cache may keep of a tier of `size` bytes when it may reserve
+/// Buffers a thread cache may keep of a tier of `size` bytes when it may book
 /// `cache_bytes`: `min(64, cache_bytes / size)`, or, for a tier above that, 1 (the large
 /// slot) if `size <= large_max` and none otherwise; none when `cache_bytes` is 0 (thread
 /// caches off).

@@ -1,7 +1,7 @@
 //! What an [`Owner`] does to a tier's stack: push, pop, take the oldest out, its low-water
 //! mark and loans for the interval, its slow-start fill, its storage, and the counters the
 //! slow path keeps. Who may do it, and when, is `owner.rs`; how much a tier may hold is
-//! `reserve.rs`.
+//! `book.rs`.
 
 use std::mem::size_of;
 
@@ -109,7 +109,7 @@ impl Owner<'_> {
         }
     }
 
-    /// True if tier `t` has neither a reservation nor storage: giving either up would change
+    /// True if tier `t` has neither a booking nor storage: giving either up would change
     /// nothing.
     #[inline]
     pub(crate) fn is_bare(&self, t: usize) -> bool {

@@ -63,19 +63,19 @@ pub(super) fn refill(o: &Owner<'_>, pool: &PoolState, t: usize, n: usize) -> usi
     moved
 }
 
-/// Moves the `n` oldest buffers of tier `t` to the depot (its reservation stays), as far as
+/// Moves the `n` oldest buffers of tier `t` to the depot (its booking stays), as far as
 /// the allowance lets the depot take them. Refunds their charges. Returns how many moved.
 pub(super) fn flush(o: &Owner<'_>, pool: &PoolState, t: usize, n: usize) -> usize {
     let moved = {
         let mut depot = pool.depot.lock(t);
-        let fit = depot.reserve_exact(n.min(o.len(t)));
+        let fit = depot.book_exact(n.min(o.len(t)));
         o.drain_oldest(t, fit, false, |v| depot.push_exact(v))
     };
     o.defer_refund(moved * pool.charge_of(Tag::tier(t)));
     moved
 }
 
-/// Tier `t` gives up its whole stack and reservation: the buffers go to the depot with the
+/// Tier `t` gives up its whole stack and booking: the buffers go to the depot with the
 /// room they had (a closed depot frees them), and their charges are refunded.
 pub(super) fn give_up(o: &Owner<'_>, pool: &PoolState, t: usize) {
     if !pool.caches_share_allowance() {

@@ -2,9 +2,9 @@
 //! the depot (room first: `room.rs`), another retained buffer (`retrieve.rs`), the allocator.
 
 use super::exchange::{batch_size, refill};
+use super::housekeeping::after_slow_op;
 use super::retrieve::retrieve;
-use super::room::{grow, reserve, take_large_slot, Purpose};
-use super::service::housekeeping;
+use super::room::{book, grow, take_large_slot, Purpose};
 use crate::base::key::Tag;
 use crate::engine::cache::owner::Owner;
 use crate::engine::cache::stack::Count;
@@ -22,7 +22,7 @@ pub(crate) fn get_slow(
     how: Fresh,
     prepaid: usize,
 ) -> Result<Got, AllocError> {
-    housekeeping(o, pool);
+    after_slow_op(o, pool);
     let Some(t) = pool.classes.for_get(n) else {
         return oversize(o, pool, n, how, prepaid);
     };
@@ -45,7 +45,7 @@ pub(crate) fn get_slow(
     let want = if keeps {
         let batch = o.fill(t, max_batch);
         if !shares {
-            reserve(o, pool, t, Purpose::Return);
+            book(o, pool, t, Purpose::Return);
         } else if o.is_large(t) {
             take_large_slot(o, pool, t); // its room comes with the depot's buffer
         }
@@ -85,7 +85,7 @@ pub(crate) fn get_slow(
     // A miss: room for the new buffer's return, which at the cap may evict the depot's
     // oldest buffers of other tiers (`room.rs`), so that the pool keeps what is used now.
     if keeps && shares {
-        reserve(o, pool, t, Purpose::Miss);
+        book(o, pool, t, Purpose::Miss);
     }
     let v = alloc_fresh(o.size(t), n, how, pool.align()).inspect_err(|_| o.defer_refund(charge))?;
     o.count(t, Count::Miss, 1);

@@ -10,7 +10,7 @@
 //! | `exchange.rs` | how buffers move between a stack, the depot and the allocator (refill, flush, give up, release) |
 //! | `room.rs` | where a tier's room in its cache comes from when it needs more (the room ladder) |
 //! | `retrieve.rs` | which retained buffer, besides its own stack's, may serve a get |
-//! | `service.rs` | the owner's housekeeping: the doorbell, trim, budget pressure, decay, close, thread exit |
+//! | `housekeeping.rs` | the owner's housekeeping, the look at the pool: the doorbell, trim, budget pressure, decay, close, thread exit |
 //! | `get.rs` | a get the fast path could not serve |
 //! | `put.rs` | a return the fast path could not take |
 //! | `tick.rs` | the pool's tick, reclaiming idle caches, and what an operation leaves for after it |
@@ -18,10 +18,10 @@
 //!
 //! Bottom-up: each file imports only those above it. The tests are in `tests.rs`.
 //!
-//! # Reservations
+//! # Bookings
 //!
-//! A tier reserves room (`cache/reserve.rs`) when it is first used: one buffer for a return,
-//! a batch for a refill. The reservation grows with use, up to `min(64, cache_bytes / size)`
+//! A tier books room (`cache/book.rs`) when it is first used: one buffer for a return,
+//! a batch for a refill. The booking grows with use, up to `min(64, cache_bytes / size)`
 //! buffers: doubling when a return finds its stack full, and by a batch when a get finds too
 //! little room to refill. Where the room comes from is `room.rs`'s ladder. A refill takes what
 //! room the allowance has and, beyond it, the room the depot's buffers held there
@@ -50,7 +50,7 @@
 mod exchange;
 mod room;
 mod retrieve;
-mod service;
+mod housekeeping;
 mod get;
 mod put;
 mod tick;
@@ -59,7 +59,7 @@ mod pool_wide;
 mod tests;
 
 pub(crate) use get::get_slow;
+pub(crate) use housekeeping::{look, release_all, retire};
 pub(crate) use pool_wide::{close_all, sweep, trim_all};
 pub(crate) use put::put_slow;
-pub(crate) use service::{release_all, retire, service};
 pub(crate) use tick::{finish, tick};

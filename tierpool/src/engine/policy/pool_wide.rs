@@ -1,7 +1,7 @@
 //! The operations on every cache of a pool at once, each reclaiming every cache from its
 //! owner (busy or idle) and acting on it: `trim()`, closing, a budget waiter's sweep. Where
 //! caches cannot be reclaimed (no heavy fence), reclaiming leaves each rung, and each acts at
-//! its owner's next operation (`service.rs`). A cache attached after the reclaimer listed
+//! its owner's next operation (`housekeeping.rs`). A cache attached after the reclaimer listed
 //! them is born rung if the pool is closed or under pressure (`Caches::attach`); one made
 //! while a trim runs is empty, and acts on the trim at its first housekeeping.
 
@@ -9,7 +9,7 @@ use crate::engine::cache::owner::Owner;
 use crate::engine::cache::reclaim::Turn;
 use crate::engine::state::PoolState;
 
-use super::service::{give_up_all, kill, release_all};
+use super::housekeeping::{give_up_all, kill, release_all};
 
 /// `trim()`: every thread cache releases everything now, reclaimed (the calling thread's own
 /// included, if it has one). Returns the bytes released from the caches, or `None` if caches
@@ -35,7 +35,7 @@ pub(crate) fn close_all(pool: &PoolState) {
 /// depot and their charges to the account, whether its owner is busy or idle.
 ///
 /// Every cache, also one that holds nothing now: its owner may be in the middle of a slow
-/// return that read the pressure flag before the waiter raised it, and about to reserve room
+/// return that read the pressure flag before the waiter raised it, and about to book room
 /// and push. Reclaiming waits for that operation to end (and takes what it pushed), and rings
 /// the doorbell, so that the owner's next operation takes the lock and sees the flag; skipping
 /// empty caches would lose that wake-up.

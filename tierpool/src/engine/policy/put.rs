@@ -2,8 +2,8 @@
 //! of another capacity than its tier's, a pool that wipes returns, a cache the pool rang.
 
 use super::exchange::{batch_size, flush};
-use super::room::{grow, reserve, Purpose};
-use super::service::housekeeping;
+use super::housekeeping::after_slow_op;
+use super::room::{book, grow, Purpose};
 use crate::base::key::Tag;
 use crate::engine::cache::owner::Owner;
 use crate::engine::cache::stack::Count;
@@ -13,7 +13,7 @@ use crate::sys::alloc::free;
 
 /// Everything a return of `v` (with tag `tag`) can need beyond the fast path.
 pub(crate) fn put_slow(o: &Owner<'_>, pool: &PoolState, mut v: Vec<u8>, tag: Tag) {
-    housekeeping(o, pool);
+    after_slow_op(o, pool);
     if o.is_dead() {
         o.defer_refund(pool.charge_of(tag));
         free(v, pool.align());
@@ -35,7 +35,7 @@ pub(crate) fn put_slow(o: &Owner<'_>, pool: &PoolState, mut v: Vec<u8>, tag: Tag
             None => true,
         };
     if stackable {
-        reserve(o, pool, t, Purpose::Return);
+        book(o, pool, t, Purpose::Return);
         if o.limit(t) > 0 && o.len(t) >= o.limit(t) {
             grow(o, pool, t, 2 * o.limit(t), Purpose::Return);
         }

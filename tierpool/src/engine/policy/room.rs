@@ -3,8 +3,8 @@
 //!
 //! | rung | [`Purpose::Refill`] | [`Purpose::Miss`] | [`Purpose::Return`] |
 //! |---|---|---|---|
-//! | 1. `cache_bytes` nobody reserved | yes | yes | yes |
-//! | 2. other tiers' reservations beyond their stacks (no buffer moves: [`lower_unused_limits`]) | yes | yes | yes |
+//! | 1. `cache_bytes` nobody booked | yes | yes | yes |
+//! | 2. other tiers' bookings beyond their stacks (no buffer moves: [`lower_unused_limits`]) | yes | yes | yes |
 //! | 3. other tiers' whole stacks, to the depot with their room ([`make_room`]) | yes, but while the depot has none of the tier, not the stacks of the tiers that may lend to it | yes | no |
 //! | 4. the pool's allowance | yes | yes | yes |
 //! | 5. the depot's oldest buffers of other tiers, for the one buffer in hand ([`evict`]) | no | yes | yes |
@@ -18,7 +18,7 @@
 //! may lend to it), so that at the cap the pool keeps the buffers in use now over the oldest
 //! idle ones.
 //! A return that finds its stack full doubles its room from what is free, evicting only for
-//! the buffer in hand. Reservations grow with use (a first buffer or batch, then doubling
+//! the buffer in hand. Bookings grow with use (a first buffer or batch, then doubling
 //! when returns find the stack full) rather than to the cap at once, and other tiers give up
 //! what they do not hold before anything moves, so that a thread cycling several sizes does
 //! not have its tiers evict each other.
@@ -50,9 +50,9 @@ pub(super) enum Purpose {
     Return,
 }
 
-/// Gives tier `t` a first reservation if it has none and may use the thread cache: one
+/// Gives tier `t` a first booking if it has none and may use the thread cache: one
 /// buffer (more comes with use), or the large slot.
-pub(super) fn reserve(o: &Owner<'_>, pool: &PoolState, t: usize, purpose: Purpose) {
+pub(super) fn book(o: &Owner<'_>, pool: &PoolState, t: usize, purpose: Purpose) {
     if o.limit(t) > 0 || o.cap(t) == 0 {
         return;
     }
@@ -72,7 +72,7 @@ pub(super) fn reserve(o: &Owner<'_>, pool: &PoolState, t: usize, purpose: Purpos
 
 /// Frees the large slot for tier `t` (above `cache_bytes`): the tier that holds it gives up
 /// its buffer to the depot, with its room. Tier `t`'s own room comes after: from the
-/// allowance ([`reserve`]), or with the depot's buffer (`exchange::refill`).
+/// allowance ([`book`]), or with the depot's buffer (`exchange::refill`).
 pub(super) fn take_large_slot(o: &Owner<'_>, pool: &PoolState, t: usize) {
     if let Some(u) = o.large_holder().filter(|&u| u != t) {
         give_up(o, pool, u);
@@ -88,10 +88,10 @@ pub(super) fn grow(o: &Owner<'_>, pool: &PoolState, t: usize, target: usize, pur
         return;
     }
     let want = (target - limit) * size;
-    if o.unreserved() < want {
+    if o.unbooked() < want {
         lower_unused_limits(o, t, want);
     }
-    if o.unreserved() < want {
+    if o.unbooked() < want {
         let spare = match purpose {
             Purpose::Refill if pool.depot.lock(t).exact_len() > 0 => Some(t..t + 1),
             Purpose::Refill => Some(pool.lenders_of(t)),
@@ -106,7 +106,7 @@ pub(super) fn grow(o: &Owner<'_>, pool: &PoolState, t: usize, target: usize, pur
     if got < target && o.allowance_spent(size) {
         // Eviction makes room for the buffer in hand only, when the tier has none left for
         // it; a return that doubles its room evicts nothing for the rest of it.
-        let short = size.min(o.unreserved() / size * size);
+        let short = size.min(o.unbooked() / size * size);
         if purpose == Purpose::Refill
             || got > o.len(t)
             || evict(pool, t, short, size) == 0
@@ -135,10 +135,10 @@ pub(super) fn evict(pool: &PoolState, t: usize, need: usize, unit: usize) -> usi
 
 /// Lowers other tiers' limits to their stacks' lengths (but not below one buffer, so that a
 /// tier in use keeps its storage and its fast path), largest tier first, until `need` bytes
-/// of `cache_bytes` are unreserved. Moves no buffer and allocates nothing.
+/// of `cache_bytes` are unbooked. Moves no buffer and allocates nothing.
 fn lower_unused_limits(o: &Owner<'_>, t: usize, need: usize) {
     for u in (0..o.tiers()).rev() {
-        if o.unreserved() >= need {
+        if o.unbooked() >= need {
             return;
         }
         let keep = o.len(u).max(1);
@@ -150,13 +150,13 @@ fn lower_unused_limits(o: &Owner<'_>, t: usize, need: usize) {
 
 /// Frees at least `need` bytes of `cache_bytes` by handing whole stacks of tiers outside
 /// `spare`, largest tier first, to the depot (releasing what the depot cannot take) and
-/// taking their reservations away: a thread whose sizes change does not keep its room full
+/// taking their bookings away: a thread whose sizes change does not keep its room full
 /// of sizes it no longer uses until they decay, taking the slow path for its new size
 /// meanwhile.
 #[cold]
 fn make_room(o: &Owner<'_>, pool: &PoolState, need: usize, spare: std::ops::Range<usize>) {
     for u in (0..o.tiers()).rev() {
-        if o.unreserved() >= need {
+        if o.unbooked() >= need {
             return;
         }
         if spare.contains(&u) || o.limit(u) == 0 || o.is_large(u) {

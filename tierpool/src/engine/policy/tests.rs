@@ -3,9 +3,9 @@
 
 use super::exchange::refill;
 use super::get::get_slow;
+use super::housekeeping::{decay, release_all, retire};
 use super::put::put_slow;
 use super::room::{evict, grow, Purpose};
-use super::service::{decay, release_all, retire};
 use super::tick::finish;
 use crate::base::key::{Key, Tag};
 use crate::base::sync::{Arc, Ordering::Relaxed};
@@ -27,7 +27,7 @@ fn capped(tiers: &[usize], cap: usize, cache_bytes: usize) -> PoolState {
 }
 
 /// A thread that only gets (refills from the depot, pops) is not idle: decay keeps its
-/// reservation and storage. One that neither returned nor refilled for an interval, with
+/// booking and storage. One that neither returned nor refilled for an interval, with
 /// nothing on its stack, gives both back.
 #[test]
 fn decay_keeps_a_getting_tier_and_frees_an_idle_one() {
@@ -41,22 +41,14 @@ fn decay_keeps_a_getting_tier_and_frees_an_idle_one() {
     o.push(0, Vec::with_capacity(64), true).unwrap();
     drop(o.pop(0).unwrap());
     decay(&o, &state);
-    assert_eq!(o.limit(0), 4, "a tier in use keeps its reservation");
-    assert_eq!(
-        o.limit(1),
-        0,
-        "an idle, empty tier gives its reservation back"
-    );
+    assert_eq!(o.limit(0), 4, "a tier in use keeps its booking");
+    assert_eq!(o.limit(1), 0, "an idle, empty tier gives its booking back");
     decay(&o, &state);
     assert_eq!(o.limit(0), 0, "idle for a whole interval now");
     drop(o);
     state.caches.detach(&cache);
     drop(cache);
-    assert_eq!(
-        state.depot.allowance().held(),
-        0,
-        "every reservation came back"
-    );
+    assert_eq!(state.depot.allowance().held(), 0, "every booking came back");
 }
 
 /// A cache with no room for the buffer in hand, the allowance spent, makes room for
@@ -124,7 +116,7 @@ fn the_large_slot_stays_with_its_holder_when_another_large_tier_gets_no_room() {
     assert_eq!(
         state.depot.allowance().held(),
         0,
-        "every reservation given back"
+        "every booking given back"
     );
     drop(o);
     state.caches.detach(&cache);
@@ -307,7 +299,7 @@ fn ops<'a>(
 ) -> (impl Fn(usize) -> Vec<u8> + 'a, impl Fn(Vec<u8>) + 'a) {
     let get = move |n: usize| {
         finish(owner_of(cache), state, |o| {
-            match get_slow(o, state, n, Fresh::Plain, 0).unwrap() {
+            match get_slow(o, state, n, Fresh::Infallible, 0).unwrap() {
                 Got::Buf(v, _) => v.into_vec(),
                 Got::Wait(_) => panic!("no budget here"),
             }
@@ -321,13 +313,10 @@ fn ops<'a>(
 }
 
 /// Every retained byte counted once: the allowance is the depot's bytes plus every
-/// reservation of `o`'s cache.
+/// booking of `o`'s cache.
 fn assert_books(state: &PoolState, o: &Owner<'_>) {
-    let reserved: usize = (0..o.tiers()).map(|t| o.limit(t) * o.size(t)).sum();
-    assert_eq!(
-        state.depot.allowance().held(),
-        state.depot.bytes() + reserved
-    );
+    let booked: usize = (0..o.tiers()).map(|t| o.limit(t) * o.size(t)).sum();
+    assert_eq!(state.depot.allowance().held(), state.depot.bytes() + booked);
 }
 
 /// A get of a tier with no room, at the cap, is lent the depot's larger buffer (up to
@@ -341,7 +330,7 @@ fn at_the_cap_a_get_without_room_is_lent_the_depots_buffers() {
     let Some((state, cache)) = with_shared_cache(capped(&[64, 128], 256, 64)) else {
         return;
     };
-    assert!(state.lends(Fresh::Plain));
+    assert!(state.lends(Fresh::Infallible));
     let (get, _) = ops(&state, &cache);
     let owner = || owner_of(&cache);
     // The allowance spent by the depot's two 128-byte buffers: tier 0 gets no room, and
@@ -358,7 +347,7 @@ fn at_the_cap_a_get_without_room_is_lent_the_depots_buffers() {
     assert_eq!(second.capacity(), 128, "lent at the cap, not allocated");
     assert_eq!(state.depot.bytes(), 128);
     assert_eq!(owner().loans(0), 2, "two loans at the cap");
-    // With room left (a 128-byte buffer's worth of allowance free), the tier reserves
+    // With room left (a 128-byte buffer's worth of allowance free), the tier books
     // it and allocates its own buffer.
     let third = get(50);
     assert_eq!(
@@ -602,7 +591,7 @@ fn refills_start_at_one_buffer_and_double_with_use() {
     let get = |c: &Cache| {
         // SAFETY: the test's caches, each used by one call at a time.
         let o = unsafe { Owner::new_unshared(c) };
-        match get_slow(&o, &state, 64, Fresh::Plain, 0) {
+        match get_slow(&o, &state, 64, Fresh::Infallible, 0) {
             Ok(Got::Buf(v, _)) => assert_eq!(v.capacity(), 64),
             _ => panic!("a buffer"),
         }
@@ -741,7 +730,7 @@ fn parked_caches_are_taken_over_as_new_and_decay() {
         o.push(0, Vec::with_capacity(64), true).unwrap();
         drop(o.pop(0).unwrap());
     }
-    // Detached holding a reservation (no `retire`): freed, not parked.
+    // Detached holding a booking (no `retire`): freed, not parked.
     state.caches.detach(&a);
     assert_eq!(state.caches.parked(), 0);
     drop(a);
@@ -773,7 +762,7 @@ fn parked_caches_are_taken_over_as_new_and_decay() {
     {
         // SAFETY: as above.
         let o = unsafe { Owner::new_unshared(&d) };
-        assert_eq!(o.limit(0), 0, "no reservation carried over");
+        assert_eq!(o.limit(0), 0, "no booking carried over");
         assert!(o.set_limit(0, 4), "usable as new");
         o.push(0, Vec::with_capacity(64), true).unwrap();
         drop(o.pop(0).unwrap());

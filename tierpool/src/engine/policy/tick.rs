@@ -10,7 +10,7 @@ use crate::engine::cache::reclaim::{Reclaimer, Turn};
 use crate::engine::state::PoolState;
 use crate::sys::trim::Why;
 
-use super::service::release_all;
+use super::housekeeping::release_all;
 
 /// The pool's allowance was spent: reclaims the caches that have not been used since the last
 /// tick, at most once per sixteenth of an interval, so that a thread that needs room takes it

@@ -10,7 +10,7 @@ use futures_core::Stream;
 use tokio::io::AsyncRead;
 use tokio_util::codec::Decoder;
 
-use super::lent::Lent;
+use super::bytes_mut_store::BytesMutStore;
 use crate::io::parts::{Core, Store};
 use crate::pool::buffer_pool::BufferPool;
 
@@ -39,7 +39,7 @@ use crate::pool::buffer_pool::BufferPool;
 pub struct FramedRead<R, D> {
     io: R,
     decoder: D,
-    core: Core<Lent>,
+    core: Core<BytesMutStore>,
     /// What the decoder is given when no buffer is held (allocates nothing).
     empty: BytesMut,
     max_frame_len: usize,
@@ -116,10 +116,10 @@ impl<R, D> FramedRead<R, D> {
                 // A decoder wrote into the stand-in (none of tokio-util's do): keep its bytes.
                 let mut buf = self.core.pool().get_exact(bm.len());
                 buf.extend_from_slice(&bm);
-                self.core.slot = Some(Lent::new(buf));
+                self.core.slot = Some(BytesMutStore::new(buf));
             }
         }
-        self.core.release_if_drained();
+        self.core.give_back_if_drained();
     }
 }
 
@@ -157,7 +157,7 @@ where
                 if this.eof {
                     let decoded = {
                         let buf = match &mut this.core.slot {
-                            Some(lent) => &mut lent.bm,
+                            Some(store) => &mut store.bm,
                             None => &mut this.empty,
                         };
                         this.decoder.decode_eof(buf)
@@ -177,7 +177,7 @@ where
                 }
                 let decoded = {
                     let buf = match &mut this.core.slot {
-                        Some(lent) => &mut lent.bm,
+                        Some(store) => &mut store.bm,
                         None => &mut this.empty,
                     };
                     this.decoder.decode(buf)

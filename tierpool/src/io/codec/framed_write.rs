@@ -9,7 +9,7 @@ use futures_sink::Sink;
 use tokio::io::AsyncWrite;
 use tokio_util::codec::Encoder;
 
-use super::lent::Lent;
+use super::bytes_mut_store::BytesMutStore;
 use crate::buf::pooled::PooledBuf;
 use crate::io::parts::{poll_write_all, ReadRule, Store, MIN_READ};
 use crate::pool::buffer_pool::BufferPool;
@@ -51,7 +51,7 @@ pub struct FramedWrite<W, E> {
     io: W,
     encoder: E,
     pool: BufferPool,
-    buf: Option<Lent>,
+    buf: Option<BytesMutStore>,
     boundary: usize,
     /// Bytes of the buffer already written out.
     written: usize,
@@ -133,12 +133,12 @@ impl<W, E> FramedWrite<W, E> {
         }
         if !self.taking.is_waiting() {
             if let Some(got) = self.try_take_fitting() {
-                self.buf = Some(Lent::new(got));
+                self.buf = Some(BytesMutStore::new(got));
                 return Poll::Ready(Ok(()));
             }
         }
         let got = ready!(self.taking.poll_get(cx, &self.pool, self.boundary_size()))?;
-        self.buf = Some(Lent::new(got));
+        self.buf = Some(BytesMutStore::new(got));
         Poll::Ready(Ok(()))
     }
 
@@ -150,7 +150,7 @@ impl<W, E> FramedWrite<W, E> {
             Some(got) => got,
             None => self.pool.try_get_exact(self.boundary_size())?,
         };
-        self.buf = Some(Lent::new(got));
+        self.buf = Some(BytesMutStore::new(got));
         Ok(())
     }
 
@@ -173,9 +173,9 @@ impl<W, E> FramedWrite<W, E> {
 
     /// Gives the drained buffer back and remembers how much it had to hold (a buffer given
     /// back unwritten, after a `poll_ready` and a flush, changes nothing).
-    fn release_buffer(&mut self) {
+    fn give_back_buffer(&mut self) {
         if let Some(b) = self.buf.take() {
-            b.release();
+            b.give_back();
         }
         self.written = 0;
         self.rule.drained();
@@ -218,23 +218,23 @@ where
             // `poll_ready` was not awaited: a buffer now, without waiting.
             this.take_now()?;
         }
-        let lent = this.buf.as_mut().expect("made above");
-        let encoded = this.encoder.encode(item, &mut lent.bm);
-        this.rule.note_unread(lent.bm.len());
+        let store = this.buf.as_mut().expect("made above");
+        let encoded = this.encoder.encode(item, &mut store.bm);
+        this.rule.note_unread(store.bm.len());
         encoded
     }
 
     /// Writes every buffered byte, gives the buffer back, then flushes the writer.
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), E::Error>> {
         let this = self.get_mut();
-        if let Some(lent) = &this.buf {
+        if let Some(store) = &this.buf {
             ready!(poll_write_all(
                 cx,
                 &mut this.io,
-                &lent.bm,
+                &store.bm,
                 &mut this.written
             ))?;
-            this.release_buffer();
+            this.give_back_buffer();
         }
         ready!(Pin::new(&mut this.io).poll_flush(cx))?;
         Poll::Ready(Ok(()))

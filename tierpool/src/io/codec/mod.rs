@@ -36,7 +36,7 @@
 //! the last of them instead of back to the pool. Decoders that copy (`LinesCodec`, most
 //! protocol parsers) return every buffer.
 
-mod lent;
+mod bytes_mut_store;
 mod framed_read;
 mod framed_write;
 

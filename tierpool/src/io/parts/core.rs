@@ -10,7 +10,7 @@ use std::task::{ready, Context, Poll};
 use tokio::io::{AsyncRead, ReadBuf};
 
 use super::rule::{ReadRule, MIN_READ};
-use super::store::{Plain, Store};
+use super::store::{Store, VecStore};
 use crate::buf::pooled::PooledBuf;
 use crate::engine::error::AllocError;
 use crate::pool::buffer_pool::BufferPool;
@@ -70,15 +70,15 @@ impl<S: Store> Core<S> {
         self.stash = None;
         self.taking.cancel();
         if let Some(s) = self.slot.take() {
-            s.release();
+            s.give_back();
         }
     }
 
     /// Gives the buffer back if nothing in it is unread, remembering how much it had to hold.
-    pub(crate) fn release_if_drained(&mut self) {
+    pub(crate) fn give_back_if_drained(&mut self) {
         if self.slot.as_ref().is_some_and(|s| s.unread().is_empty()) {
             if let Some(s) = self.slot.take() {
-                s.release();
+                s.give_back();
             }
             self.rule.drained();
         }
@@ -100,11 +100,11 @@ impl<S: Store> Core<S> {
 
     /// Before a wait: holds nothing if nothing is unread, else at most `max(2P, T0)`.
     pub(crate) fn park(&mut self) {
-        self.release_if_drained();
+        self.give_back_if_drained();
         let Some(s) = &self.slot else { return };
         if let Some(buf) = self.rule.shrink(&self.pool, s.unread(), s.held()) {
             let old = self.slot.replace(S::adopt(buf));
-            old.expect("checked above").release();
+            old.expect("checked above").give_back();
         }
     }
 
@@ -179,7 +179,7 @@ impl<S: Store> Core<S> {
         if limit == 0 {
             return Poll::Ready(Ok(0));
         }
-        self.release_if_drained();
+        self.give_back_if_drained();
         let mut want = self.rule.offer().min(limit);
         // Room for the offer in the buffer held: read into it (into the room there is, if at
         // least the least offer fits: a buffer sized for a frame of a size that repeats is
@@ -302,7 +302,7 @@ impl<S: Store> Core<S> {
         let mut bigger = ready!(self.poll_take_between(cx, have + 1, size))?;
         if let Some(s) = self.slot.take() {
             bigger.extend_from_slice(s.unread());
-            s.release();
+            s.give_back();
         }
         if let Some(stash) = self.stash.take() {
             bigger.extend_from_slice(&stash);
@@ -312,7 +312,7 @@ impl<S: Store> Core<S> {
     }
 }
 
-impl Core<Plain> {
+impl Core<VecStore> {
     /// Reads from `io` until `want` bytes are unread or the stream ends, and takes them as a
     /// buffer (none if none arrived): `(buffer, complete)`. While it waits it holds at most
     /// `max(2P, T0)` for the `P` bytes that arrived (module docs). On an error the bytes
@@ -333,7 +333,7 @@ impl Core<Plain> {
 
     /// The unread bytes, as a buffer of their own (at its start), and nothing held.
     pub(crate) fn take(&mut self) -> Option<PooledBuf> {
-        self.slot.take().map(Plain::into_buf)
+        self.slot.take().map(VecStore::into_buf)
     }
 }
 

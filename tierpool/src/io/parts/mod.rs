@@ -37,6 +37,6 @@ pub use rule::ReadRule;
 #[cfg(feature = "tokio")]
 pub(crate) use rule::MIN_READ;
 #[cfg(feature = "tokio")]
-pub(crate) use store::{Plain, Store};
+pub(crate) use store::{Store, VecStore};
 #[cfg(feature = "tokio")]
 pub use write::poll_write_all;

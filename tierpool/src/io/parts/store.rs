@@ -4,8 +4,8 @@ use std::mem::MaybeUninit;
 
 use crate::buf::pooled::PooledBuf;
 
-/// Where a held buffer's unread bytes live: a pooled `Vec` ([`Plain`]), or, lent to a
-/// tokio-util decoder, a `BytesMut` made of one (`io/codec/lent.rs`). [`Core`] runs the rules of the
+/// Where a held buffer's unread bytes live: a pooled `Vec` ([`VecStore`]), or, handed to a
+/// tokio-util decoder, a `BytesMut` made of one (`io/codec/bytes_mut_store.rs`). [`Core`] runs the rules of the
 /// module docs on either.
 pub(crate) trait Store: Sized {
     /// The unread bytes.
@@ -28,19 +28,19 @@ pub(crate) trait Store: Sized {
     fn adopt(buf: PooledBuf) -> Self;
     /// Gives the memory back: to its pool where the allocation is still the pooled one and
     /// nothing else shares it.
-    fn release(self);
+    fn give_back(self);
 }
 
 /// A pooled `Vec`: the unread bytes are `buf[start..]`.
 #[derive(Debug)]
-pub(crate) struct Plain {
+pub(crate) struct VecStore {
     /// The pooled buffer.
     pub(in crate::io) buf: PooledBuf,
     /// Where the unread bytes begin.
     pub(in crate::io) start: usize,
 }
 
-impl Plain {
+impl VecStore {
     /// The buffer, its unread bytes at the start.
     pub(crate) fn into_buf(mut self) -> PooledBuf {
         if self.start > 0 {
@@ -52,7 +52,7 @@ impl Plain {
     }
 }
 
-impl Store for Plain {
+impl Store for VecStore {
     fn unread(&self) -> &[u8] {
         &self.buf[self.start..]
     }
@@ -80,9 +80,9 @@ impl Store for Plain {
         }
     }
     fn adopt(buf: PooledBuf) -> Self {
-        Plain { buf, start: 0 }
+        VecStore { buf, start: 0 }
     }
-    fn release(self) {
+    fn give_back(self) {
         drop(self.buf);
     }
 }

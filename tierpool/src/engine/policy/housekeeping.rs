@@ -8,18 +8,18 @@ use crate::engine::cache::owner::Owner;
 use crate::engine::state::PoolState;
 use crate::sys::trim::Why;
 
-/// Counts a slow operation and runs [`service`] if the doorbell rang or housekeeping is due.
-pub(super) fn housekeeping(o: &Owner<'_>, pool: &PoolState) {
-    let due = o.tick_countdown();
+/// Counts a slow operation and runs [`look`] if the doorbell rang or a look is due.
+pub(super) fn after_slow_op(o: &Owner<'_>, pool: &PoolState) {
+    let due = o.count_slow_op();
     if o.rung() || due {
-        service(o, pool);
+        look(o, pool);
     }
 }
 
 /// Looks at the pool: closed (free everything, keep nothing from now on), trimmed (release
 /// everything), budget pressure (give the stacks back, stay rung), or a new decay interval
 /// (release what stayed idle, and tick the pool).
-pub(crate) fn service(o: &Owner<'_>, pool: &PoolState) {
+pub(crate) fn look(o: &Owner<'_>, pool: &PoolState) {
     if o.is_dead() {
         return;
     }
@@ -59,7 +59,7 @@ pub(crate) fn service(o: &Owner<'_>, pool: &PoolState) {
 }
 
 /// Releases, in every tier, the buffers that stayed below the stack's low-water mark for the
-/// whole interval, shrinks the reservation by as many, and gives back the reservations of
+/// whole interval, shrinks the booking by as many, and gives back the bookings of
 /// tiers that saw no use. Returns the bytes released.
 pub(super) fn decay(o: &Owner<'_>, pool: &PoolState) -> usize {
     let mut bytes = 0;
@@ -80,7 +80,7 @@ pub(super) fn decay(o: &Owner<'_>, pool: &PoolState) -> usize {
     bytes
 }
 
-/// Releases every buffer this cache holds and its reservations, refunding their charges.
+/// Releases every buffer this cache holds and its bookings, refunding their charges.
 /// Returns the bytes released.
 pub(crate) fn release_all(o: &Owner<'_>, pool: &PoolState) -> usize {
     let mut bytes = 0;

@@ -1,4 +1,4 @@
-//! A pooled buffer lent to a codec as a `BytesMut`, and its way back: what `FramedRead` and
+//! A pooled buffer handed to a codec as a `BytesMut`, and its way back: what `FramedRead` and
 //! `FramedWrite` share.
 
 use std::fmt;
@@ -10,8 +10,8 @@ use crate::buf::pooled::PooledBuf;
 use crate::engine::ops;
 use crate::io::parts::Store;
 
-/// A pooled buffer lent to a codec as a `BytesMut` (no copy), and how to give it back.
-pub(super) struct Lent {
+/// A pooled buffer handed to a codec as a `BytesMut` (no copy), and how to give it back.
+pub(super) struct BytesMutStore {
     /// The buffer as the codec sees it.
     pub(super) bm: BytesMut,
     key: Key,
@@ -22,24 +22,24 @@ pub(super) struct Lent {
     cap: usize,
 }
 
-impl fmt::Debug for Lent {
+impl fmt::Debug for BytesMutStore {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Lent")
+        f.debug_struct("BytesMutStore")
             .field("len", &self.bm.len())
             .field("capacity", &self.cap)
             .finish()
     }
 }
 
-impl Lent {
-    pub(super) fn new(buf: PooledBuf) -> Lent {
+impl BytesMutStore {
+    pub(super) fn new(buf: PooledBuf) -> BytesMutStore {
         let key = buf.key();
         let (v, tag) = buf.into_parts();
         let (addr, cap) = (v.as_ptr() as usize, v.capacity());
         // No copy: `Bytes` takes the `Vec` (allocating its small control block when the
         // `Vec` is not full), and a unique `Bytes` becomes a `BytesMut` in place.
         let bm = BytesMut::from(Bytes::from(v));
-        Lent {
+        BytesMutStore {
             bm,
             key,
             tag,
@@ -49,7 +49,7 @@ impl Lent {
     }
 }
 
-impl Store for Lent {
+impl Store for BytesMutStore {
     fn unread(&self) -> &[u8] {
         &self.bm
     }
@@ -74,14 +74,14 @@ impl Store for Lent {
         let _ = self.bm.try_reclaim(room);
     }
     fn adopt(buf: PooledBuf) -> Self {
-        Lent::new(buf)
+        BytesMutStore::new(buf)
     }
-    fn release(self) {
+    fn give_back(self) {
         drop(self);
     }
 }
 
-impl Drop for Lent {
+impl Drop for BytesMutStore {
     /// Gives the buffer back: a unique `BytesMut` gives its whole allocation back (unread
     /// bytes moved to the front), a shared one a copy of its bytes, and the allocation stays
     /// with the frames that share it.

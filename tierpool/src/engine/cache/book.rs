@@ -1,15 +1,15 @@
-//! Reservations: how many buffers each tier of a cache may hold, and where that room comes
+//! Bookings: how many buffers each tier of a cache may hold, and where that room comes
 //! from.
 //!
-//! Instead of adding and subtracting bytes on every operation, each tier *reserves* room for
+//! Instead of adding and subtracting bytes on every operation, each tier *books* room for
 //! `limit` buffers of its size, so that the fast path only compares the stack's top with its
-//! limit. Reservations are bounded twice:
+//! limit. Bookings are bounded twice:
 //!
 //! - **per cache**, by `cache_bytes` (the pool's `thread_cache_bytes`, or less under a budget):
 //!   the tiers within it add up to at most `cache_bytes`, and one tier above it may hold a
 //!   single buffer, the *large slot* (so that a thread cycling 16 MiB buffers does not take the
 //!   depot's lock on every operation; under a budget, only a tier of at most `limit / 16`);
-//! - **per pool**, by the allowance (`depot.rs`): every reservation, the large slot's included,
+//! - **per pool**, by the allowance (`depot.rs`): every booking, the large slot's included,
 //!   is drawn from the same count as the depot's contents, which never exceeds
 //!   `max_retained_bytes`. So the depot and all thread caches together never retain more than
 //!   `max_retained_bytes`, however many threads there are. A thread that finds the allowance
@@ -17,7 +17,7 @@
 //!   the allocator) and asks the pool to reclaim idle caches (`policy/room.rs`).
 //!
 //! A tier's stack holds at most `min(64, cache_bytes / size)` buffers (its `cap`), 1 above
-//! `cache_bytes`, none when `cache_bytes` is 0. What the policy reserves within that, and when,
+//! `cache_bytes`, none when `cache_bytes` is 0. What the policy books within that, and when,
 //! is in `policy/room.rs`.
 
 use super::owner::Owner;
@@ -26,7 +26,7 @@ use crate::base::sync::{AtomicUsize, Ordering};
 use Ordering::Relaxed;
 
 impl Owner<'_> {
-    /// Tier `t`'s current limit (its reservation, in buffers).
+    /// Tier `t`'s current limit (its booking, in buffers).
     #[inline]
     pub(crate) fn limit(&self, t: usize) -> usize {
         self.cache.head.cold[t].limit.load(Relaxed) as usize
@@ -51,16 +51,16 @@ impl Owner<'_> {
         self.cache.head.large.load(Relaxed).checked_sub(1)
     }
 
-    /// Bytes of `cache_bytes` not reserved by any tier.
+    /// Bytes of `cache_bytes` not booked by any tier.
     #[inline]
-    pub(crate) fn unreserved(&self) -> usize {
-        self.cache.head.cache_bytes - self.cache.head.reserved.load(Relaxed)
+    pub(crate) fn unbooked(&self) -> usize {
+        self.cache.head.cache_bytes - self.cache.head.booked.load(Relaxed)
     }
 
     /// Sets tier `t`'s limit (`<= cap`, `>= len`), allocating the stack's slots on first use,
-    /// taking a larger reservation from the allowance and giving a smaller one back; keeps
-    /// `reserved` and `full` in step. The storage stays when the limit drops to 0 (see
-    /// [`Self::free_storage`]). Returns false (and changes nothing) if the reservation would
+    /// taking a larger booking from the allowance and giving a smaller one back; keeps
+    /// `booked` and `full` in step. The storage stays when the limit drops to 0 (see
+    /// [`Self::free_storage`]). Returns false (and changes nothing) if the booking would
     /// not fit `cache_bytes` or the allowance.
     pub(crate) fn set_limit(&self, t: usize, limit: usize) -> bool {
         let h = &self.cache.head;
@@ -80,7 +80,7 @@ impl Owner<'_> {
     }
 
     /// What tier `t`'s limit going from `old` to `new` books in `cache_bytes`: the field and
-    /// its new value, `reserved` for a tier within it, the large slot's holder (one tier at a
+    /// its new value, `booked` for a tier within it, the large slot's holder (one tier at a
     /// time) for a tier above it; `None` if it does not fit. The allowance is not touched.
     fn booking(&self, t: usize, old: usize, new: usize) -> Option<(&AtomicUsize, usize)> {
         let h = &self.cache.head;
@@ -92,8 +92,8 @@ impl Owner<'_> {
             }
             (holder == 0 || holder == mine).then_some((&h.large, mine))
         } else {
-            let reserved = h.reserved.load(Relaxed) - old * self.size(t) + new * self.size(t);
-            (reserved <= h.cache_bytes).then_some((&h.reserved, reserved))
+            let booked = h.booked.load(Relaxed) - old * self.size(t) + new * self.size(t);
+            (booked <= h.cache_bytes).then_some((&h.booked, booked))
         }
     }
 
@@ -106,13 +106,13 @@ impl Owner<'_> {
         if target <= old || self.is_large(t) {
             return old;
         }
-        let fits = (target - old).min(self.unreserved() / size);
+        let fits = (target - old).min(self.unbooked() / size);
         let more = h.allowance.take_up_to(fits * size, size) / size;
         if more == 0 {
             return old;
         }
-        h.reserved
-            .store(h.reserved.load(Relaxed) + more * size, Relaxed);
+        h.booked
+            .store(h.booked.load(Relaxed) + more * size, Relaxed);
         self.apply_limit(t, old + more);
         old + more
     }
@@ -124,7 +124,7 @@ impl Owner<'_> {
     }
 
     /// Lowers tier `t`'s limit by `n` buffers that just left its stack for the depot, whose
-    /// room moves with them: `reserved` drops, the allowance does not (the depot counts the
+    /// room moves with them: `booked` drops, the allowance does not (the depot counts the
     /// buffers now, [`Guard::push_transferred`](crate::engine::depot::Guard::push_transferred)).
     pub(crate) fn transfer_out(&self, t: usize, n: usize) {
         let old = self.limit(t);
@@ -138,7 +138,7 @@ impl Owner<'_> {
     }
 
     /// Raises tier `t`'s limit by one buffer whose room the depot hands over with it
-    /// ([`Guard::pop_with_room`](crate::engine::depot::Guard::pop_with_room)): `reserved`
+    /// ([`Guard::pop_with_room`](crate::engine::depot::Guard::pop_with_room)): `booked`
     /// grows (or the large slot is taken), the allowance does not (it counted the buffer in
     /// the depot). The reverse of [`Self::transfer_out`]. False (nothing changed) if the
     /// limit is at the tier's cap (0 for a tier that bypasses the cache), `cache_bytes` has
