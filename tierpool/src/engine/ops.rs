@@ -122,8 +122,8 @@ impl SlowOp for Get<'_> {
         policy::get_slow(o, pool, self.n, self.how, self.prepaid)
     }
     fn without_cache(self, pool: Option<&PoolState>) -> Self::Out {
-        pool.unwrap_or(self.state)
-            .get_direct(self.n, self.how, self.prepaid)
+        let pool = pool.unwrap_or(self.state);
+        policy::get_direct(pool, self.n, self.how, self.prepaid)
     }
 }
 
@@ -177,7 +177,7 @@ impl SlowOp for Return {
     }
     fn without_cache(self, pool: Option<&PoolState>) {
         match pool {
-            Some(pool) => pool.put_direct(self.v, pool.untrack(self.tag)),
+            Some(pool) => policy::put_direct(pool, self.v, pool.untrack(self.tag)),
             None => free(self.v, self.key.align()), // the pool is gone
         }
     }

@@ -13,7 +13,7 @@ use crate::engine::clock::Clock;
 use crate::engine::config::Config;
 use crate::engine::depot::{Allowance, Depot};
 use crate::engine::error::AllocError;
-use crate::engine::fresh::{alloc_fresh, prepare_hit, scrub, Fresh};
+use crate::engine::fresh::Fresh;
 use crate::observe::holders::Tracker;
 use crate::observe::stats::{BudgetStats, Stats};
 use crate::observe::telemetry::Published;
@@ -397,55 +397,6 @@ impl PoolState {
             .find_map(|u| self.depot.take_exact(u).map(|v| (v, u)))
     }
 
-    /// A get that cannot use a thread cache (the thread is exiting, or a re-entrant call),
-    /// `prepaid` bytes of its charge already taken.
-    #[cold]
-    pub(crate) fn get_direct(
-        &self,
-        n: usize,
-        how: Fresh,
-        prepaid: usize,
-    ) -> Result<Got, AllocError> {
-        let Some(t) = self.classes.for_get(n) else {
-            let cap = self.oversize_capacity(n)?;
-            let (tag, charge) = self.oversize_tag(cap);
-            if self.charge(charge, prepaid, 0, 1).is_none() {
-                return Ok(Got::Wait(charge));
-            }
-            let v = alloc_fresh(cap, n, how, self.align).inspect_err(|_| self.refund(charge))?;
-            self.caches.with_retired(|s| s.oversize += 1);
-            return Ok(Got::Buf(Owned::new(v, self.align), tag));
-        };
-        let charge = self.charge_of(Tag::tier(t));
-        if self.charge(charge, prepaid, 0, 1).is_none() {
-            return Ok(Got::Wait(charge));
-        }
-        let retained = match self.take_direct(t, false) {
-            Some(v) => Some((v, t)),
-            None if self.lends(how) => self.take_lent(t),
-            None => None,
-        };
-        let (v, from) = match retained {
-            Some((mut v, u)) => {
-                prepare_hit(&mut v, n, how);
-                (v, Some(u))
-            }
-            None => {
-                let v = alloc_fresh(self.classes.size(t), n, how, self.align)
-                    .inspect_err(|_| self.refund(charge))?;
-                (v, None)
-            }
-        };
-        self.caches.with_retired(|s| match from {
-            Some(u) => s.tiers[u].hits += 1,
-            None => s.tiers[t].misses += 1,
-        });
-        Ok(Got::Buf(
-            Owned::new(v, self.align),
-            Tag::tier(from.unwrap_or(t)),
-        ))
-    }
-
     /// The alignment of every buffer's allocation (`Settings::align`): what frees them.
     #[inline]
     pub(crate) fn align(&self) -> usize {
@@ -495,30 +446,6 @@ impl PoolState {
         }
         self.allocator_trim.released(cap, Why::Cap);
         false
-    }
-
-    /// A return that cannot use a thread cache.
-    #[cold]
-    pub(crate) fn put_direct(&self, mut v: Vec<u8>, tag: Tag) {
-        // Refunded once the buffer is filed or freed: the refund wakes a budget's waiters,
-        // whose wakers are the user's and may unwind, which must not drop the buffer as a
-        // `Vec` (`sys/alloc.rs`).
-        let charge = self.charge_of(tag);
-        scrub(&mut v, self.zero_on_return);
-        let Some(t) = self.classes.for_put(v.capacity()) else {
-            free(v, self.align);
-            self.refund(charge);
-            self.caches.with_retired(|s| s.untiered_returned += 1);
-            return;
-        };
-        let kept = self.file_in_depot(t, v);
-        self.refund(charge);
-        self.caches.with_retired(|s| {
-            s.tiers[t].returned += 1;
-            if !kept {
-                s.tiers[t].discarded += 1;
-            }
-        });
     }
 
     /// Publishes the pool's figures to the `metrics` facade (`observe/telemetry.rs`; nothing

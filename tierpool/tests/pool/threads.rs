@@ -260,6 +260,64 @@ fn thread_exit_while_holding_buffers_in_thread_locals() {
     assert!(again.is_empty());
 }
 
+/// A get made by a thread-local destructor after tierpool's table is gone (the cacheless
+/// path): served from the depot (its own tier, then a lending tier) or the allocator, above
+/// the largest tier from the allocator, counted, and under a budget charged and refunded
+/// like any other get.
+#[test]
+fn a_get_after_the_threads_cache_is_gone_is_served_and_counted() {
+    use std::cell::Cell;
+    struct GetAtExit(Cell<Option<BufferPool>>);
+    impl Drop for GetAtExit {
+        fn drop(&mut self) {
+            let pool = self.0.take().expect("set before exit");
+            for n in [4000, 3000, 100_000] {
+                let mut b = pool.get(n);
+                assert!(b.capacity() >= n);
+                b.extend_from_slice(b"got at exit");
+            }
+            let b = pool.try_get(4000).expect("room in the budget");
+            assert!(b.capacity() >= 4000);
+        }
+    }
+    thread_local! {
+        static AT_EXIT: GetAtExit = const { GetAtExit(Cell::new(None)) };
+    }
+    for budget in [None, Some(1 << 20)] {
+        let mut builder = BufferPool::builder().tiers([64, 4096, 8192]);
+        if let Some(b) = budget {
+            builder = builder.max_in_use_bytes(b);
+        }
+        let pool = builder.build().unwrap();
+        let p = pool.clone();
+        thread::spawn(move || {
+            // Registered before the pool's table, so destroyed after it (reverse order).
+            AT_EXIT.with(|a| a.0.set(Some(p.clone())));
+            drop(p.get(4000)); // this thread's cache: to the depot when the thread exits
+        })
+        .join()
+        .unwrap();
+        let s = pool.stats();
+        // 1 in the thread, 4 at exit: 4000 from the depot (the cache's buffer, retired there),
+        // 3000 from the depot again or the allocator, 100,000 above the largest tier.
+        assert_eq!(s.gets, 5, "{s}");
+        assert_eq!(s.oversize, 1, "{s}");
+        assert!(
+            s.hits >= 1,
+            "the retired cache's buffer served a get at exit: {s}"
+        );
+        assert_eq!(s.thread_caches, 0, "{s}");
+        if budget.is_some() {
+            let b = s.budget.as_ref().expect("budgeted");
+            assert_eq!(
+                b.in_use_bytes, 0,
+                "every charge taken at exit refunded: {b:?}"
+            );
+        }
+        check_identities(&s);
+    }
+}
+
 /// A thread whose budget is full of buffers of one size makes room when it starts using
 /// another: the idle buffers go to the depot, where other threads can use them, instead of
 /// blocking its cache until they decay. (Found by the comparison report: a 64 KiB hand-off ran

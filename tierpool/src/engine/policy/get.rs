@@ -1,9 +1,10 @@
 //! A get the fast path could not serve, in the order it tries: its own stack, a refill from
-//! the depot (room first: `room.rs`), another retained buffer (`retrieve.rs`), the allocator.
+//! the depot (room first: `room.rs`), another retained buffer (`retrieve.rs`), the allocator;
+//! and the same get where the thread cannot use a cache (no stack, no refill).
 
 use super::exchange::{batch_size, refill};
 use super::housekeeping::after_slow_op;
-use super::retrieve::retrieve;
+use super::retrieve::{retrieve, retrieve_direct};
 use super::room::{book, grow, take_large_slot, Purpose};
 use crate::base::key::Tag;
 use crate::engine::cache::owner::Owner;
@@ -24,7 +25,11 @@ pub(crate) fn get_slow(
 ) -> Result<Got, AllocError> {
     after_slow_op(o, pool);
     let Some(t) = pool.classes.for_get(n) else {
-        return oversize(o, pool, n, how, prepaid);
+        let got = oversize(pool, n, how, prepaid, |c| o.defer_refund(c))?;
+        if let Got::Buf(..) = got {
+            o.count_oversize();
+        }
+        return Ok(got);
     };
     let charge = pool.charge_of(Tag::tier(t));
     let hit = |mut v: Vec<u8>, u: usize| {
@@ -92,21 +97,52 @@ pub(crate) fn get_slow(
     Ok(Got::Buf(Owned::new(v, pool.align()), Tag::tier(t)))
 }
 
-/// A get above the largest tier: from the allocator, charged its size (rounded up to 4 KiB)
-/// under a budget, never retained.
-fn oversize(
-    o: &Owner<'_>,
+/// A get that cannot use a thread cache (the thread is exiting, or a re-entrant call),
+/// `prepaid` bytes of its charge already taken: the rules of [`get_slow`] without a stack or
+/// a refill, its refunds given at once and its counts added to the retired caches'.
+#[cold]
+pub(crate) fn get_direct(
     pool: &PoolState,
     n: usize,
     how: Fresh,
     prepaid: usize,
+) -> Result<Got, AllocError> {
+    let Some(t) = pool.classes.for_get(n) else {
+        let got = oversize(pool, n, how, prepaid, |c| pool.refund(c))?;
+        if let Got::Buf(..) = got {
+            pool.caches.with_retired(|s| s.oversize += 1);
+        }
+        return Ok(got);
+    };
+    let charge = pool.charge_of(Tag::tier(t));
+    if pool.charge(charge, prepaid, 0, 1).is_none() {
+        return Ok(Got::Wait(charge));
+    }
+    if let Some((mut v, u)) = retrieve_direct(pool, t, how) {
+        prepare_hit(&mut v, n, how);
+        pool.caches.with_retired(|s| s.tiers[u].hits += 1);
+        return Ok(Got::Buf(Owned::new(v, pool.align()), Tag::tier(u)));
+    }
+    let v = alloc_fresh(pool.classes.size(t), n, how, pool.align())
+        .inspect_err(|_| pool.refund(charge))?;
+    pool.caches.with_retired(|s| s.tiers[t].misses += 1);
+    Ok(Got::Buf(Owned::new(v, pool.align()), Tag::tier(t)))
+}
+
+/// A get above the largest tier: from the allocator, charged its size (rounded up to 4 KiB)
+/// under a budget, never retained. `refund` gives the charge back if the allocation fails.
+fn oversize(
+    pool: &PoolState,
+    n: usize,
+    how: Fresh,
+    prepaid: usize,
+    refund: impl FnOnce(usize),
 ) -> Result<Got, AllocError> {
     let cap = pool.oversize_capacity(n)?;
     let (tag, charge) = pool.oversize_tag(cap);
     if pool.charge(charge, prepaid, 0, 1).is_none() {
         return Ok(Got::Wait(charge));
     }
-    let v = alloc_fresh(cap, n, how, pool.align()).inspect_err(|_| o.defer_refund(charge))?;
-    o.count_oversize();
+    let v = alloc_fresh(cap, n, how, pool.align()).inspect_err(|_| refund(charge))?;
     Ok(Got::Buf(Owned::new(v, pool.align()), tag))
 }

@@ -11,8 +11,8 @@
 //! | `room.rs` | where a tier's room in its cache comes from when it needs more (the room ladder) |
 //! | `retrieve.rs` | which retained buffer, besides its own stack's, may serve a get |
 //! | `housekeeping.rs` | the owner's housekeeping, the look at the pool: the doorbell, trim, budget pressure, decay, close, thread exit |
-//! | `get.rs` | a get the fast path could not serve |
-//! | `put.rs` | a return the fast path could not take |
+//! | `get.rs` | a get the fast path could not serve, with a cache or without |
+//! | `put.rs` | a return the fast path could not take, with a cache or without |
 //! | `tick.rs` | the pool's tick, reclaiming idle caches, and what an operation leaves for after it |
 //! | `pool_wide.rs` | the operations on every cache at once: `trim()`, closing, a budget waiter's sweep |
 //!
@@ -58,8 +58,8 @@ mod pool_wide;
 #[cfg(all(test, not(loom)))]
 mod tests;
 
-pub(crate) use get::get_slow;
+pub(crate) use get::{get_direct, get_slow};
 pub(crate) use housekeeping::{look, release_all, retire};
 pub(crate) use pool_wide::{close_all, sweep, trim_all};
-pub(crate) use put::put_slow;
+pub(crate) use put::{put_direct, put_slow};
 pub(crate) use tick::{finish, tick};

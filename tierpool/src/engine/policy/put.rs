@@ -1,5 +1,6 @@
 //! A return the fast path could not take: a stack that is full or has no room yet, a buffer
-//! of another capacity than its tier's, a pool that wipes returns, a cache the pool rang.
+//! of another capacity than its tier's, a pool that wipes returns, a cache the pool rang; and
+//! a return where the thread cannot use a cache.
 
 use super::exchange::{batch_size, flush};
 use super::housekeeping::after_slow_op;
@@ -58,4 +59,30 @@ pub(crate) fn put_slow(o: &Owner<'_>, pool: &PoolState, mut v: Vec<u8>, tag: Tag
     if !pool.file_in_depot(t, v) {
         o.count(t, Count::Discarded, 1);
     }
+}
+
+/// A return that cannot use a thread cache: what [`put_slow`] does with a buffer its stack
+/// does not take (filed in the depot, or freed), its refund given at once and its counts
+/// added to the retired caches'.
+#[cold]
+pub(crate) fn put_direct(pool: &PoolState, mut v: Vec<u8>, tag: Tag) {
+    // Refunded once the buffer is filed or freed: the refund wakes a budget's waiters,
+    // whose wakers are the user's and may unwind, which must not drop the buffer as a
+    // `Vec` (`sys/alloc.rs`).
+    let charge = pool.charge_of(tag);
+    scrub(&mut v, pool.zero_on_return);
+    let Some(t) = pool.classes.for_put(v.capacity()) else {
+        free(v, pool.align());
+        pool.refund(charge);
+        pool.caches.with_retired(|s| s.untiered_returned += 1);
+        return;
+    };
+    let kept = pool.file_in_depot(t, v);
+    pool.refund(charge);
+    pool.caches.with_retired(|s| {
+        s.tiers[t].returned += 1;
+        if !kept {
+            s.tiers[t].discarded += 1;
+        }
+    });
 }

@@ -53,6 +53,19 @@ pub(super) fn retrieve(
     lend(o, pool, t, how)
 }
 
+/// The same rule for a get that cannot use a thread cache: rule 1 takes any buffer of its
+/// tier (there is no refill to leave the exact ones to), rule 2 takes from the depot with no
+/// limit (the limit is a cache's, per interval, and there is no cache).
+pub(super) fn retrieve_direct(pool: &PoolState, t: usize, how: Fresh) -> Option<(Vec<u8>, usize)> {
+    if let Some(v) = pool.take_direct(t, false) {
+        return Some((v, t));
+    }
+    if !pool.lends(how) {
+        return None;
+    }
+    pool.take_lent(t)
+}
+
 /// Rule 2 of the module docs: a lending tier's buffer.
 pub(super) fn lend(
     o: &Owner<'_>,
