@@ -266,24 +266,23 @@ impl PoolState {
         }
     }
 
-    /// Takes what a get must be charged beyond `prepaid` (`charge` in all; 0 or `charge`
-    /// already paid), and up to `more` in multiples of `unit` for buffers to keep on a stack.
-    /// Returns the extra taken, or `None` if the charge must wait. Without a budget: `Some(more)`.
-    pub(crate) fn charge(
-        &self,
-        charge: usize,
-        prepaid: usize,
-        more: usize,
-        unit: usize,
-    ) -> Option<usize> {
+    /// Pays for up to `n` buffers of `charge` bytes each (`n >= 1`): the one a get hands out,
+    /// beyond `prepaid` (0 or `charge`) already paid, and as many of the other `n - 1`, to keep
+    /// on a stack, as the budget has room for now. Returns how many are paid (`1..=n`; `n`
+    /// without a budget), or `None` (nothing taken) if the first must wait. The one charge
+    /// arithmetic of every get: what a caller does not use it refunds.
+    pub(crate) fn pay(&self, charge: usize, prepaid: usize, n: usize) -> Option<usize> {
         let Some(b) = &self.budget else {
-            return Some(more - more % unit.max(1));
+            return Some(n);
         };
-        if prepaid >= charge {
+        let more = (n - 1) * charge;
+        let extra = if prepaid >= charge {
             // Paid; extra room only if free now (nobody waits for it), else none.
-            return Some(b.try_take(0, more, unit).unwrap_or(0));
-        }
-        b.try_take(charge - prepaid, more, unit)
+            b.try_take(0, more, charge).unwrap_or(0)
+        } else {
+            b.try_take(charge - prepaid, more, charge)?
+        };
+        Some(1 + extra.checked_div(charge).unwrap_or(0))
     }
 
     /// Bytes in use now (0 without a budget): what is neither free, nor gathered by waiters,

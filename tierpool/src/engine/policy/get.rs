@@ -66,24 +66,23 @@ pub(crate) fn get_slow(
     } else {
         0
     };
-    // The charge of this buffer, and of up to `want - 1` more to keep on the stack.
-    let Some(extra) = pool.charge(charge, prepaid, want.saturating_sub(1) * charge, charge) else {
+    // The charge of this buffer, and of up to `want - 1` more to keep on the stack; what the
+    // refill does not move is refunded.
+    let Some(paid) = pool.pay(charge, prepaid, want.max(1)) else {
         return Ok(Got::Wait(charge));
     };
-    if want > 0 {
-        // Without a budget every buffer is "paid" (charges are 0).
-        let paid = 1 + extra.checked_div(charge).unwrap_or(want - 1);
-        let moved = refill(o, pool, t, paid.min(want));
-        if moved > 0 {
-            o.double_fill(t, max_batch);
-            o.defer_refund((paid - moved) * charge);
-            let v = o.pop(t).expect("just refilled");
-            return hit(v, t);
-        }
-        o.defer_refund((paid - 1) * charge);
+    let moved = if want > 0 {
+        refill(o, pool, t, paid)
     } else {
-        o.defer_refund(extra);
+        0
+    };
+    if moved > 0 {
+        o.double_fill(t, max_batch);
+        o.defer_refund((paid - moved) * charge);
+        let v = o.pop(t).expect("just refilled");
+        return hit(v, t);
     }
+    o.defer_refund((paid - 1) * charge);
     if let Some((v, u)) = retrieve(o, pool, t, how, keeps) {
         return hit(v, u);
     }
@@ -115,7 +114,7 @@ pub(crate) fn get_direct(
         return Ok(got);
     };
     let charge = pool.charge_of(Tag::tier(t));
-    if pool.charge(charge, prepaid, 0, 1).is_none() {
+    if pool.pay(charge, prepaid, 1).is_none() {
         return Ok(Got::Wait(charge));
     }
     if let Some((mut v, u)) = retrieve_direct(pool, t, how) {
@@ -140,7 +139,7 @@ fn oversize(
 ) -> Result<Got, AllocError> {
     let cap = pool.oversize_capacity(n)?;
     let (tag, charge) = pool.oversize_tag(cap);
-    if pool.charge(charge, prepaid, 0, 1).is_none() {
+    if pool.pay(charge, prepaid, 1).is_none() {
         return Ok(Got::Wait(charge));
     }
     let v = alloc_fresh(cap, n, how, pool.align()).inspect_err(|_| refund(charge))?;
