@@ -128,27 +128,46 @@ for mod, r in sorted(rank.items()):
     # What this file may use: anything whose rank sorts before its own, its own descendants,
     # and its ancestors' declarations before it (which is the same comparison).
     allowed = {tuple(a.split("::")) for a in re.findall(r"// check_layers: allow ([a-z_:]+)", text)}
+    parent = mod if f.endswith("mod.rs") else mod[:-1]
+
+    def check(ref, no):
+        target = resolve(ref)
+        if target is None or target == mod:
+            return
+        if target[: len(mod)] == mod:  # a descendant
+            return
+        if mod[: len(target)] == target:  # an ancestor (its mod.rs: re-exports, docs)
+            return
+        if rank[target] > r and target not in allowed:
+            problems.append(f"{os.path.relpath(f, SRC)}:{no}: uses crate::{'::'.join(ref)} ({'::'.join(target)}), declared above it")
+        for folder, door in doors.items():
+            inside = target[: len(folder)] == folder and len(target) > len(folder)
+            if inside and mod[: len(folder)] != folder and target[len(folder)] not in door:
+                problems.append(f"{os.path.relpath(f, SRC)}:{no}: uses crate::{'::'.join(ref)}, behind {'::'.join(folder)}'s door ({', '.join(sorted(door))})")
+
+    code = []
     for no, line in code_lines(text):
+        code.append((no, line))
         refs = [tuple(p.split("::")) for p in re.findall(r"\bcrate::((?:[a-z_0-9]+::)*[A-Za-z_0-9]+)", line)]
-        parent = mod if f.endswith("mod.rs") else mod[:-1]
         for p in re.findall(r"\bsuper::((?:[a-z_0-9]+::)*[A-Za-z_0-9]+)", line):
             refs.append(parent[:-1] + tuple(p.split("::")) if f.endswith("mod.rs") else parent + tuple(p.split("::")))
         for g in re.findall(r"\bcrate::\{([^}]*)\}", line):
             refs += [(n.strip(),) for n in g.split(",") if n.strip()]
         for ref in refs:
-            target = resolve(ref)
-            if target is None or target == mod:
+            check(ref, no)
+    # Grouped imports under a path, on one line or several (`use crate::a::{b::C, d};`): each
+    # item is a path of its own.
+    joined = "\n".join(line for _, line in code)
+    numbers = [no for no, _ in code]
+    for m in re.finditer(r"\bcrate::((?:[a-z_0-9]+::)+)\{([^{}]*)\}", joined):
+        prefix = tuple(m.group(1).rstrip(":").split("::"))
+        no = numbers[joined.count("\n", 0, m.start())]
+        for item in m.group(2).split(","):
+            item = item.strip().split(" as ")[0].strip()
+            if not item:
                 continue
-            if target[: len(mod)] == mod:  # a descendant
-                continue
-            if mod[: len(target)] == target:  # an ancestor (its mod.rs: re-exports, docs)
-                continue
-            if rank[target] > r and target not in allowed:
-                problems.append(f"{os.path.relpath(f, SRC)}:{no}: uses crate::{'::'.join(ref)} ({'::'.join(target)}), declared above it")
-            for folder, door in doors.items():
-                inside = target[: len(folder)] == folder and len(target) > len(folder)
-                if inside and mod[: len(folder)] != folder and target[len(folder)] not in door:
-                    problems.append(f"{os.path.relpath(f, SRC)}:{no}: uses crate::{'::'.join(ref)}, behind {'::'.join(folder)}'s door ({', '.join(sorted(door))})")
+            path = prefix if item == "self" else prefix + tuple(item.split("::"))
+            check(path, no)
 
 if problems:
     print("imports that go up the layers (scripts/check_layers.py):")

@@ -331,7 +331,7 @@
 //! | after the operation | refunds, the tick, reclaiming for room run once the owner is gone | `tick::finish` |
 //! | pool-wide | `trim()`, closing, a budget waiter's sweep: every cache reclaimed and acted on | `pool_wide::reclaim_all` |
 //! | thread exit | a cache gives everything to the depot, then, its refunds settled, is detached and parked for the next thread | `local::retire` (`housekeeping::retire`, `Caches::detach`) |
-//! | the budget's charges | a refill charges its batch, everything leaving a stack refunds | `PoolState::charge`, `Owner::defer_refund` |
+//! | the budget's charges | a refill charges its batch, everything leaving a stack refunds | `PoolState::pay`, `Owner::defer_refund` |
 //!
 //! ## Special cases
 //!

@@ -3,7 +3,7 @@
 //! | file | what it holds |
 //! |---|---|
 //! | `bytes_like.rs` | the content traits (eq, ord, hash, `AsRef`, `Borrow`) every handle has, written once |
-//! | `pooled.rs` | [`PooledBuf`](crate::PooledBuf): one owner, a `Vec<u8>` on loan, and the return path |
+//! | `pooled.rs` | [`PooledBuf`](crate::PooledBuf): one owner, a `Vec<u8>` on loan, returned through the engine (`engine/ops.rs`) when dropped |
 //! | `block.rs` | the control block shared views count on, and its recycling |
 //! | `shared.rs` | [`PooledBytes`](crate::PooledBytes): shared, sliceable, read-only views |
 //! | `aligned.rs` | [`AlignedBuf`](crate::AlignedBuf): a pooled buffer allocated with an alignment, that cannot grow |
