@@ -328,6 +328,18 @@ fn keys_of(names: &[String], bar: bool) -> Vec<Key> {
         .collect()
 }
 
+/// The metric of the first record and the records of that metric, in order (`None` for no
+/// records): what a chart of one metric draws.
+fn of_first_metric<'a>(records: &[&'a Record]) -> Option<(String, Vec<&'a Record>)> {
+    let metric = records.first()?.metric.clone();
+    let same = records
+        .iter()
+        .copied()
+        .filter(|r| r.metric == metric)
+        .collect();
+    Some((metric, same))
+}
+
 /// A line per contender of its median over the workload's parameters (categories on x, in
 /// order). Records of other metrics than the first one seen are left out.
 pub fn by_param(
@@ -336,15 +348,9 @@ pub fn by_param(
     records: &[&Record],
     contenders: &[String],
 ) -> Result<(), Error> {
-    let Some(first) = records.first() else {
+    let Some((metric, records)) = of_first_metric(records) else {
         return Ok(());
     };
-    let metric = first.metric.clone();
-    let records: Vec<&Record> = records
-        .iter()
-        .copied()
-        .filter(|r| r.metric == metric)
-        .collect();
     let cats = categories(records.iter().map(|r| r.param.as_str()));
     let series = series_of(&records, &cats, contenders);
     let names: Vec<String> = series.iter().map(|(n, _)| n.clone()).collect();
@@ -367,15 +373,9 @@ pub fn panels_by_group(
     records: &[&Record],
     contenders: &[String],
 ) -> Result<(), Error> {
-    let Some(first) = records.first() else {
+    let Some((metric, records)) = of_first_metric(records) else {
         return Ok(());
     };
-    let metric = first.metric.clone();
-    let records: Vec<&Record> = records
-        .iter()
-        .copied()
-        .filter(|r| r.metric == metric)
-        .collect();
     let split = |p: &str| -> (String, String) {
         match p.split_once(", ") {
             Some((g, x)) => (g.to_string(), x.to_string()),

@@ -300,25 +300,32 @@ pub fn merge(parts: Vec<Report>, order: &[&str]) -> Result<Report, String> {
     Ok(merged)
 }
 
+/// A record of `median` ns/op with min and max 10% either side, 3 samples and no
+/// allocations: the sample the tool's tests build their reports from.
+#[cfg(test)]
+pub(crate) fn sample(workload: &str, contender: &str, param: &str, median: f64) -> Record {
+    Record {
+        workload: workload.into(),
+        contender: contender.into(),
+        allocator: "glibc".into(),
+        param: param.into(),
+        metric: "ns/op".into(),
+        median,
+        min: median * 0.9,
+        max: median * 1.1,
+        samples: 3,
+        allocs_per_op: Some(0.0),
+        bytes_per_op: Some(0.0),
+        extra: BTreeMap::new(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn record(contender: &str, median: f64) -> Record {
-        Record {
-            workload: "get-put".into(),
-            contender: contender.into(),
-            allocator: "glibc".into(),
-            param: "4 KiB".into(),
-            metric: "ns/op".into(),
-            median,
-            min: median / 2.0,
-            max: median * 2.0,
-            samples: 3,
-            allocs_per_op: Some(0.0),
-            bytes_per_op: Some(0.0),
-            extra: BTreeMap::new(),
-        }
+        sample("get-put", contender, "4 KiB", median)
     }
 
     fn report(records: Vec<Record>) -> String {

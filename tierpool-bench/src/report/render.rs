@@ -328,24 +328,7 @@ pub fn relative_to(dir: &Path, base: &Path) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::harness::record::Output;
-
-    fn record(workload: &str, contender: &str, param: &str, median: f64) -> Record {
-        Record {
-            workload: workload.into(),
-            contender: contender.into(),
-            allocator: "glibc".into(),
-            param: param.into(),
-            metric: "ns/op".into(),
-            median,
-            min: median * 0.9,
-            max: median * 1.1,
-            samples: 3,
-            allocs_per_op: Some(0.0),
-            bytes_per_op: Some(0.0),
-            extra: BTreeMap::new(),
-        }
-    }
+    use crate::harness::record::{sample as record, Output};
 
     /// A small synthetic `results.json`: two workloads, three contenders.
     fn synthetic() -> String {

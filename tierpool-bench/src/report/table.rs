@@ -147,25 +147,11 @@ pub fn ordered<'a>(
 
 #[cfg(test)]
 mod tests {
-    use std::collections::BTreeMap;
-
     use super::*;
+    use crate::harness::record::sample;
 
     fn record(contender: &str, median: f64) -> Record {
-        Record {
-            workload: "get-put".into(),
-            contender: contender.into(),
-            allocator: "glibc".into(),
-            param: "4 KiB".into(),
-            metric: "ns/op".into(),
-            median,
-            min: median / 2.0,
-            max: median * 2.0,
-            samples: 3,
-            allocs_per_op: Some(0.0),
-            bytes_per_op: Some(0.0),
-            extra: BTreeMap::new(),
-        }
+        sample("get-put", contender, "4 KiB", median)
     }
 
     #[test]
@@ -174,7 +160,7 @@ mod tests {
         let t = table(&rs.iter().collect::<Vec<_>>(), "Vec (glibc)");
         assert!(
             t.contains(
-                "| Vec (glibc) | 4 KiB | ns/op | 25.0 | 12.5 | 50.0 | 0 | 0 | 2.50x | 1.00x |"
+                "| Vec (glibc) | 4 KiB | ns/op | 25.0 | 22.5 | 27.5 | 0 | 0 | 2.50x | 1.00x |"
             ),
             "{t}"
         );
